@@ -1,0 +1,222 @@
+//! The threshold-fraction circuit: a committed vector of (value, weight) slots meets `10⁶·good ≥ q·total`.
+//!
+//! Per slot: 32 value bits, 40 weight bits, a 32-bit remainder and one
+//! booleanity check for the comparison with `T`, and one product — 106
+//! constraints — plus its share of the commitment's Poseidon chain.
+
+use ark_bn254::Fr;
+use ark_ff::{Field, One, Zero};
+use ark_relations::{
+    ns,
+    r1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError},
+};
+
+use crate::gadgets::bits::constraints::{RangeGadget, UIntVar, enforce_boolean};
+use crate::gadgets::bits::pow2;
+use crate::gadgets::linear::LinearVar;
+use crate::gadgets::poseidon::constraints::{PoseidonGadget, PoseidonVar};
+use crate::statement::{
+    Opening, PPM, SLOT_BITS, SLOTS_PER_ELEMENT, Statement, VALUE_BITS, WEIGHT_BITS,
+};
+
+/// Bits of `q`: any `q < 2²⁰` keeps `q·Σw` bounded; the native side further
+/// refuses `q > 10⁶`.
+pub const QUOTA_BITS: usize = 20;
+/// Bits of the slack `D = 10⁶·good − q·total`. With `N ≤ 2²⁰` slots,
+/// `total < 2⁶⁰`, so a true slack is below `2⁸⁰`, and a negative one wraps
+/// to at least `p − 2⁸⁰`, which 80 bits cannot reach.
+pub const SLACK_BITS: usize = 80;
+
+/// The public inputs as field elements, in the verifier's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublicValues {
+    pub commitment: Fr,
+    pub threshold: Fr,
+    pub quota_ppm: Fr,
+    pub context: Fr,
+}
+
+impl From<&Statement> for PublicValues {
+    fn from(s: &Statement) -> Self {
+        let [commitment, threshold, quota_ppm, context] = s.public_inputs();
+        Self {
+            commitment,
+            threshold,
+            quota_ppm,
+            context,
+        }
+    }
+}
+
+/// The private assignment. Values and weights are raw integers so tests can
+/// hand the circuit out-of-range data and watch it refuse.
+#[derive(Clone)]
+pub struct WitnessValues {
+    pub salt: Fr,
+    pub slots: Vec<(u64, u64)>,
+}
+
+impl std::fmt::Debug for WitnessValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WitnessValues")
+            .field("slots", &self.slots.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The circuit for `slots` slots. Without values it only fixes the shape,
+/// which is all key generation needs.
+#[derive(Clone)]
+pub struct ThresholdCircuit {
+    slots: usize,
+    public: Option<PublicValues>,
+    witness: Option<WitnessValues>,
+}
+
+impl std::fmt::Debug for ThresholdCircuit {
+    // Public values only: the slots and salt must never reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThresholdCircuit")
+            .field("slots", &self.slots)
+            .field("public", &self.public)
+            .field("has_witness", &self.witness.is_some())
+            .finish()
+    }
+}
+
+impl ThresholdCircuit {
+    /// The shape only, for key generation.
+    pub fn blank(slots: usize) -> Self {
+        Self {
+            slots,
+            public: None,
+            witness: None,
+        }
+    }
+
+    /// The circuit for a statement and its opening.
+    pub fn new(statement: &Statement, opening: &Opening) -> Self {
+        Self {
+            slots: statement.slots(),
+            public: Some(statement.into()),
+            witness: Some(WitnessValues {
+                salt: opening.salt(),
+                slots: opening
+                    .slots()
+                    .iter()
+                    .map(|s| (u64::from(s.value()), s.weight()))
+                    .collect(),
+            }),
+        }
+    }
+
+    /// Any assignment at all, valid or not: for soundness tests.
+    pub fn from_raw(slots: usize, public: PublicValues, witness: WitnessValues) -> Self {
+        Self {
+            slots,
+            public: Some(public),
+            witness: Some(witness),
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let public = self.public;
+        let witness = self.witness.as_ref();
+
+        // Public inputs, in the order of `statement::PUBLIC_INPUTS`. The
+        // context takes part in no constraint: ark-groth16's QAP reduction
+        // adds one copy constraint per input, so the proof binds it anyway.
+        let inputs = ns!(cs, "public_inputs").cs();
+        let commitment = LinearVar::new_input(&inputs, public.map(|p| p.commitment))?;
+        let threshold = LinearVar::new_input(&inputs, public.map(|p| p.threshold))?;
+        let quota = LinearVar::new_input(&inputs, public.map(|p| p.quota_ppm))?;
+        let _context = LinearVar::new_input(&inputs, public.map(|p| p.context))?;
+
+        // T < 2³² keeps `2³² + T − v` inside 33 bits; q < 2²⁰ bounds q·Σw.
+        UIntVar::enforce_fits(
+            &ns!(cs, "threshold_range").cs(),
+            &threshold,
+            VALUE_BITS as usize,
+        )?;
+        UIntVar::enforce_fits(&ns!(cs, "quota_range").cs(), &quota, QUOTA_BITS)?;
+
+        let two_32 = pow2(VALUE_BITS);
+        let inv_two_32 = two_32.inverse().ok_or(SynthesisError::Unsatisfiable)?;
+        let mut values = Vec::with_capacity(self.slots);
+        let mut weights = Vec::with_capacity(self.slots);
+        let mut good_weights = Vec::with_capacity(self.slots);
+        for i in 0..self.slots {
+            let slot = ns!(cs, "slot").cs();
+            let raw = witness.map(|w| w.slots.get(i).copied().unwrap_or_default());
+            // v and w *are* sums of their bits, so they are in range by
+            // construction and cost no equality constraint.
+            let value =
+                UIntVar::new_witness(&slot, raw.map(|(v, _)| Fr::from(v)), VALUE_BITS as usize)?;
+            let weight =
+                UIntVar::new_witness(&slot, raw.map(|(_, w)| Fr::from(w)), WEIGHT_BITS as usize)?;
+
+            // x = 2³² + T − v lies in [1, 2³³) because T, v < 2³²; its bit 32
+            // is [v ≤ T]. We take x's low 32 bits as a witness and define
+            // good = (x − low)/2³²; `good ∈ {0, 1}` then forces
+            // x = good·2³² + low with low < 2³², i.e. the true comparison.
+            let x = LinearVar::sum_of(
+                &[(Fr::one(), &threshold), (-Fr::one(), value.value())],
+                two_32,
+            );
+            let low = UIntVar::new_witness(&slot, x.value(), VALUE_BITS as usize)?;
+            let good = x.sub(low.value()).scale(inv_two_32);
+            enforce_boolean(&slot, &good)?;
+            let good_weight = good.mul(&slot, weight.value())?;
+
+            values.push(value);
+            weights.push(weight);
+            good_weights.push(good_weight);
+        }
+
+        // Packing is linear in the bits: free.
+        let elements: Vec<LinearVar> = values
+            .chunks(SLOTS_PER_ELEMENT)
+            .zip(weights.chunks(SLOTS_PER_ELEMENT))
+            .map(|(vs, ws)| {
+                let mut terms = Vec::with_capacity(2 * SLOTS_PER_ELEMENT);
+                for (j, (v, w)) in vs.iter().zip(ws).enumerate() {
+                    let offset = pow2(j as u32 * SLOT_BITS);
+                    terms.push((offset, v.value()));
+                    terms.push((offset * two_32, w.value()));
+                }
+                LinearVar::sum_of(&terms, Fr::zero())
+            })
+            .collect();
+        let commit_cs = ns!(cs, "commitment").cs();
+        let salt = LinearVar::new_witness(&commit_cs, witness.map(|w| w.salt))?;
+        let recomputed = PoseidonVar::chain(&commit_cs, &salt, &elements)?;
+        recomputed.enforce_equal(&commit_cs, &commitment)?;
+
+        // Sums cannot wrap: each w < 2⁴⁰ and N ≤ 2²⁰, so Σw < 2⁶⁰.
+        let fraction = ns!(cs, "fraction").cs();
+        let weight_terms: Vec<(Fr, &LinearVar)> =
+            weights.iter().map(|w| (Fr::one(), w.value())).collect();
+        let total_lc = LinearVar::sum_of(&weight_terms, Fr::zero());
+        // The total is used three times; one variable keeps its
+        // 40·N-term combination out of the other constraints.
+        let total = LinearVar::new_witness(&fraction, total_lc.value())?;
+        total.enforce_equal(&fraction, &total_lc)?;
+        total.enforce_nonzero(&fraction)?;
+        let good_terms: Vec<(Fr, &LinearVar)> =
+            good_weights.iter().map(|g| (Fr::one(), g)).collect();
+        let good = LinearVar::sum_of(&good_terms, Fr::zero());
+        let quota_total = quota.mul(&fraction, &total)?;
+        let slack = LinearVar::sum_of(
+            &[(Fr::from(PPM), &good), (-Fr::one(), &quota_total)],
+            Fr::zero(),
+        );
+        UIntVar::enforce_fits(&fraction, &slack, SLACK_BITS)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,116 @@
+//! Exports for independent verifiers: snarkjs's JSON files and a Solidity verifier contract.
+
+use std::fs;
+use std::path::Path;
+
+use ark_bn254::{Bn254, Fq, Fq2, G1Affine, G2Affine};
+use ark_ec::{AffineRepr, pairing::Pairing};
+use ark_groth16::VerifyingKey;
+use serde_json::{Value, json};
+use taceo_groth16_sol::askama::Template;
+
+use crate::error::CircuitError;
+use crate::proof::SlaProof;
+use crate::statement::Statement;
+
+fn fq(x: &Fq) -> Value {
+    Value::String(x.to_string())
+}
+
+fn fq2(x: &Fq2) -> Value {
+    json!([fq(&x.c0), fq(&x.c1)])
+}
+
+/// snarkjs writes points in projective form with `z = 1`; the point at
+/// infinity is `(0, 1, 0)`.
+fn g1(p: &G1Affine) -> Value {
+    match p.xy() {
+        Some((x, y)) => json!([fq(&x), fq(&y), "1"]),
+        None => json!(["0", "1", "0"]),
+    }
+}
+
+fn g2(p: &G2Affine) -> Value {
+    match p.xy() {
+        Some((x, y)) => json!([fq2(&x), fq2(&y), ["1", "0"]]),
+        None => json!([["0", "0"], ["1", "0"], ["0", "0"]]),
+    }
+}
+
+/// `verification_key.json` as `snarkjs zkey export verificationkey` writes it.
+pub fn snarkjs_verification_key(vk: &VerifyingKey<Bn254>) -> Value {
+    let alpha_beta = Bn254::pairing(vk.alpha_g1, vk.beta_g2).0;
+    let fq6 = |x: &ark_bn254::Fq6| json!([fq2(&x.c0), fq2(&x.c1), fq2(&x.c2)]);
+    json!({
+        "protocol": "groth16",
+        "curve": "bn128",
+        "nPublic": vk.gamma_abc_g1.len() - 1,
+        "vk_alpha_1": g1(&vk.alpha_g1),
+        "vk_beta_2": g2(&vk.beta_g2),
+        "vk_gamma_2": g2(&vk.gamma_g2),
+        "vk_delta_2": g2(&vk.delta_g2),
+        "vk_alphabeta_12": [fq6(&alpha_beta.c0), fq6(&alpha_beta.c1)],
+        "IC": vk.gamma_abc_g1.iter().map(g1).collect::<Vec<_>>(),
+    })
+}
+
+/// `proof.json` in snarkjs's layout.
+pub fn snarkjs_proof(proof: &SlaProof) -> Value {
+    let p = proof.groth16();
+    json!({
+        "pi_a": g1(&p.a),
+        "pi_b": g2(&p.b),
+        "pi_c": g1(&p.c),
+        "protocol": "groth16",
+        "curve": "bn128",
+    })
+}
+
+/// `public.json`: the public inputs as decimal strings, in circuit order.
+pub fn snarkjs_public(statement: &Statement) -> Value {
+    Value::Array(
+        statement
+            .public_inputs()
+            .iter()
+            .map(|x| Value::String(x.to_string()))
+            .collect(),
+    )
+}
+
+/// Writes `verification_key.json`, `proof.json` and `public.json` into `dir`.
+pub fn write_snarkjs(
+    dir: &Path,
+    vk: &VerifyingKey<Bn254>,
+    statement: &Statement,
+    proof: &SlaProof,
+) -> Result<(), CircuitError> {
+    fs::create_dir_all(dir).map_err(CircuitError::io(dir))?;
+    for (name, value) in [
+        ("verification_key.json", snarkjs_verification_key(vk)),
+        ("proof.json", snarkjs_proof(proof)),
+        ("public.json", snarkjs_public(statement)),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, serde_json::to_vec_pretty(&value)?).map_err(CircuitError::io(&path))?;
+    }
+    Ok(())
+}
+
+/// A Solidity contract verifying proofs for `vk`, generated with
+/// `taceo-groth16-sol` (gnark's verifier template). Its
+/// `verifyProof(uint256[8] proof, uint256[4] input)` takes the proof as
+/// [`solidity_proof`] lays it out.
+pub fn solidity_verifier(vk: &VerifyingKey<Bn254>) -> Result<String, CircuitError> {
+    let contract = taceo_groth16_sol::SolidityVerifierContext {
+        vk: vk.clone(),
+        config: taceo_groth16_sol::SolidityVerifierConfig::default(),
+    };
+    contract
+        .render()
+        .map_err(|e| CircuitError::Solidity(e.to_string()))
+}
+
+/// The proof as the generated contract's `uint256[8]`, decimal strings.
+pub fn solidity_proof(proof: &SlaProof) -> [String; 8] {
+    taceo_groth16_sol::prepare_uncompressed_proof(proof.groth16()).map(|x| x.to_string())
+}

@@ -1,0 +1,345 @@
+//! Proving and verifying keys per circuit size: generated once, stored compressed beside their sha256, checked on load, never regenerated behind the caller's back.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ark_bn254::{Bn254, Fr};
+use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+use ark_snark::SNARK;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::circuit::ThresholdCircuit;
+use crate::error::CircuitError;
+use crate::statement::{MAX_SLOTS, PUBLIC_INPUTS};
+
+/// Names the statement and its public-input layout; bumped whenever the
+/// constraints change, so old keys are refused rather than misused.
+pub const CIRCUIT_ID: &str = "slaproof/threshold-fraction/v1";
+
+/// One stored key file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyFile {
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// Written last, so its presence means both keys are complete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyManifest {
+    pub circuit: String,
+    pub slots: usize,
+    pub constraints: usize,
+    pub public_inputs: Vec<String>,
+    pub proving_key: KeyFile,
+    pub verifying_key: KeyFile,
+}
+
+/// Where key generation is; the setup itself reports no finer progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeygenStage {
+    /// Counting constraints of the blank circuit.
+    Synthesizing,
+    /// Groth16 setup: sampling toxic waste and computing the keys; the long step.
+    Setup { constraints: usize },
+    /// Writing the compressed proving key.
+    WritingProvingKey,
+    /// Writing the verifying key and the manifest.
+    WritingVerifyingKey,
+    /// Finished.
+    Done,
+}
+
+/// A progress report for `slaproof keys generate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeygenProgress {
+    pub slots: usize,
+    pub stage: KeygenStage,
+    pub elapsed: Duration,
+}
+
+/// A verifying key ready to check proofs for one size.
+#[derive(Clone)]
+pub struct VerifierKey {
+    slots: usize,
+    vk: VerifyingKey<Bn254>,
+    prepared: PreparedVerifyingKey<Bn254>,
+}
+
+impl std::fmt::Debug for VerifierKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifierKey")
+            .field("slots", &self.slots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VerifierKey {
+    pub fn new(slots: usize, vk: VerifyingKey<Bn254>) -> Self {
+        let prepared = ark_groth16::prepare_verifying_key(&vk);
+        Self {
+            slots,
+            vk,
+            prepared,
+        }
+    }
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+    pub fn verifying_key(&self) -> &VerifyingKey<Bn254> {
+        &self.vk
+    }
+    pub(crate) fn prepared(&self) -> &PreparedVerifyingKey<Bn254> {
+        &self.prepared
+    }
+    /// Compressed bytes, as stored and as hashed in the manifest.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CircuitError> {
+        let mut out = Vec::new();
+        self.vk.serialize_compressed(&mut out)?;
+        Ok(out)
+    }
+    /// sha256 of the compressed verifying key, hex: what the anchor records.
+    pub fn sha256(&self) -> Result<String, CircuitError> {
+        Ok(sha256_hex(&self.to_bytes()?))
+    }
+}
+
+/// Both keys for one size.
+#[derive(Clone)]
+pub struct CircuitKeys {
+    pk: ProvingKey<Bn254>,
+    verifier: VerifierKey,
+}
+
+impl std::fmt::Debug for CircuitKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitKeys")
+            .field("slots", &self.verifier.slots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CircuitKeys {
+    /// A fresh circuit-specific setup in memory. Whoever can read this
+    /// process's memory during the call could forge proofs for these keys;
+    /// see `docs/CIRCUITS.md`.
+    pub fn setup(slots: usize) -> Result<Self, CircuitError> {
+        check_size(slots)?;
+        let mut rng = os_rng();
+        let (pk, vk) =
+            Groth16::<Bn254>::circuit_specific_setup(ThresholdCircuit::blank(slots), &mut rng)?;
+        Ok(Self {
+            pk,
+            verifier: VerifierKey::new(slots, vk),
+        })
+    }
+
+    pub fn slots(&self) -> usize {
+        self.verifier.slots
+    }
+    pub fn proving_key(&self) -> &ProvingKey<Bn254> {
+        &self.pk
+    }
+    pub fn verifier(&self) -> &VerifierKey {
+        &self.verifier
+    }
+}
+
+fn check_size(slots: usize) -> Result<(), CircuitError> {
+    if slots == 0 || slots > MAX_SLOTS {
+        return Err(CircuitError::UnsupportedSlots {
+            slots,
+            max: MAX_SLOTS,
+        });
+    }
+    Ok(())
+}
+
+/// A CSPRNG for the setup and the prover, seeded from the operating system.
+pub(crate) fn os_rng() -> ark_std::rand::rngs::StdRng {
+    let mut seed = [0u8; 32];
+    rand::Rng::fill(&mut rand::rng(), &mut seed);
+    <ark_std::rand::rngs::StdRng as ark_std::rand::SeedableRng>::from_seed(seed)
+}
+
+/// Exact number of R1CS constraints for `slots` slots, by synthesis alone.
+pub fn constraint_count(slots: usize) -> Result<usize, CircuitError> {
+    check_size(slots)?;
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_mode(SynthesisMode::Setup);
+    ThresholdCircuit::blank(slots).generate_constraints(cs.clone())?;
+    Ok(cs.num_constraints())
+}
+
+/// Paths of the manifest, proving key and verifying key for one size.
+pub fn key_paths(dir: &Path, slots: usize) -> (PathBuf, PathBuf, PathBuf) {
+    (
+        dir.join(format!("threshold-{slots}.manifest.json")),
+        dir.join(format!("threshold-{slots}.pk")),
+        dir.join(format!("threshold-{slots}.vk")),
+    )
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Writes through a temporary file and a rename, so a crash never leaves a
+/// half-written key under the real name.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CircuitError> {
+    let tmp = path.with_extension("partial");
+    let mut file = fs::File::create(&tmp).map_err(CircuitError::io(&tmp))?;
+    file.write_all(bytes).map_err(CircuitError::io(&tmp))?;
+    file.sync_all().map_err(CircuitError::io(&tmp))?;
+    fs::rename(&tmp, path).map_err(CircuitError::io(path))
+}
+
+/// `slaproof keys generate --slots N`: runs the setup for `slots` slots and
+/// stores `threshold-N.pk`, `threshold-N.vk` and `threshold-N.manifest.json`
+/// in `dir`. Refuses to overwrite existing keys: proofs already anchored
+/// against the old verifying key would stop verifying.
+pub fn generate_keys(
+    dir: &Path,
+    slots: usize,
+    progress: &mut dyn FnMut(KeygenProgress),
+) -> Result<KeyManifest, CircuitError> {
+    check_size(slots)?;
+    let started = Instant::now();
+    let mut report = |stage| {
+        progress(KeygenProgress {
+            slots,
+            stage,
+            elapsed: started.elapsed(),
+        })
+    };
+    let (manifest_path, pk_path, vk_path) = key_paths(dir, slots);
+    if manifest_path.exists() {
+        return Err(CircuitError::KeysExist {
+            slots,
+            path: manifest_path,
+        });
+    }
+    fs::create_dir_all(dir).map_err(CircuitError::io(dir))?;
+
+    report(KeygenStage::Synthesizing);
+    let constraints = constraint_count(slots)?;
+    report(KeygenStage::Setup { constraints });
+    let keys = CircuitKeys::setup(slots)?;
+
+    report(KeygenStage::WritingProvingKey);
+    let mut pk_bytes = Vec::with_capacity(keys.pk.compressed_size());
+    keys.pk.serialize_compressed(&mut pk_bytes)?;
+    write_atomically(&pk_path, &pk_bytes)?;
+
+    report(KeygenStage::WritingVerifyingKey);
+    let vk_bytes = keys.verifier.to_bytes()?;
+    write_atomically(&vk_path, &vk_bytes)?;
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let manifest = KeyManifest {
+        circuit: CIRCUIT_ID.to_owned(),
+        slots,
+        constraints,
+        public_inputs: PUBLIC_INPUTS.iter().map(|s| (*s).to_owned()).collect(),
+        proving_key: KeyFile {
+            file: file_name(&pk_path),
+            sha256: sha256_hex(&pk_bytes),
+            bytes: pk_bytes.len() as u64,
+        },
+        verifying_key: KeyFile {
+            file: file_name(&vk_path),
+            sha256: sha256_hex(&vk_bytes),
+            bytes: vk_bytes.len() as u64,
+        },
+    };
+    write_atomically(&manifest_path, &serde_json::to_vec_pretty(&manifest)?)?;
+    report(KeygenStage::Done);
+    Ok(manifest)
+}
+
+/// Reads and checks the manifest for `slots` slots.
+pub fn load_manifest(dir: &Path, slots: usize) -> Result<KeyManifest, CircuitError> {
+    let (manifest_path, _, _) = key_paths(dir, slots);
+    if !manifest_path.exists() {
+        return Err(CircuitError::KeysMissing {
+            slots,
+            path: manifest_path,
+        });
+    }
+    let bytes = fs::read(&manifest_path).map_err(CircuitError::io(&manifest_path))?;
+    let manifest: KeyManifest = serde_json::from_slice(&bytes)?;
+    if manifest.slots != slots {
+        return Err(CircuitError::ManifestMismatch {
+            path: manifest_path,
+            expected: slots,
+            found: manifest.slots,
+        });
+    }
+    if manifest.circuit != CIRCUIT_ID {
+        return Err(CircuitError::Malformed {
+            field: "manifest.circuit",
+            reason: format!("{} is not {CIRCUIT_ID}", manifest.circuit),
+        });
+    }
+    Ok(manifest)
+}
+
+fn read_checked(dir: &Path, file: &KeyFile) -> Result<Vec<u8>, CircuitError> {
+    // The manifest names a file in the same directory, never a path.
+    if file.file.contains(['/', '\\']) || file.file.starts_with('.') {
+        return Err(CircuitError::Malformed {
+            field: "manifest.file",
+            reason: format!("{} must be a plain file name", file.file),
+        });
+    }
+    let path = dir.join(&file.file);
+    let bytes = fs::read(&path).map_err(CircuitError::io(&path))?;
+    let actual = sha256_hex(&bytes);
+    if actual != file.sha256 {
+        return Err(CircuitError::KeyHashMismatch {
+            path,
+            expected: file.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Loads the verifying key for `slots` slots, checking its hash.
+pub fn load_verifier(dir: &Path, slots: usize) -> Result<VerifierKey, CircuitError> {
+    let manifest = load_manifest(dir, slots)?;
+    let bytes = read_checked(dir, &manifest.verifying_key)?;
+    let vk = VerifyingKey::<Bn254>::deserialize_compressed(bytes.as_slice())?;
+    Ok(VerifierKey::new(slots, vk))
+}
+
+/// Loads both keys for `slots` slots, checking their hashes. Never generates:
+/// missing keys are an error naming the command that makes them.
+pub fn load_keys(dir: &Path, slots: usize) -> Result<CircuitKeys, CircuitError> {
+    let manifest = load_manifest(dir, slots)?;
+    let vk_bytes = read_checked(dir, &manifest.verifying_key)?;
+    let vk = VerifyingKey::<Bn254>::deserialize_compressed(vk_bytes.as_slice())?;
+    let pk_bytes = read_checked(dir, &manifest.proving_key)?;
+    // The hash matched the one recorded at generation, so the points were
+    // ours and valid; re-checking hundreds of MB of curve points would cost
+    // longer than the proof.
+    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(pk_bytes.as_slice())?;
+    if pk.vk != vk {
+        return Err(CircuitError::Malformed {
+            field: "proving_key",
+            reason: "its embedded verifying key differs from the stored one".to_owned(),
+        });
+    }
+    Ok(CircuitKeys {
+        pk,
+        verifier: VerifierKey::new(slots, vk),
+    })
+}
