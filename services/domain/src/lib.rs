@@ -1,0 +1,29 @@
+#![doc = include_str!("../README.md")]
+//! slaproof's SLA model and math: definitions, SLIs, windows, maintenance and
+//! OpenSLO import and export. Pure: no I/O, no clock reads, no database.
+
+pub mod composite;
+mod decimal;
+pub mod document;
+pub mod event;
+pub mod filter;
+pub mod ids;
+pub mod maintenance;
+pub mod objective;
+pub mod quantity;
+pub mod sla;
+pub mod window;
+
+pub use composite::{CompositeResult, ObjectiveCounts};
+pub use document::error::{DefinitionError, Problem};
+pub use event::{EventFields, EventSource, EventView};
+pub use filter::{EventFilter, FilterError};
+pub use maintenance::{MaintenanceWindow, MaintenanceWindowError};
+pub use objective::{
+    BudgetingMethod, EventVerdict, GaugeName, GaugeSli, MeasuredField, Objective, ObjectiveName,
+    RatioCount, RatioSli, Sli, SliceBudgeting, SliceIndicator, ThresholdOp, ThresholdSli,
+    ThresholdValue, TimeSlicesSli,
+};
+pub use quantity::{CompositeWeight, Micros, QuantityError, SliceTarget, Span, TargetPpm};
+pub use sla::{SlaDefinition, SlaName};
+pub use window::{CalendarUnit, Period, TimeWindow};

@@ -1,0 +1,96 @@
+//! The SLA definition: what a provider promises one customer about one service.
+
+use std::collections::HashMap;
+
+use crate::objective::{Objective, slug_type};
+use crate::window::TimeWindow;
+
+slug_type! {
+    /// The name of an SLA, unique per tenant (`acme-enterprise`).
+    SlaName
+}
+
+/// An SLA: objectives measured over a time window on the events of one
+/// service, optionally for one customer.
+///
+/// Parsed from documents with [`SlaDefinition::from_document`] (native
+/// `slaproof/v1` YAML or JSON, or OpenSLO v1), exported with
+/// [`SlaDefinition::to_native_yaml`] and [`SlaDefinition::to_openslo_yaml`].
+/// Serde reads and writes the native document as JSON, so that storage keeps
+/// exactly what the provider wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlaDefinition {
+    pub name: SlaName,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    /// The `service` of the events this SLA measures.
+    pub service: String,
+    /// The customer's reference in the provider's own system, when the SLA
+    /// is for one customer.
+    pub customer: Option<String>,
+    pub window: TimeWindow,
+    /// At least one, with unique names.
+    pub objectives: Vec<Objective>,
+}
+
+/// Limits on free text, so that a document cannot carry a novel.
+pub(crate) const MAX_DISPLAY_NAME: usize = 200;
+pub(crate) const MAX_DESCRIPTION: usize = 1050;
+pub(crate) const MAX_SERVICE: usize = 200;
+pub(crate) const MAX_CUSTOMER: usize = 200;
+/// More objectives than this is a sign of a generated document gone wrong.
+pub const MAX_OBJECTIVES: usize = 64;
+
+impl SlaDefinition {
+    /// The display name, or the name when there is none.
+    pub fn title(&self) -> &str {
+        self.display_name.as_deref().unwrap_or(self.name.as_str())
+    }
+
+    /// The objective with this name.
+    pub fn objective(&self, name: &str) -> Option<&Objective> {
+        self.objectives.iter().find(|o| o.name.as_str() == name)
+    }
+
+    /// Whether the SLA has a composite (some objective carries a weight).
+    pub fn is_composite(&self) -> bool {
+        self.objectives.iter().any(|o| o.weight.is_some())
+    }
+}
+
+/// Rules across objectives, as `(objective index, field, rule)`.
+pub(crate) fn cross_check(objectives: &[Objective]) -> Vec<(Option<usize>, &'static str, String)> {
+    let mut problems = Vec::new();
+    if objectives.is_empty() {
+        problems.push((
+            None,
+            "objectives",
+            "must hold at least one objective".to_owned(),
+        ));
+    }
+    if objectives.len() > MAX_OBJECTIVES {
+        problems.push((
+            None,
+            "objectives",
+            format!(
+                "must hold at most {MAX_OBJECTIVES} objectives, got {}",
+                objectives.len()
+            ),
+        ));
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, o) in objectives.iter().enumerate() {
+        if let Some(first) = seen.insert(o.name.as_str(), i) {
+            problems.push((
+                Some(i),
+                "name",
+                format!(
+                    "must be unique: objective {first} is also named {:?}",
+                    o.name.as_str()
+                ),
+            ));
+            seen.insert(o.name.as_str(), first);
+        }
+    }
+    problems
+}
