@@ -71,10 +71,6 @@ impl Problems {
         });
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// `Ok(value)` when nothing went wrong.
     pub fn finish<T>(self, value: Option<T>) -> Result<T, DefinitionError> {
         match value {

@@ -202,11 +202,6 @@ impl<'a> Obj<'a> {
         self.get(key).is_some()
     }
 
-    /// Optional text at `key`.
-    pub fn opt_str(&self, key: &str, p: &mut Problems) -> Option<&'a str> {
-        self.get(key).and_then(|n| n.str(p))
-    }
-
     /// Required text at `key`.
     pub fn req_str(&self, key: &str, p: &mut Problems) -> Option<&'a str> {
         self.required(key, p).and_then(|n| n.str(p))
