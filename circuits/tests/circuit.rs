@@ -1,0 +1,260 @@
+//! The circuit's shape (pinned constraint counts and public inputs) and its verdicts on honest and dishonest assignments.
+
+use ark_bn254::Fr;
+use ark_ff::{One, Zero};
+use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
+use proptest::prelude::*;
+use slaproof_circuits::circuit::{PublicValues, WitnessValues};
+use slaproof_circuits::statement::{PUBLIC_INPUTS, commit, pack};
+use slaproof_circuits::{ContextHash, Slot, ThresholdCircuit, build_with_salt, constraint_count};
+
+fn context() -> ContextHash {
+    ContextHash::new("ten_1", "sla_1", "p99", "2026-11")
+}
+
+/// Whether the circuit accepts this assignment.
+fn satisfied(circuit: ThresholdCircuit) -> bool {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    circuit.generate_constraints(cs.clone()).unwrap();
+    cs.is_satisfied().unwrap()
+}
+
+fn honest(slots: usize, pairs: &[(u64, u64)], t: u32, q: u32) -> (bool, bool) {
+    let (statement, opening) =
+        build_with_salt(slots, pairs, t, q, context(), Fr::from(99u64)).unwrap();
+    (
+        satisfied(ThresholdCircuit::new(&statement, &opening)),
+        opening.meets(t, q),
+    )
+}
+
+/// A raw assignment whose commitment is computed from the raw integers
+/// (so a value of 2³² packs as it would if the circuit accepted it).
+fn raw(slots: usize, pairs: &[(u64, u64)], t: u64, q: u64) -> ThresholdCircuit {
+    let salt = Fr::from(3u64);
+    let mut padded = pairs.to_vec();
+    padded.resize(slots, (0, 0));
+    let elements: Vec<Fr> = padded
+        .chunks(3)
+        .map(|c| {
+            c.iter().enumerate().fold(Fr::zero(), |acc, (j, (v, w))| {
+                let shift = Fr::from(2u64).pow_u(72 * j as u64);
+                acc + shift * (Fr::from(*v) + Fr::from(*w) * Fr::from(1u64 << 32))
+            })
+        })
+        .collect();
+    let commitment = slaproof_circuits::gadgets::poseidon::chain(salt, &elements).unwrap();
+    ThresholdCircuit::from_raw(
+        slots,
+        PublicValues {
+            commitment,
+            threshold: Fr::from(t),
+            quota_ppm: Fr::from(q),
+            context: context().as_field(),
+        },
+        WitnessValues {
+            salt,
+            slots: padded,
+        },
+    )
+}
+
+trait PowU {
+    fn pow_u(self, e: u64) -> Self;
+}
+impl PowU for Fr {
+    fn pow_u(self, e: u64) -> Self {
+        ark_ff::Field::pow(&self, [e])
+    }
+}
+
+#[test]
+fn constraint_counts_are_pinned() {
+    // 106 per slot + 504 per Poseidon step (less 3 per zero-padding word)
+    // + 139 fixed: ranges of T (33) and q (21), the commitment equality,
+    // the total (its equality, its inverse), q·total and the slack (81).
+    assert_eq!(constraint_count(64).unwrap(), 7_931);
+    assert_eq!(constraint_count(1024).unwrap(), 124_781);
+    assert_eq!(constraint_count(16384).unwrap(), 1_987_316);
+    for slots in [64, 1024, 16384] {
+        let per_slot = constraint_count(slots).unwrap() as f64 / slots as f64;
+        assert!(
+            per_slot <= 128.0,
+            "{slots}: {per_slot} constraints per slot"
+        );
+    }
+}
+
+#[test]
+fn public_input_layout_is_pinned() {
+    assert_eq!(
+        PUBLIC_INPUTS,
+        ["commitment", "threshold", "quota_ppm", "context"]
+    );
+    for slots in [64, 1024] {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_mode(SynthesisMode::Setup);
+        ThresholdCircuit::blank(slots)
+            .generate_constraints(cs.clone())
+            .unwrap();
+        // `One` plus the four public inputs.
+        assert_eq!(cs.num_instance_variables(), 5);
+    }
+    let (statement, _) =
+        build_with_salt(64, &[(1, 1)], 7, 500_000, context(), Fr::from(5u64)).unwrap();
+    let inputs = statement.public_inputs();
+    assert_eq!(inputs[0], statement.commitment());
+    assert_eq!(inputs[1], Fr::from(7u64));
+    assert_eq!(inputs[2], Fr::from(500_000u64));
+    assert_eq!(inputs[3], context().as_field());
+}
+
+#[test]
+fn packing_puts_three_slots_in_one_element() {
+    let slots = [
+        Slot::parse(0, 1, 2).unwrap(),
+        Slot::parse(1, 3, 4).unwrap(),
+        Slot::parse(2, u64::from(u32::MAX), (1 << 40) - 1).unwrap(),
+        Slot::parse(3, 9, 0).unwrap(),
+    ];
+    let two = Fr::from(2u64);
+    let e0 = Fr::from(1u64)
+        + Fr::from(2u64) * two.pow_u(32)
+        + (Fr::from(3u64) + Fr::from(4u64) * two.pow_u(32)) * two.pow_u(72)
+        + (Fr::from(u64::from(u32::MAX)) + Fr::from((1u64 << 40) - 1) * two.pow_u(32))
+            * two.pow_u(144);
+    assert_eq!(pack(&slots), vec![e0, Fr::from(9u64)]);
+    assert_ne!(
+        commit(Fr::one(), &slots).unwrap(),
+        commit(Fr::zero(), &slots).unwrap()
+    );
+}
+
+#[test]
+fn meets_target_is_accepted() {
+    // 9 of 10 weight good at q = 90%.
+    assert_eq!(honest(64, &[(10, 9), (60, 1)], 50, 900_000), (true, true));
+}
+
+#[test]
+fn value_equal_to_threshold_counts_as_good() {
+    assert_eq!(honest(64, &[(50, 1)], 50, 1_000_000), (true, true));
+    assert_eq!(honest(64, &[(51, 1)], 50, 1), (false, false));
+    // Extremes of the ranges.
+    assert_eq!(
+        honest(
+            64,
+            &[(u64::from(u32::MAX), (1 << 40) - 1)],
+            u32::MAX,
+            1_000_000
+        ),
+        (true, true)
+    );
+    assert_eq!(honest(64, &[(0, 1)], 0, 1_000_000), (true, true));
+}
+
+#[test]
+fn just_under_target_is_refused() {
+    // 899,999 ppm good against q = 900,000.
+    assert_eq!(
+        honest(64, &[(10, 899_999), (60, 100_001)], 50, 900_000),
+        (false, false)
+    );
+    assert_eq!(
+        honest(64, &[(10, 900_000), (60, 100_000)], 50, 900_000),
+        (true, true)
+    );
+}
+
+#[test]
+fn zero_total_weight_is_refused() {
+    assert_eq!(honest(64, &[(10, 0)], 50, 0), (false, false));
+    assert!(!satisfied(raw(64, &[], 50, 0)));
+}
+
+#[test]
+fn value_or_weight_out_of_range_is_refused() {
+    assert!(satisfied(raw(64, &[(5, 1)], 50, 1)));
+    assert!(!satisfied(raw(64, &[(1 << 32, 1)], u64::from(u32::MAX), 1)));
+    assert!(!satisfied(raw(64, &[(5, 1 << 40)], 50, 1)));
+    // A field element standing for a "negative" value is out of range too.
+    let mut circuit_pairs = vec![(5u64, 1u64)];
+    circuit_pairs.push((u64::MAX, 1));
+    assert!(!satisfied(raw(64, &circuit_pairs, 50, 1)));
+    assert!(Slot::parse(0, 1 << 32, 1).is_err());
+    assert!(Slot::parse(0, 1, 1 << 40).is_err());
+}
+
+#[test]
+fn threshold_or_quota_out_of_range_is_refused() {
+    assert!(!satisfied(raw(64, &[(5, 1)], 1 << 32, 1)));
+    assert!(!satisfied(raw(64, &[(5, 1)], 50, 1 << 20)));
+}
+
+#[test]
+fn wrong_commitment_threshold_or_quota_is_refused() {
+    let (statement, opening) = build_with_salt(
+        64,
+        &[(10, 9), (60, 1)],
+        50,
+        900_000,
+        context(),
+        Fr::from(1u64),
+    )
+    .unwrap();
+    let honest = PublicValues::from(&statement);
+    let witness = WitnessValues {
+        salt: opening.salt(),
+        slots: opening
+            .slots()
+            .iter()
+            .map(|s| (u64::from(s.value()), s.weight()))
+            .collect(),
+    };
+    let with =
+        |public: PublicValues| satisfied(ThresholdCircuit::from_raw(64, public, witness.clone()));
+    assert!(with(honest));
+    assert!(!with(PublicValues {
+        commitment: honest.commitment + Fr::one(),
+        ..honest
+    }));
+    // A threshold under 60 but a quota above 90%: both make the claim false.
+    assert!(!with(PublicValues {
+        quota_ppm: Fr::from(900_001u64),
+        ..honest
+    }));
+    let (low_t, _) = build_with_salt(
+        64,
+        &[(10, 9), (60, 1)],
+        9,
+        900_000,
+        context(),
+        Fr::from(1u64),
+    )
+    .unwrap();
+    assert!(!with(PublicValues {
+        threshold: Fr::from(low_t.threshold()),
+        ..honest
+    }));
+    // Another salt does not open the same commitment.
+    let other_salt = WitnessValues {
+        salt: Fr::from(2u64),
+        ..witness.clone()
+    };
+    assert!(!satisfied(ThresholdCircuit::from_raw(
+        64, honest, other_salt
+    )));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn circuit_verdict_matches_native(
+        pairs in prop::collection::vec((0u64..8, 0u64..5), 0..=7),
+        t in 0u32..8,
+        q in prop_oneof![Just(0u32), Just(1_000_000u32), 0u32..=1_000_000],
+    ) {
+        let (circuit, native) = honest(7, &pairs, t, q);
+        prop_assert_eq!(circuit, native);
+    }
+}
