@@ -289,9 +289,12 @@ impl Expr {
                 }
                 Ok(())
             }
+            // Always parenthesized: `not status >= 500` reads as if `not`
+            // applied to `status`.
             Self::Not(inner) => {
-                f.write_str("not ")?;
-                inner.fmt_in(f, matches!(**inner, Self::Or(_) | Self::And(_)))
+                f.write_str("not (")?;
+                inner.fmt_in(f, false)?;
+                f.write_str(")")
             }
             Self::Test(c) => write!(f, "{c}"),
         }
