@@ -88,7 +88,7 @@ impl Decimal {
         let mut digits = self.digits;
         let mut scale = self.scale;
         // Trailing zeros carry no precision: `0.5000000` is as exact as `0.5`.
-        while digits != 0 && digits % 10 == 0 && scale > 0 {
+        while digits != 0 && digits.is_multiple_of(10) && scale > 0 {
             digits /= 10;
             scale -= 1;
         }

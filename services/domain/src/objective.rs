@@ -422,7 +422,7 @@ impl TimeSlicesSli {
     /// Checks a slice length: whole minutes, at most a day, dividing a day.
     pub fn check_slice_length(length: Span) -> Result<Span, QuantityError> {
         let s = length.seconds();
-        if s % 60 != 0 || s == 0 || s > 86_400 || 86_400 % s != 0 {
+        if s == 0 || !s.is_multiple_of(60) || s > 86_400 || !86_400u64.is_multiple_of(s) {
             return Err(QuantityError(format!(
                 "must be a whole number of minutes that divides a day (1m, 5m, 10m, 15m, 30m, 1h, …, 1d), got {length}"
             )));

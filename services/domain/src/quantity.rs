@@ -355,7 +355,7 @@ impl fmt::Display for Micros {
     /// Whole seconds and milliseconds read best: `3.2s` from one second up
     /// when exact to the millisecond, else `800ms`, `0.25ms`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= 1_000_000 && self.0 % 1000 == 0 {
+        if self.0 >= 1_000_000 && self.0.is_multiple_of(1000) {
             write!(f, "{}s", format_scaled(u128::from(self.0), 6))
         } else {
             write!(f, "{}ms", format_scaled(u128::from(self.0), 3))
