@@ -1,0 +1,157 @@
+//! The application: the HTTP listener every service exposes and the
+//! services a process runs, started side by side and stopped by one
+//! cancellation token.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use slaproof_store::Database;
+use sqlx::postgres::PgConnectOptions;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower_http::trace::TraceLayer;
+
+use crate::config::{Config, describe};
+use crate::{health, housekeeping};
+
+/// A service one process can run. `slaproof up` runs all of them;
+/// `slaproof serve <service>` runs one. Later services (ingest, evaluator,
+/// …) join this list as their crates land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Service {
+    /// Creates event partitions ahead of time and drops them after retention.
+    Housekeeping,
+}
+
+impl Service {
+    /// Every service, in start order.
+    pub const ALL: &'static [Service] = &[Service::Housekeeping];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Housekeeping => "housekeeping",
+        }
+    }
+}
+
+/// Migrates (when asked to) as the owner, then connects as the service role
+/// and refuses a role that row-level security would not bind.
+#[tracing::instrument(skip_all, fields(service = %describe(service)))]
+pub async fn open_database(
+    config: &Config,
+    owner: &PgConnectOptions,
+    service: &PgConnectOptions,
+    migrate: bool,
+) -> anyhow::Result<Database> {
+    if migrate {
+        slaproof_store::migrate(owner)
+            .await
+            .with_context(|| format!("migrating {}", describe(owner)))?;
+    }
+    let db = Database::connect(service, config.database.max_connections)
+        .await
+        .with_context(|| format!("connecting to {}", describe(service)))?;
+    db.check_service_role().await?;
+    Ok(db)
+}
+
+/// A built application, bound to its port but not yet serving.
+#[derive(Debug)]
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    db: Database,
+    config: Config,
+    services: Vec<Service>,
+}
+
+impl Application {
+    /// Binds the listener (port 0 picks a free port) and assembles the
+    /// routes of the chosen services.
+    pub async fn build(config: Config, db: Database, services: &[Service]) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.server.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.server.listen))?;
+        let router = health::router(db.clone()).layer(TraceLayer::new_for_http());
+        Ok(Self {
+            listener,
+            router,
+            db,
+            config,
+            services: services.to_vec(),
+        })
+    }
+
+    /// Where the application listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        // A bound listener always has an address.
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Serves until `shutdown` is cancelled, then lets in-flight requests
+    /// and workers finish within the configured grace period.
+    pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let grace = Duration::from_secs(self.config.server.shutdown_grace_secs);
+        let mut workers = JoinSet::new();
+        for service in &self.services {
+            tracing::info!(service = service.name(), "starting");
+            match service {
+                Service::Housekeeping => {
+                    workers.spawn(housekeeping::run(
+                        self.db.clone(),
+                        self.config.events.clone(),
+                        shutdown.clone(),
+                    ));
+                }
+            }
+        }
+        tracing::info!(address = %self.local_addr(), "listening");
+        let server = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let deadline = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            result = server => result.context("serving HTTP")?,
+            () = deadline => tracing::warn!(grace_secs = grace.as_secs(), "requests still running after the grace period; closing"),
+        }
+        let drain = async { while workers.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, drain).await.is_err() {
+            tracing::warn!("workers still running after the grace period; aborting them");
+        }
+        self.db.close().await;
+        Ok(())
+    }
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+pub fn cancel_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot listen for SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; shutting down"),
+            () = terminate => tracing::info!("terminated; shutting down"),
+        }
+        token.cancel();
+    });
+}

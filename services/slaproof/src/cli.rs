@@ -1,0 +1,522 @@
+//! The command line: `up`, `serve`, `migrate`, and the operator commands for
+//! tenants, customers, ingest keys and SLAs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_store::{Database, customers, ingest_keys, slas, tenants};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{Application, Service, cancel_on_signals, open_database};
+use crate::config::{Config, describe};
+use crate::embedded::{Connections, EmbeddedPostgres};
+use crate::{demo, telemetry};
+
+/// slaproof: every SLA measured exactly, every missed promise credited,
+/// every period proven.
+#[derive(Debug, Parser)]
+#[command(
+    name = "slaproof",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Configuration file (TOML). Default: ./slaproof.toml when it exists.
+    /// SLAPROOF_* environment variables override it.
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "SLAPROOF_CONFIG",
+        value_name = "FILE"
+    )]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every service in one process. With no database configured, starts
+    /// a private Postgres cluster under embedded.data_dir and stops it on exit.
+    Up {
+        /// Do not create the demo tenant.
+        #[arg(long)]
+        no_demo: bool,
+    },
+    /// Run one service against the configured database.
+    Serve {
+        #[arg(value_enum)]
+        service: Service,
+    },
+    /// Apply pending database migrations (as database.migrate_url).
+    Migrate,
+    /// Manage tenants (providers using slaproof).
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Manage a tenant's customers.
+    Customer {
+        #[command(subcommand)]
+        command: CustomerCommand,
+    },
+    /// Manage a tenant's ingest keys.
+    IngestKey {
+        #[command(subcommand)]
+        command: IngestKeyCommand,
+    },
+    /// Apply, list and export SLA definitions.
+    Sla {
+        #[command(subcommand)]
+        command: SlaCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant and its first ingest key (shown once).
+    Create {
+        /// Short handle: a-z, 0-9 and '-'.
+        name: String,
+        /// Name shown to people; defaults to the handle.
+        #[arg(long)]
+        display_name: Option<String>,
+    },
+    /// List every tenant.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CustomerCommand {
+    /// Add a customer, known by the provider's own reference for it.
+    Create {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// The provider's id for the customer (used by SLA documents).
+        external_ref: String,
+        /// Name shown to people; defaults to the reference.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the tenant's customers.
+    List {
+        #[command(flatten)]
+        tenant: TenantArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IngestKeyCommand {
+    /// Create an ingest key; the key is printed once and never again.
+    Create {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// What the key is for, e.g. "gateway-eu".
+        #[arg(long, default_value = "default")]
+        name: String,
+    },
+    /// List the tenant's keys (prefixes only).
+    List {
+        #[command(flatten)]
+        tenant: TenantArg,
+    },
+    /// Revoke a key by id (key_…) or prefix (spk_…).
+    Revoke {
+        #[command(flatten)]
+        tenant: TenantArg,
+        key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SlaCommand {
+    /// Apply an SLA document (native slaproof/v1 or OpenSLO v1 YAML/JSON).
+    /// An unchanged document makes no new version.
+    Apply {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// The document; `-` reads standard input.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+        /// Validate only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// List the tenant's SLAs.
+    List {
+        #[command(flatten)]
+        tenant: TenantArg,
+    },
+    /// Print an SLA definition.
+    Export {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// The SLA's name.
+        name: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Native)]
+        format: ExportFormat,
+        /// A past version instead of the one in force.
+        #[arg(long)]
+        version: Option<i32>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// slaproof/v1 YAML.
+    Native,
+    /// OpenSLO v1 YAML (SLI and SLO documents).
+    Openslo,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TenantArg {
+    /// The tenant, by name or id (ten_…).
+    #[arg(long, short, env = "SLAPROOF_TENANT")]
+    pub tenant: String,
+}
+
+/// Runs a parsed command line. Must be called outside any async runtime:
+/// `up` starts the embedded Postgres on this thread before it builds one.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(cli.config.as_deref())?;
+    telemetry::init(&config.log);
+    match cli.command {
+        Command::Up { no_demo } => up(config, !no_demo),
+        command => runtime()?.block_on(run_async(config, command)),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn up(config: Config, with_demo: bool) -> anyhow::Result<()> {
+    let embedded = match (config.service_connection(), config.owner_connection()) {
+        (Some(_), Some(_)) => None,
+        _ => {
+            eprintln!(
+                "no database configured: starting a private Postgres in {}",
+                config.embedded.data_dir.display()
+            );
+            Some(EmbeddedPostgres::start(&config.embedded)?)
+        }
+    };
+    let result = runtime()?.block_on(async {
+        let connections = match &embedded {
+            Some(pg) => pg.connections(),
+            None => configured_connections(&config)?,
+        };
+        // The embedded cluster's service role can only be made once the
+        // migrations have made slaproof_service, so it always migrates first.
+        if let Some(pg) = &embedded {
+            slaproof_store::migrate(&connections.owner)
+                .await
+                .context("migrating")?;
+            pg.provision_service_role().await?;
+        }
+        let migrate = embedded.is_none() && config.database.migrate_on_start;
+        let db = open_database(&config, &connections.owner, &connections.service, migrate).await?;
+        let demo = if with_demo && config.demo.enabled {
+            Some(demo::ensure(&db, &config.embedded.data_dir).await?)
+        } else {
+            None
+        };
+        let app = Application::build(config.clone(), db, Service::ALL).await?;
+        print_welcome(&app, embedded.as_ref(), &connections, demo.as_ref());
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
+        app.run(shutdown).await
+    });
+    if let Some(pg) = embedded {
+        eprintln!("stopping the private Postgres");
+        pg.stop()?;
+    }
+    result
+}
+
+fn print_welcome(
+    app: &Application,
+    embedded: Option<&EmbeddedPostgres>,
+    connections: &Connections,
+    demo: Option<&demo::Demo>,
+) {
+    let url = format!("http://{}", app.local_addr());
+    let mut out = String::new();
+    out.push_str("\nslaproof is up\n\n");
+    out.push_str(&format!(
+        "  HTTP        {url}   (liveness {url}/healthz, readiness {url}/readyz)\n"
+    ));
+    match embedded {
+        Some(pg) => out.push_str(&format!(
+            "  Database    private Postgres {} on 127.0.0.1:{}, data in {}\n",
+            pg.version(),
+            pg.port(),
+            pg.cluster_dir().display()
+        )),
+        None => out.push_str(&format!(
+            "  Database    {}\n",
+            describe(&connections.service)
+        )),
+    }
+    let services: Vec<&str> = Service::ALL.iter().map(|s| s.name()).collect();
+    out.push_str(&format!("  Services    {}\n", services.join(", ")));
+    if let Some(demo) = demo {
+        out.push_str(&format!(
+            "  Demo        tenant \"{}\" ({}), customer \"{}\", SLA \"{}\"{}\n",
+            demo::TENANT,
+            demo.tenant,
+            demo.customer_ref,
+            demo.sla_name,
+            if demo.created { " (created now)" } else { "" }
+        ));
+        out.push_str(&format!("  Ingest key  {}\n", demo.ingest_key));
+        out.push_str("\nTry, in another terminal:\n");
+        out.push_str(&format!("  curl {url}/readyz\n"));
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- sla export --tenant demo {}\n",
+            demo.sla_name
+        ));
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- sla export --tenant demo {} --format openslo\n",
+            demo.sla_name
+        ));
+        out.push_str("  cargo run -p slaproof -- tenant create my-provider\n");
+    }
+    out.push_str("\nStop with Ctrl-C.\n");
+    println!("{out}");
+}
+
+/// The connections of the configured database, or of the embedded one that
+/// a running `slaproof up` started.
+fn configured_connections(config: &Config) -> anyhow::Result<Connections> {
+    match (config.service_connection(), config.owner_connection()) {
+        (Some(service), Some(owner)) => Ok(Connections { owner, service }),
+        _ => Ok(EmbeddedPostgres::discover(&config.embedded)?),
+    }
+}
+
+async fn connect(config: &Config) -> anyhow::Result<Database> {
+    let connections = configured_connections(config)?;
+    let db = Database::connect(&connections.service, 2)
+        .await
+        .with_context(|| format!("connecting to {}", describe(&connections.service)))?;
+    db.check_service_role().await?;
+    Ok(db)
+}
+
+async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Up { .. } => unreachable!("`up` runs outside the runtime"),
+        Command::Serve { service } => {
+            let connections = configured_connections(&config)?;
+            let migrate = config.database.migrate_on_start;
+            let db =
+                open_database(&config, &connections.owner, &connections.service, migrate).await?;
+            let app = Application::build(config, db, &[service]).await?;
+            let shutdown = CancellationToken::new();
+            cancel_on_signals(shutdown.clone());
+            app.run(shutdown).await
+        }
+        Command::Migrate => {
+            let connections = configured_connections(&config)?;
+            slaproof_store::migrate(&connections.owner).await?;
+            println!("migrated {}", describe(&connections.owner));
+            Ok(())
+        }
+        Command::Tenant { command } => tenant(&config, command).await,
+        Command::Customer { command } => customer(&config, command).await,
+        Command::IngestKey { command } => ingest_key(&config, command).await,
+        Command::Sla { command } => sla(&config, command).await,
+    }
+}
+
+async fn tenant(config: &Config, command: TenantCommand) -> anyhow::Result<()> {
+    let db = connect(config).await?;
+    match command {
+        TenantCommand::Create { name, display_name } => {
+            let tenant =
+                tenants::create(&db, &name, display_name.as_deref().unwrap_or(&name)).await?;
+            let mut tx = db.tenant_tx(tenant.id).await?;
+            let key = ingest_keys::create(&mut tx, "default").await?;
+            tx.commit().await?;
+            println!("created tenant {} ({})", tenant.name, tenant.id);
+            println!("ingest key (shown once, keep it secret): {}", key.reveal());
+        }
+        TenantCommand::List => {
+            for tenant in tenants::list(&db).await? {
+                println!("{}\t{}\t{}", tenant.id, tenant.name, tenant.display_name);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn customer(config: &Config, command: CustomerCommand) -> anyhow::Result<()> {
+    let db = connect(config).await?;
+    match command {
+        CustomerCommand::Create {
+            tenant,
+            external_ref,
+            name,
+        } => {
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let customer = customers::create(
+                &mut tx,
+                &external_ref,
+                name.as_deref().unwrap_or(&external_ref),
+            )
+            .await?;
+            tx.commit().await?;
+            println!(
+                "created customer {} ({})",
+                customer.external_ref, customer.id
+            );
+        }
+        CustomerCommand::List { tenant } => {
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            for customer in customers::list(&mut tx).await? {
+                println!(
+                    "{}\t{}\t{}",
+                    customer.id, customer.external_ref, customer.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn ingest_key(config: &Config, command: IngestKeyCommand) -> anyhow::Result<()> {
+    let db = connect(config).await?;
+    match command {
+        IngestKeyCommand::Create { tenant, name } => {
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let key = ingest_keys::create(&mut tx, &name).await?;
+            tx.commit().await?;
+            println!("created ingest key {} ({})", key.key.prefix, key.key.id);
+            println!("ingest key (shown once, keep it secret): {}", key.reveal());
+        }
+        IngestKeyCommand::List { tenant } => {
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            for key in ingest_keys::list(&mut tx).await? {
+                let state = match key.revoked_at {
+                    Some(at) => format!("revoked {}", at.to_rfc3339()),
+                    None => "active".to_owned(),
+                };
+                println!("{}\t{}\t{}\t{}", key.id, key.prefix, key.name, state);
+            }
+        }
+        IngestKeyCommand::Revoke { tenant, key } => {
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let key = ingest_keys::revoke(&mut tx, &key).await?;
+            tx.commit().await?;
+            println!("revoked ingest key {} ({})", key.prefix, key.id);
+        }
+    }
+    Ok(())
+}
+
+fn read_document(path: &Path) -> anyhow::Result<String> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("reading standard input")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<()> {
+    match command {
+        SlaCommand::Apply {
+            tenant,
+            file,
+            dry_run,
+        } => {
+            // Validate before touching the database: an invalid document
+            // writes nothing, and needs no database to be refused.
+            let text = read_document(&file)?;
+            let definition = match SlaDefinition::from_document(&text) {
+                Ok(d) => d,
+                Err(err) => bail!("{} is not a valid SLA document:\n{err}", file.display()),
+            };
+            if dry_run {
+                println!(
+                    "{} is valid: SLA \"{}\" with {} objective(s)",
+                    file.display(),
+                    definition.name.as_str(),
+                    definition.objectives.len()
+                );
+                return Ok(());
+            }
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let outcome = slas::apply(&mut tx, &definition).await?;
+            tx.commit().await?;
+            let what = match outcome.applied {
+                slas::Applied::Created => "created",
+                slas::Applied::Updated => "updated",
+                slas::Applied::Unchanged => "unchanged",
+            };
+            println!(
+                "SLA \"{}\" {what}: version {} ({})",
+                definition.name.as_str(),
+                outcome.version,
+                outcome.sla
+            );
+        }
+        SlaCommand::List { tenant } => {
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            for sla in slas::list(&mut tx).await? {
+                println!(
+                    "{}\t{}\tv{}\t{}",
+                    sla.id,
+                    sla.name,
+                    sla.current_version,
+                    sla.customer_ref.as_deref().unwrap_or("-")
+                );
+            }
+        }
+        SlaCommand::Export {
+            tenant,
+            name,
+            format,
+            version,
+        } => {
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let stored = slas::find(&mut tx, &name, version).await?;
+            match format {
+                ExportFormat::Native => print!("{}", stored.definition.to_native_yaml()),
+                ExportFormat::Openslo => print!("{}", stored.definition.to_openslo_yaml()),
+            }
+        }
+    }
+    Ok(())
+}

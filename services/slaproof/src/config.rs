@@ -1,0 +1,415 @@
+//! Configuration: defaults < a TOML file < `SLAPROOF_*` environment
+//! variables, validated once at start.
+//!
+//! Nested keys are joined with a double underscore in the environment:
+//! `SLAPROOF_DATABASE__URL` sets `database.url`. Secrets (database URLs,
+//! which carry passwords) are [`SecretString`]s: `Debug` prints them
+//! redacted and nothing in this crate prints them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use sqlx::postgres::PgConnectOptions;
+
+/// The file read when `--config` is not given and it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
+
+/// The top-level sections; only `SLAPROOF_<SECTION>__…` variables are read,
+/// so unrelated variables such as `SLAPROOF_TEST_DATABASE_URL` are not
+/// mistaken for configuration.
+const SECTIONS: &[&str] = &["server", "database", "embedded", "events", "demo", "log"];
+
+/// The whole configuration of a slaproof process.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    pub embedded: EmbeddedConfig,
+    pub events: EventsConfig,
+    pub demo: DemoConfig,
+    pub log: LogConfig,
+}
+
+/// The HTTP listener every service exposes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// How long in-flight requests may take to finish after a shutdown
+    /// signal, in seconds.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            shutdown_grace_secs: 20,
+        }
+    }
+}
+
+/// Where the shared Postgres is.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// The services' connection: a role that is a member of
+    /// `slaproof_service`, owns no table, and has no BYPASSRLS. Empty: the
+    /// embedded Postgres of `slaproof up`.
+    pub url: Option<SecretString>,
+    /// The schema owner's connection, for migrations. Defaults to `url`.
+    pub migrate_url: Option<SecretString>,
+    /// Connections per process.
+    pub max_connections: u32,
+    /// Whether `up` and `serve` apply pending migrations at start.
+    pub migrate_on_start: bool,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            migrate_url: None,
+            max_connections: 10,
+            migrate_on_start: true,
+        }
+    }
+}
+
+/// The private Postgres cluster `slaproof up` runs when no database is
+/// configured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddedConfig {
+    /// Holds the cluster, its log and its generated credentials.
+    pub data_dir: PathBuf,
+    /// Folder with `initdb` and `postgres`; searched on PATH and in the
+    /// usual install folders when empty.
+    pub bin_dir: Option<PathBuf>,
+    /// Postgres refuses to run as root: when slaproof runs as root, the
+    /// cluster runs as this unprivileged system user.
+    pub run_as: String,
+    /// TCP port on 127.0.0.1; 0 picks a free one at each start.
+    pub port: u16,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from(".slaproof"),
+            bin_dir: None,
+            run_as: "postgres".to_owned(),
+            port: 0,
+        }
+    }
+}
+
+/// Telemetry storage.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsConfig {
+    /// Days of raw events kept; older daily partitions are dropped.
+    pub retention_days: u32,
+    /// Days of partitions created ahead of today.
+    pub partitions_ahead_days: u32,
+    /// Seconds between two rounds of partition upkeep.
+    pub upkeep_interval_secs: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            retention_days: 400,
+            partitions_ahead_days: 7,
+            upkeep_interval_secs: 3600,
+        }
+    }
+}
+
+/// The demo tenant `up` creates on first start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DemoConfig {
+    pub enabled: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// Logs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A `tracing` filter, e.g. `info` or `info,slaproof_store=debug`.
+    pub level: String,
+    /// `text` for people, `json` for log pipelines.
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".to_owned(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("invalid configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("invalid configuration: {key}: {rule}")]
+    Invalid { key: &'static str, rule: String },
+}
+
+fn invalid(key: &'static str, rule: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        rule: rule.into(),
+    }
+}
+
+impl Config {
+    /// Loads defaults, then `file` (or `slaproof.toml` when it exists), then
+    /// the environment, and validates the result.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::new();
+        match file {
+            Some(path) if !path.exists() => return Err(ConfigError::MissingFile(path.to_owned())),
+            Some(path) => figment = figment.merge(Toml::file_exact(path)),
+            None if Path::new(DEFAULT_CONFIG_FILE).exists() => {
+                figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+            }
+            None => {}
+        }
+        figment = figment.merge(Env::prefixed("SLAPROOF_").split("__").filter(|key| {
+            // Keys keep the case of the environment; sections are lower case.
+            let key = key.as_str().to_ascii_lowercase();
+            SECTIONS.iter().any(|s| key.starts_with(&format!("{s}.")))
+        }));
+        Self::from_figment(figment)
+    }
+
+    /// Extracts and validates a configuration from any figment, e.g. one
+    /// built in a test.
+    pub fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
+        let config: Config = figment.extract().map_err(Box::new)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every rule a loaded configuration must follow.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.database.url {
+            parse_url(url).map_err(|e| invalid("database.url", e))?;
+        }
+        if let Some(url) = &self.database.migrate_url {
+            if self.database.url.is_none() {
+                return Err(invalid(
+                    "database.migrate_url",
+                    "is set but database.url is not; set both, or neither for the embedded database",
+                ));
+            }
+            parse_url(url).map_err(|e| invalid("database.migrate_url", e))?;
+        }
+        if !(1..=1000).contains(&self.database.max_connections) {
+            return Err(invalid(
+                "database.max_connections",
+                format!(
+                    "must be between 1 and 1000, got {}",
+                    self.database.max_connections
+                ),
+            ));
+        }
+        if !(1..=3650).contains(&self.events.retention_days) {
+            return Err(invalid(
+                "events.retention_days",
+                format!(
+                    "must be between 1 and 3650, got {}",
+                    self.events.retention_days
+                ),
+            ));
+        }
+        if !(1..=90).contains(&self.events.partitions_ahead_days) {
+            return Err(invalid(
+                "events.partitions_ahead_days",
+                format!(
+                    "must be between 1 and 90, got {}",
+                    self.events.partitions_ahead_days
+                ),
+            ));
+        }
+        if !(1..=86_400).contains(&self.events.upkeep_interval_secs) {
+            return Err(invalid(
+                "events.upkeep_interval_secs",
+                format!(
+                    "must be between 1 and 86400, got {}",
+                    self.events.upkeep_interval_secs
+                ),
+            ));
+        }
+        if self.server.shutdown_grace_secs > 600 {
+            return Err(invalid(
+                "server.shutdown_grace_secs",
+                format!(
+                    "must be at most 600, got {}",
+                    self.server.shutdown_grace_secs
+                ),
+            ));
+        }
+        if self.embedded.run_as.is_empty() {
+            return Err(invalid("embedded.run_as", "must name a system user"));
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log.level)
+            .map_err(|e| invalid("log.level", format!("is not a valid filter: {e}")))?;
+        Ok(())
+    }
+
+    /// The services' connection options, when a database is configured.
+    pub fn service_connection(&self) -> Option<PgConnectOptions> {
+        // Validated in `validate`, so parsing cannot fail here.
+        self.database.url.as_ref().and_then(|u| parse_url(u).ok())
+    }
+
+    /// The owner's connection options for migrations, when a database is
+    /// configured.
+    pub fn owner_connection(&self) -> Option<PgConnectOptions> {
+        self.database
+            .migrate_url
+            .as_ref()
+            .or(self.database.url.as_ref())
+            .and_then(|u| parse_url(u).ok())
+    }
+}
+
+/// Parses a Postgres URL without ever echoing it (it may hold a password).
+fn parse_url(url: &SecretString) -> Result<PgConnectOptions, String> {
+    let text = url.expose_secret();
+    if !(text.starts_with("postgres://") || text.starts_with("postgresql://")) {
+        return Err("must be a postgres:// URL".to_owned());
+    }
+    PgConnectOptions::from_str(text).map_err(|_| "is not a valid postgres:// URL".to_owned())
+}
+
+/// `user@host:port/database` of a connection: enough to tell where it goes,
+/// never the password.
+pub fn describe(options: &PgConnectOptions) -> String {
+    format!(
+        "{}@{}:{}/{}",
+        options.get_username(),
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or("-")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(toml: &str) -> Result<Config, ConfigError> {
+        Config::from_figment(Figment::new().merge(Toml::string(toml)))
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let config = with("").unwrap();
+        assert_eq!(config.server.listen.port(), 8080);
+        assert!(config.database.url.is_none());
+        assert_eq!(config.events.retention_days, 400);
+    }
+
+    #[test]
+    fn the_shipped_default_file_matches_the_defaults_and_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../slaproof.example.toml");
+        let config = Config::from_figment(Figment::new().merge(Toml::file_exact(path))).unwrap();
+        let defaults = Config::default();
+        assert_eq!(config.server.listen, defaults.server.listen);
+        assert_eq!(config.events.retention_days, defaults.events.retention_days);
+        assert_eq!(
+            config.events.partitions_ahead_days,
+            defaults.events.partitions_ahead_days
+        );
+        assert_eq!(config.embedded.data_dir, defaults.embedded.data_dir);
+        assert_eq!(
+            config.database.max_connections,
+            defaults.database.max_connections
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_rule() {
+        let err = with("[events]\nretention_days = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("events.retention_days"), "{err}");
+        assert!(err.contains("between 1 and 3650"), "{err}");
+
+        let err = with("[database]\nurl = \"mysql://x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("database.url: must be a postgres:// URL"),
+            "{err}"
+        );
+
+        let err = with("[server]\nlisten = \"nowhere\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let err = with("[database]\nulr = \"postgres://x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ulr"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_reach_debug_output() {
+        let config = with("[database]\nurl = \"postgres://app:hunter2@db:5432/slaproof\"").unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        let options = config.service_connection().unwrap();
+        assert_eq!(describe(&options), "app@db:5432/slaproof");
+    }
+
+    #[test]
+    fn bad_url_error_does_not_echo_it() {
+        let err = with("[database]\nurl = \"postgres://app:hunter2@db:notaport/x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn migrate_url_needs_url() {
+        let err = with("[database]\nmigrate_url = \"postgres://owner@db/x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("database.migrate_url"), "{err}");
+    }
+}

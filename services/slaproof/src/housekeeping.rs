@@ -1,0 +1,40 @@
+//! The housekeeping service: keeps the daily partitions of the events table
+//! created ahead and drops those past retention. Replicas may run it side by
+//! side; the schema serializes their DDL.
+
+use std::time::Duration;
+
+use slaproof_store::{Database, partitions};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::EventsConfig;
+
+/// Runs one round at start, then one every `upkeep_interval_secs`, until
+/// cancelled.
+pub async fn run(db: Database, config: EventsConfig, shutdown: CancellationToken) {
+    let interval = Duration::from_secs(config.upkeep_interval_secs);
+    loop {
+        let today = chrono::Utc::now().date_naive();
+        match partitions::upkeep(
+            &db,
+            today,
+            config.partitions_ahead_days,
+            config.retention_days,
+        )
+        .await
+        {
+            Ok(done) => {
+                if done.created > 0 || !done.dropped.is_empty() {
+                    tracing::info!(created = done.created, dropped = ?done.dropped, "event partitions maintained");
+                }
+            }
+            // Retried next round; ingest keeps working on the partitions made
+            // ahead, which is why they are made days ahead.
+            Err(err) => tracing::error!(error = %err, "event partition upkeep failed"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The slaproof process: configuration, the services it can run, and the
+//! embedded Postgres of `slaproof up`. The binary in `main.rs` is a thin
+//! command-line layer over this library, which tests drive directly.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod embedded;
+pub mod health;
+pub mod housekeeping;
+pub mod problem;
+pub mod telemetry;
+
+pub use app::{Application, Service};
+pub use config::Config;

@@ -1,0 +1,18 @@
+//! The `slaproof` binary: parses the command line and hands it to the
+//! library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = slaproof::cli::Cli::parse();
+    match slaproof::cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` prints the whole context chain on one line per cause.
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

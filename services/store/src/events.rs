@@ -1,0 +1,92 @@
+//! Stored telemetry events. The ingest service writes them in bulk; this
+//! module has the row shape and a plain insert for tools and tests.
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::EventId;
+
+use crate::{StoreError, TenantTx};
+
+/// Who measured an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventSource {
+    /// Reported by the provider's own telemetry.
+    Provider,
+    /// Measured by slaproof's synthetic probes.
+    Probe,
+}
+
+impl EventSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventSource::Provider => "provider",
+            EventSource::Probe => "probe",
+        }
+    }
+}
+
+/// One request or probe, as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoredEvent {
+    pub id: EventId,
+    pub occurred_at: DateTime<Utc>,
+    pub source: EventSource,
+    pub service: String,
+    pub model: Option<String>,
+    pub request_id: Option<String>,
+    pub status: Option<i32>,
+    pub error_class: Option<String>,
+    pub latency_us: Option<i64>,
+    pub ttft_us: Option<i64>,
+    pub tpot_us: Option<i64>,
+    pub input_tokens: Option<i32>,
+    pub output_tokens: Option<i32>,
+    pub streaming: Option<bool>,
+    pub attributes: serde_json::Value,
+}
+
+/// Inserts one event for the transaction's tenant. Its day's partition must
+/// exist (see [`crate::partitions`]).
+pub async fn insert(tx: &mut TenantTx, event: &StoredEvent) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO events (tenant_id, occurred_at, id, source, service, model, request_id, status, \
+             error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(event.occurred_at)
+    .bind(event.id.uuid())
+    .bind(event.source.as_str())
+    .bind(&event.service)
+    .bind(&event.model)
+    .bind(&event.request_id)
+    .bind(event.status)
+    .bind(&event.error_class)
+    .bind(event.latency_us)
+    .bind(event.ttft_us)
+    .bind(event.tpot_us)
+    .bind(event.input_tokens)
+    .bind(event.output_tokens)
+    .bind(event.streaming)
+    .bind(&event.attributes)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// How many events the tenant has in `[from, to)`.
+pub async fn count(
+    tx: &mut TenantTx,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<i64, StoreError> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(from)
+    .bind(to)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(n)
+}

@@ -1,0 +1,170 @@
+//! Postgres access for every slaproof service: the pool, migrations, the one
+//! tenant-scoped way to touch tenant rows, and the repositories.
+//!
+//! Tenant data is reached only through [`TenantTx`], a transaction that sets
+//! `app.tenant_id` with `set_config(..., true)`: the setting ends with the
+//! transaction, so a pooled connection never carries a tenant into the next
+//! request, and row-level security in the schema refuses every row of other
+//! tenants even where a query forgets to filter.
+
+pub mod customers;
+mod error;
+pub mod events;
+pub mod ingest_keys;
+pub mod jobs;
+pub mod maintenance;
+pub mod outbox;
+pub mod partitions;
+pub mod slas;
+pub mod tenants;
+
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+
+use slaproof_domain::ids::TenantId;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+
+pub use error::StoreError;
+
+/// The migrations every service shares, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Applies pending migrations, connected as the schema owner.
+#[tracing::instrument(skip_all)]
+pub async fn migrate(owner: &PgConnectOptions) -> Result<(), StoreError> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(owner.clone())
+        .await
+        .map_err(StoreError::Connect)?;
+    MIGRATOR.run(&pool).await?;
+    pool.close().await;
+    Ok(())
+}
+
+/// The services' connection pool, logged in as a role behind row-level
+/// security.
+#[derive(Debug, Clone)]
+pub struct Database {
+    pool: PgPool,
+}
+
+impl Database {
+    /// Connects lazily-checked: the first connection is made here, so a wrong
+    /// URL fails at start, not on the first request.
+    #[tracing::instrument(skip_all, fields(max_connections))]
+    pub async fn connect(
+        options: &PgConnectOptions,
+        max_connections: u32,
+    ) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.clone())
+            .await
+            .map_err(StoreError::Connect)?;
+        Ok(Self { pool })
+    }
+
+    /// Refuses a service role that row-level security would not bind: a
+    /// superuser, a role with BYPASSRLS, or one that owns (or inherits the
+    /// owner of) any table. Services call this at start.
+    #[tracing::instrument(skip_all)]
+    pub async fn check_service_role(&self) -> Result<(), StoreError> {
+        let (role, superuser, bypass, owns): (String, bool, bool, Option<String>) = sqlx::query_as(
+            "SELECT r.rolname::text, r.rolsuper, r.rolbypassrls, \
+                    (SELECT c.relname::text FROM pg_class c \
+                     WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') \
+                       AND pg_has_role(current_user, c.relowner, 'USAGE') LIMIT 1) \
+             FROM pg_roles r WHERE r.rolname = current_user",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let problem = if superuser {
+            Some("is a superuser")
+        } else if bypass {
+            Some("has BYPASSRLS")
+        } else if owns.is_some() {
+            Some("owns tables of the schema")
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(StoreError::UnsafeServiceRole {
+                role,
+                problem,
+                table: owns,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens a transaction acting for one tenant. Commit it with
+    /// [`TenantTx::commit`]; dropping it rolls back.
+    pub async fn tenant_tx(&self, tenant: TenantId) -> Result<TenantTx, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('app.tenant_id', $1, true)")
+            .bind(tenant.uuid().to_string())
+            .execute(&mut *tx)
+            .await?;
+        Ok(TenantTx { tx, tenant })
+    }
+
+    /// Whether the database answers, within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), StoreError> {
+        match tokio::time::timeout(timeout, sqlx::query("SELECT 1").execute(&self.pool)).await {
+            Ok(result) => result.map(|_| ()).map_err(StoreError::from),
+            Err(_) => Err(StoreError::Timeout("database ping")),
+        }
+    }
+
+    /// The pool, for the cross-tenant functions of this crate. Not public:
+    /// tenant data goes through [`Database::tenant_tx`].
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Closes every connection; waits for connections in use to return.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A transaction acting for one tenant: the only door to tenant rows.
+#[derive(Debug)]
+pub struct TenantTx {
+    tx: Transaction<'static, Postgres>,
+    tenant: TenantId,
+}
+
+impl TenantTx {
+    /// The tenant this transaction acts for.
+    pub fn tenant(&self) -> TenantId {
+        self.tenant
+    }
+
+    /// Makes the work durable.
+    pub async fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit().await.map_err(StoreError::from)
+    }
+
+    /// Abandons the work.
+    pub async fn rollback(self) -> Result<(), StoreError> {
+        self.tx.rollback().await.map_err(StoreError::from)
+    }
+}
+
+impl Deref for TenantTx {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        &self.tx
+    }
+}
+
+impl DerefMut for TenantTx {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
+}

@@ -1,0 +1,91 @@
+//! The transactional outbox: facts for the outside world, written in the
+//! same transaction as the change they describe and relayed at least once.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::{OutboxMessageId, TenantId};
+
+use crate::{Database, StoreError, TenantTx};
+
+/// A message claimed by a relay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxMessage {
+    pub tenant: TenantId,
+    pub id: OutboxMessageId,
+    pub seq: i64,
+    pub event_type: String,
+    pub payload: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Adds a message (e.g. `sla.breached`) to the transaction's tenant outbox.
+#[tracing::instrument(skip(tx, payload))]
+pub async fn enqueue(
+    tx: &mut TenantTx,
+    event_type: &str,
+    payload: &serde_json::Value,
+) -> Result<OutboxMessageId, StoreError> {
+    let id = OutboxMessageId::new();
+    sqlx::query("INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES ($1, $2, $3, $4)")
+        .bind(tx.tenant().uuid())
+        .bind(id.uuid())
+        .bind(event_type)
+        .bind(payload)
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+/// Claims pending messages, oldest first, across tenants, under a lease.
+#[tracing::instrument(skip(db))]
+pub async fn claim(
+    db: &Database,
+    worker: &str,
+    limit: i32,
+    lease: Duration,
+) -> Result<Vec<OutboxMessage>, StoreError> {
+    type Row = (
+        uuid::Uuid,
+        uuid::Uuid,
+        i64,
+        String,
+        serde_json::Value,
+        DateTime<Utc>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT tenant_id, id, seq, event_type, payload, created_at \
+         FROM slaproof_claim_outbox($1, $2, make_interval(secs => $3))",
+    )
+    .bind(worker)
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(tenant, id, seq, event_type, payload, created_at)| OutboxMessage {
+                tenant: TenantId::from_uuid(tenant),
+                id: OutboxMessageId::from_uuid(id),
+                seq,
+                event_type,
+                payload,
+                created_at,
+            },
+        )
+        .collect())
+}
+
+/// Marks a message relayed, in the tenant transaction that handed it on.
+pub async fn mark_dispatched(tx: &mut TenantTx, id: OutboxMessageId) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE outbox SET dispatched_at = now(), locked_by = NULL, locked_until = NULL \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! SLA definitions: a stable name per tenant, and an append-only list of
+//! versions with their objectives. Applying a document adds a version when
+//! it differs from the one in force and changes nothing when it does not.
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use slaproof_domain::ids::{CustomerId, SlaId};
+use slaproof_domain::sla::SlaDefinition;
+
+use crate::{StoreError, TenantTx, customers};
+
+/// What applying a definition did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// A new SLA, at version 1.
+    Created,
+    /// A new version of an existing SLA.
+    Updated,
+    /// The definition equals the version in force; nothing was written.
+    Unchanged,
+}
+
+/// The result of [`apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyOutcome {
+    pub sla: SlaId,
+    pub version: i32,
+    pub applied: Applied,
+}
+
+/// One version of an SLA as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSla {
+    pub id: SlaId,
+    pub customer: Option<CustomerId>,
+    pub version: i32,
+    /// The version in force (may be newer than `version` when an older one
+    /// was asked for).
+    pub current_version: i32,
+    pub definition: SlaDefinition,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A line of [`list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaSummary {
+    pub id: SlaId,
+    pub name: String,
+    pub current_version: i32,
+    pub customer_ref: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The canonical form of a definition and its hash: serde_json sorts object
+/// keys, so equal definitions give equal bytes whatever their source order.
+fn canonical(definition: &SlaDefinition) -> (serde_json::Value, Vec<u8>) {
+    let json = definition.to_native_json();
+    let bytes = serde_json::to_vec(&json).unwrap_or_default();
+    (json, Sha256::digest(&bytes).to_vec())
+}
+
+/// Applies a validated definition for the transaction's tenant. The
+/// customer it names must exist. Concurrent applies of the same name are
+/// serialized by a row lock, so versions never collide.
+#[tracing::instrument(skip(tx, definition), fields(sla = definition.name.as_str()))]
+pub async fn apply(
+    tx: &mut TenantTx,
+    definition: &SlaDefinition,
+) -> Result<ApplyOutcome, StoreError> {
+    let tenant = tx.tenant().uuid();
+    let customer = match &definition.customer {
+        Some(reference) => Some(
+            customers::find_by_ref(tx, reference)
+                .await?
+                .ok_or_else(|| StoreError::not_found("customer", reference))?
+                .id,
+        ),
+        None => None,
+    };
+    let (json, hash) = canonical(definition);
+
+    let existing: Option<(uuid::Uuid, i32, Vec<u8>)> = sqlx::query_as(
+        "SELECT s.id, s.current_version, v.definition_sha256 FROM slas s \
+         JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id AND v.version = s.current_version \
+         WHERE s.tenant_id = $1 AND s.name = $2 FOR UPDATE OF s",
+    )
+    .bind(tenant)
+    .bind(definition.name.as_str())
+    .fetch_optional(&mut **tx)
+    .await?;
+
+    let (sla, version, applied) = match existing {
+        Some((id, current, current_hash)) if current_hash == hash => {
+            return Ok(ApplyOutcome {
+                sla: SlaId::from_uuid(id),
+                version: current,
+                applied: Applied::Unchanged,
+            });
+        }
+        Some((id, current, _)) => {
+            let version = current + 1;
+            // The version row first: the pointer must never name a version
+            // that does not exist.
+            insert_version(tx, id, version, &json, &hash, definition).await?;
+            sqlx::query(
+                "UPDATE slas SET current_version = $3, customer_id = $4, updated_at = now() \
+                 WHERE tenant_id = $1 AND id = $2",
+            )
+            .bind(tenant)
+            .bind(id)
+            .bind(version)
+            .bind(customer.map(|c| c.uuid()))
+            .execute(&mut **tx)
+            .await?;
+            (id, version, Applied::Updated)
+        }
+        None => {
+            let id = SlaId::new().uuid();
+            sqlx::query(
+                "INSERT INTO slas (tenant_id, id, name, customer_id, current_version) VALUES ($1, $2, $3, $4, 1)",
+            )
+            .bind(tenant)
+            .bind(id)
+            .bind(definition.name.as_str())
+            .bind(customer.map(|c| c.uuid()))
+            .execute(&mut **tx)
+            .await?;
+            insert_version(tx, id, 1, &json, &hash, definition).await?;
+            (id, 1, Applied::Created)
+        }
+    };
+    Ok(ApplyOutcome {
+        sla: SlaId::from_uuid(sla),
+        version,
+        applied,
+    })
+}
+
+async fn insert_version(
+    tx: &mut TenantTx,
+    sla: uuid::Uuid,
+    version: i32,
+    json: &serde_json::Value,
+    hash: &[u8],
+    definition: &SlaDefinition,
+) -> Result<(), StoreError> {
+    let tenant = tx.tenant().uuid();
+    sqlx::query(
+        "INSERT INTO sla_versions (tenant_id, sla_id, version, definition, definition_sha256) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(tenant)
+    .bind(sla)
+    .bind(version)
+    .bind(json)
+    .bind(hash)
+    .execute(&mut **tx)
+    .await?;
+    let objective_docs = json
+        .pointer("/spec/objectives")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    for (i, objective) in definition.objectives.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO objectives (tenant_id, sla_id, version, name, kind, target_ppm, sli) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(tenant)
+        .bind(sla)
+        .bind(version)
+        .bind(objective.name.as_str())
+        .bind(objective.kind_name())
+        .bind(objective.target.ppm() as i32)
+        .bind(
+            objective_docs
+                .get(i)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null),
+        )
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The version in force of the SLA called `name`, or the given `version`.
+#[tracing::instrument(skip(tx))]
+pub async fn find(
+    tx: &mut TenantTx,
+    name: &str,
+    version: Option<i32>,
+) -> Result<StoredSla, StoreError> {
+    let row: Option<(uuid::Uuid, Option<uuid::Uuid>, i32, i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT s.id, s.customer_id, v.version, s.current_version, v.definition, v.created_at FROM slas s \
+         JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
+              AND v.version = coalesce($3, s.current_version) \
+         WHERE s.tenant_id = $1 AND s.name = $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(name)
+    .bind(version)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let key = match version {
+        Some(v) => format!("{name} version {v}"),
+        None => name.to_owned(),
+    };
+    let (id, customer, version, current_version, json, created_at) =
+        row.ok_or_else(|| StoreError::NotFound { what: "SLA", key })?;
+    let definition: SlaDefinition =
+        serde_json::from_value(json).map_err(|e| StoreError::Corrupt {
+            what: "SLA definition",
+            reason: e.to_string(),
+        })?;
+    Ok(StoredSla {
+        id: SlaId::from_uuid(id),
+        customer: customer.map(CustomerId::from_uuid),
+        version,
+        current_version,
+        definition,
+        created_at,
+    })
+}
+
+/// The tenant's SLAs by name.
+pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
+    let rows: Vec<(uuid::Uuid, String, i32, Option<String>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT s.id, s.name, s.current_version, c.external_ref, s.updated_at FROM slas s \
+         LEFT JOIN customers c ON c.tenant_id = s.tenant_id AND c.id = s.customer_id \
+         WHERE s.tenant_id = $1 ORDER BY s.name",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, name, current_version, customer_ref, updated_at)| SlaSummary {
+                id: SlaId::from_uuid(id),
+                name,
+                current_version,
+                customer_ref,
+                updated_at,
+            },
+        )
+        .collect())
+}

@@ -1,0 +1,92 @@
+//! Tenants: the providers using slaproof.
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::TenantId;
+
+use crate::{Database, StoreError, TenantTx};
+
+/// A tenant as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: String,
+    pub display_name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct TenantRow {
+    id: uuid::Uuid,
+    name: String,
+    display_name: String,
+    created_at: DateTime<Utc>,
+}
+
+impl From<TenantRow> for Tenant {
+    fn from(r: TenantRow) -> Self {
+        Tenant {
+            id: TenantId::from_uuid(r.id),
+            name: r.name,
+            display_name: r.display_name,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// Creates a tenant. The insert runs in the new tenant's own transaction, so
+/// it passes the same row-level security as every other write.
+#[tracing::instrument(skip(db))]
+pub async fn create(db: &Database, name: &str, display_name: &str) -> Result<Tenant, StoreError> {
+    let id = TenantId::new();
+    let mut tx = db.tenant_tx(id).await?;
+    let row: TenantRow = sqlx::query_as(
+        "INSERT INTO tenants (id, name, display_name) VALUES ($1, $2, $3) \
+         RETURNING id, name, display_name, created_at",
+    )
+    .bind(id.uuid())
+    .bind(name)
+    .bind(display_name)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row.into())
+}
+
+/// The tenant this transaction acts for.
+pub async fn current(tx: &mut TenantTx) -> Result<Tenant, StoreError> {
+    let tenant = tx.tenant();
+    sqlx::query_as::<_, TenantRow>(
+        "SELECT id, name, display_name, created_at FROM tenants WHERE id = $1",
+    )
+    .bind(tenant.uuid())
+    .fetch_optional(&mut **tx)
+    .await?
+    .map(Tenant::from)
+    .ok_or_else(|| StoreError::not_found("tenant", tenant))
+}
+
+/// Finds a tenant by its id (`ten_…`) or its name. Operators type either.
+#[tracing::instrument(skip(db))]
+pub async fn resolve(db: &Database, id_or_name: &str) -> Result<TenantId, StoreError> {
+    if let Ok(id) = id_or_name.parse::<TenantId>() {
+        let mut tx = db.tenant_tx(id).await?;
+        let found = current(&mut tx).await?;
+        tx.commit().await?;
+        return Ok(found.id);
+    }
+    let id: Option<uuid::Uuid> = sqlx::query_scalar("SELECT slaproof_tenant_id_by_name($1)")
+        .bind(id_or_name)
+        .fetch_one(db.pool())
+        .await?;
+    id.map(TenantId::from_uuid)
+        .ok_or_else(|| StoreError::not_found("tenant", id_or_name))
+}
+
+/// Every tenant, for operators.
+pub async fn list(db: &Database) -> Result<Vec<Tenant>, StoreError> {
+    let rows: Vec<TenantRow> =
+        sqlx::query_as("SELECT id, name, display_name, created_at FROM slaproof_list_tenants()")
+            .fetch_all(db.pool())
+            .await?;
+    Ok(rows.into_iter().map(Tenant::from).collect())
+}
