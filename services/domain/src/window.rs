@@ -330,13 +330,19 @@ mod tests {
 
     #[test]
     fn midnight_in_a_dst_fold_starts_at_its_first_occurrence() {
-        // America/Santiago: on 2024-04-07 clocks went from 00:00 -03 back to 23:00 -04 (Apr 6).
-        let at = local_midnight(
-            "America/Santiago".parse().unwrap(),
-            NaiveDate::from_ymd_opt(2024, 4, 7).unwrap(),
-        );
-        assert!(at == utc("2024-04-07T03:00:00Z") || at == utc("2024-04-07T04:00:00Z"));
-        // Asia/Beirut-like fold at midnight is rare; the general rule is the earliest.
+        // America/Havana: on 2024-11-03 clocks fell back from 01:00 -04 to 00:00 -05,
+        // so local midnight happened twice: at 04:00 and 05:00 UTC.
+        let havana: Tz = "America/Havana".parse().unwrap();
+        let day = NaiveDate::from_ymd_opt(2024, 11, 3).unwrap();
+        assert_eq!(local_midnight(havana, day), utc("2024-11-03T04:00:00Z"));
+        // The month around it is an hour longer than its days.
+        let p = TimeWindow::Calendar {
+            unit: CalendarUnit::Month,
+            time_zone: havana,
+        }
+        .period_containing(utc("2024-11-15T00:00:00Z"));
+        assert_eq!(p.start, utc("2024-11-01T04:00:00Z"));
+        assert_eq!(p.end, utc("2024-12-01T05:00:00Z"));
     }
 
     #[test]
@@ -449,6 +455,22 @@ mod tests {
                     p = next;
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_instant_lies_in_its_period(
+            secs in 0i64..4_102_444_800,
+            zone in proptest::sample::select(vec!["UTC", "Europe/Berlin", "America/Santiago", "America/Havana", "Australia/Lord_Howe", "Asia/Kathmandu", "Pacific/Apia"]),
+            unit in proptest::sample::select(vec![CalendarUnit::Week, CalendarUnit::Month, CalendarUnit::Quarter, CalendarUnit::Year]),
+        ) {
+            let at = DateTime::from_timestamp(secs, 0).unwrap();
+            let w = TimeWindow::Calendar { unit, time_zone: zone.parse().unwrap() };
+            let p = w.period_containing(at);
+            proptest::prop_assert!(p.contains(at), "{at} not in {p}");
+            proptest::prop_assert_eq!(w.period_containing(p.start), p);
+            proptest::prop_assert_eq!(w.next_period(&p).start, p.end);
         }
     }
 }
