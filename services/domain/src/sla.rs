@@ -37,7 +37,6 @@ pub struct SlaDefinition {
 pub(crate) const MAX_DISPLAY_NAME: usize = 200;
 pub(crate) const MAX_DESCRIPTION: usize = 1050;
 pub(crate) const MAX_SERVICE: usize = 200;
-pub(crate) const MAX_CUSTOMER: usize = 200;
 /// More objectives than this is a sign of a generated document gone wrong.
 pub const MAX_OBJECTIVES: usize = 64;
 
@@ -55,6 +54,23 @@ impl SlaDefinition {
     /// Whether the SLA has a composite (some objective carries a weight).
     pub fn is_composite(&self) -> bool {
         self.objectives.iter().any(|o| o.weight.is_some())
+    }
+}
+
+/// Checks a customer reference as the store keeps it: 1 to 128 characters
+/// of `A-Z`, `a-z`, `0-9`, `.`, `_`, `:` and `-`.
+pub fn check_customer_ref(text: &str) -> Result<(), crate::quantity::QuantityError> {
+    let ok = !text.is_empty()
+        && text.len() <= 128
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::quantity::QuantityError(format!(
+            "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-' (the customer's reference in your system), got {text:?}"
+        )))
     }
 }
 

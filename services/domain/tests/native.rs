@@ -145,6 +145,7 @@ metadata:
   displayNme: typo
 spec:
   service: chat
+  customer: acme corp
   window:
     calendar: fortnight
     timeZone: Mars/Olympus

@@ -59,7 +59,11 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
     let service = spec
         .req_str("service", p)
         .and_then(|s| check_text(&spec.path_of("service"), s, sla::MAX_SERVICE, p));
-    let customer = spec.opt_text("customer", sla::MAX_CUSTOMER, p);
+    let customer = spec.get("customer").and_then(|c| {
+        let text = c.str(p)?;
+        p.check(&c.path, sla::check_customer_ref(text))
+            .map(|()| text.to_owned())
+    });
     let window = spec.required("window", p).and_then(|w| read_window(&w, p));
     let objectives: Vec<Option<Objective>> =
         match spec.required("objectives", p).and_then(|o| o.list(p)) {

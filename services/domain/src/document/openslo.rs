@@ -297,7 +297,8 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
     };
     let display_name = text(ANNOTATION_DISPLAY_NAME, sla::MAX_DISPLAY_NAME, p);
     let description = text(ANNOTATION_DESCRIPTION, sla::MAX_DESCRIPTION, p);
-    let customer = text(ANNOTATION_CUSTOMER, sla::MAX_CUSTOMER, p);
+    let customer = annotation(ANNOTATION_CUSTOMER)
+        .and_then(|(v, path)| p.check(&path, sla::check_customer_ref(&v)).map(|()| v));
     Some(SlaDefinition {
         name: name?,
         display_name,
