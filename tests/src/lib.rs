@@ -1,1 +1,278 @@
-//! placeholder
+//! Test harness: a fresh, migrated database per test, and the whole
+//! application started on port 0 against it with a typed client.
+//!
+//! Tests find Postgres through `SLAPROOF_TEST_DATABASE_URL` (a role allowed
+//! to create databases and roles; default
+//! `postgres://postgres@127.0.0.1:5432/postgres`). Each test gets a database
+//! of its own, named `slaproof_test_<uuid>`, dropped when the test's handle
+//! is dropped, so no test depends on what another test or an earlier run
+//! left behind.
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use anyhow::Context;
+use slaproof::{Application, Config, Service};
+use slaproof_store::Database;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The variable naming the server tests create their databases on.
+pub const DATABASE_URL_VAR: &str = "SLAPROOF_TEST_DATABASE_URL";
+const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// The login role services use in tests: a member of slaproof_service.
+const SERVICE_ROLE: &str = "slaproof_test_service";
+const SERVICE_PASSWORD: &str = "slaproof-test-service";
+
+/// Connection options of the administrative connection tests start from.
+pub fn admin_options() -> PgConnectOptions {
+    let url = std::env::var(DATABASE_URL_VAR).unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned());
+    PgConnectOptions::from_str(&url).unwrap_or_else(|e| panic!("{DATABASE_URL_VAR} is not a postgres URL: {e}"))
+}
+
+/// A database of one test's own, migrated, with a service login role.
+/// Dropped (with its connections) when this handle is dropped.
+#[derive(Debug)]
+pub struct TestDatabase {
+    pub name: String,
+    /// The schema owner: the admin role, as migrations run in production.
+    pub owner: PgConnectOptions,
+    /// The services' role: behind row-level security.
+    pub service: PgConnectOptions,
+    admin: PgConnectOptions,
+}
+
+impl TestDatabase {
+    /// Creates and migrates a fresh database.
+    pub async fn create() -> Self {
+        Self::try_create().await.expect("creating a test database")
+    }
+
+    async fn try_create() -> anyhow::Result<Self> {
+        let admin = admin_options();
+        let name = format!("slaproof_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = PgConnection::connect_with(&admin).await.with_context(|| {
+            format!("connecting to the test Postgres; is it running? set {DATABASE_URL_VAR} to point elsewhere")
+        })?;
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await?;
+        conn.close().await?;
+
+        let owner = admin.clone().database(&name);
+        slaproof_store::migrate(&owner).await?;
+
+        // Roles are cluster-wide and tests run in parallel: several may try
+        // to create the role at once, and a duplicate is fine.
+        let mut conn = PgConnection::connect_with(&owner).await?;
+        sqlx::query(&format!(
+            "DO $$ BEGIN \
+               IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
+                 BEGIN \
+                   CREATE ROLE {SERVICE_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD '{SERVICE_PASSWORD}' \
+                     IN ROLE slaproof_service; \
+                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; \
+                 END; \
+               END IF; \
+             END $$"
+        ))
+        .execute(&mut conn)
+        .await?;
+        conn.close().await?;
+
+        let service = admin
+            .clone()
+            .username(SERVICE_ROLE)
+            .password(SERVICE_PASSWORD)
+            .database(&name);
+        Ok(Self {
+            name,
+            owner,
+            service,
+            admin,
+        })
+    }
+
+    /// A pool as the services' role.
+    pub async fn service_database(&self) -> Database {
+        let db = Database::connect(&self.service, 5).await.expect("connecting as the service role");
+        db.check_service_role().await.expect("the test service role is safe");
+        db
+    }
+
+    /// A direct connection as the owner, to look behind row-level security.
+    pub async fn owner_connection(&self) -> PgConnection {
+        PgConnection::connect_with(&self.owner).await.expect("connecting as the owner")
+    }
+
+    /// A `postgres://` URL of the service role, for processes under test.
+    pub fn service_url(&self) -> String {
+        url_of(&self.service, SERVICE_ROLE, Some(SERVICE_PASSWORD))
+    }
+
+    /// A `postgres://` URL of the owner, for processes under test.
+    pub fn owner_url(&self) -> String {
+        let user = self.owner.get_username().to_owned();
+        let password = std::env::var(DATABASE_URL_VAR)
+            .ok()
+            .and_then(|u| url_password(&u));
+        url_of(&self.owner, &user, password.as_deref())
+    }
+}
+
+fn url_of(options: &PgConnectOptions, user: &str, password: Option<&str>) -> String {
+    let auth = match password {
+        Some(p) => format!("{user}:{p}"),
+        None => user.to_owned(),
+    };
+    format!(
+        "postgres://{auth}@{}:{}/{}",
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or("postgres")
+    )
+}
+
+fn url_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let userinfo = rest.split_once('@')?.0;
+    userinfo.split_once(':').map(|(_, p)| p.to_owned())
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        // Drop runs inside the test's runtime, which cannot be blocked on;
+        // a thread with a runtime of its own drops the database.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(async {
+                let mut conn = PgConnection::connect_with(&admin).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()?;
+                conn.close().await.ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(()))) {
+            eprintln!("warning: could not drop test database {}", self.name);
+        }
+    }
+}
+
+/// The application running against a test database.
+#[derive(Debug)]
+pub struct TestApp {
+    pub address: SocketAddr,
+    pub client: TestClient,
+    /// The services' pool, for arranging and asserting.
+    pub db: Database,
+    shutdown: CancellationToken,
+    server: Option<JoinHandle<anyhow::Result<()>>>,
+    // Last: dropped after the application has let go of it.
+    pub database: TestDatabase,
+}
+
+/// Starts every service on port 0 against a fresh database.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Like [`spawn_app`], with a chance to change the configuration first.
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+    let database = TestDatabase::create().await;
+    let mut config = Config::default();
+    config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.server.shutdown_grace_secs = 5;
+    adjust(&mut config);
+    let db = slaproof::app::open_database(&config, &database.owner, &database.service, false)
+        .await
+        .expect("opening the test database");
+    let app = Application::build(config, db.clone(), Service::ALL)
+        .await
+        .expect("building the application");
+    let address = app.local_addr();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(shutdown.clone()));
+    TestApp {
+        address,
+        client: TestClient::new(address),
+        db,
+        shutdown,
+        server: Some(server),
+        database,
+    }
+}
+
+impl TestApp {
+    /// Stops the application gracefully and reports how its run ended.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        match self.server.take() {
+            Some(server) => server.await.context("the server task panicked")?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A typed client of the application's HTTP API.
+#[derive(Debug, Clone)]
+pub struct TestClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// An answer: status, content type and JSON body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: serde_json::Value,
+}
+
+impl TestClient {
+    pub fn new(address: SocketAddr) -> Self {
+        Self {
+            base: format!("http://{address}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        Answer {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    pub async fn healthz(&self) -> Answer {
+        self.get("/healthz").await
+    }
+
+    pub async fn readyz(&self) -> Answer {
+        self.get("/readyz").await
+    }
+}

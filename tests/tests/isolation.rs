@@ -1,0 +1,304 @@
+//! Tenant isolation, proven from the catalog: every table of the schema is
+//! walked, and for each, a transaction acting for tenant A can neither read
+//! nor write tenant B's rows. A table added later without a policy, or
+//! without a row in the fixture below, fails this test.
+
+use chrono::{Duration, Utc};
+use slaproof_domain::ids::TenantId;
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_store::events::{EventSource, StoredEvent};
+use slaproof_store::{Database, customers, events, ingest_keys, jobs, maintenance, outbox, partitions, slas, tenants};
+use slaproof_tests::TestDatabase;
+use sqlx::{Connection, PgConnection, Row};
+
+/// Tables that are not tenant data, each with the reason.
+const NOT_TENANT_TABLES: &[(&str, &str)] = &[("_sqlx_migrations", "the migration ledger; the service role has no access")];
+
+/// Puts one row for `name` into every tenant table, through the store, as a
+/// service would. Add a line here when you add a tenant table.
+async fn seed_tenant(db: &Database, name: &str) -> TenantId {
+    let tenant = tenants::create(db, name, name).await.unwrap().id;
+    let today = Utc::now().date_naive();
+    partitions::ensure(db, today, today).await.unwrap();
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    customers::create(&mut tx, "acme-corp", "Acme").await.unwrap();
+    ingest_keys::create(&mut tx, "seed").await.unwrap();
+    let definition = SlaDefinition::from_document(slaproof::demo::SLA_DOCUMENT).unwrap();
+    let applied = slas::apply(&mut tx, &definition).await.unwrap();
+    maintenance::create(&mut tx, Some(applied.sla), Utc::now(), Utc::now() + Duration::hours(1), "seed")
+        .await
+        .unwrap();
+    events::insert(
+        &mut tx,
+        &StoredEvent {
+            id: Default::default(),
+            occurred_at: Utc::now(),
+            source: EventSource::Provider,
+            service: "chat-completions".into(),
+            model: Some("llama-3".into()),
+            request_id: Some(format!("{name}-1")),
+            status: Some(200),
+            error_class: None,
+            latency_us: Some(120_000),
+            ttft_us: Some(30_000),
+            tpot_us: Some(9_000),
+            input_tokens: Some(100),
+            output_tokens: Some(20),
+            streaming: Some(true),
+            attributes: serde_json::json!({"cache_hit": 1}),
+        },
+    )
+    .await
+    .unwrap();
+    jobs::enqueue(
+        &mut tx,
+        &jobs::NewJob {
+            kind: "evaluate".into(),
+            payload: serde_json::json!({}),
+            dedup_key: Some("all".into()),
+            run_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
+    outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    tenant
+}
+
+#[derive(Debug)]
+struct Table {
+    name: String,
+    is_partition: bool,
+    rls: bool,
+    forced: bool,
+    policies: i64,
+    has_tenant_id: bool,
+}
+
+async fn tables(owner: &mut PgConnection) -> Vec<Table> {
+    sqlx::query(
+        "SELECT c.relname::text AS name, c.relispartition, c.relrowsecurity, c.relforcerowsecurity, \
+                (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid) AS policies, \
+                EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' \
+                        AND NOT a.attisdropped) AS has_tenant_id \
+         FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') \
+         ORDER BY c.relname",
+    )
+    .fetch_all(owner)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| Table {
+        name: r.get("name"),
+        is_partition: r.get("relispartition"),
+        rls: r.get("relrowsecurity"),
+        forced: r.get("relforcerowsecurity"),
+        policies: r.get("policies"),
+        has_tenant_id: r.get("has_tenant_id"),
+    })
+    .collect()
+}
+
+/// The column naming a row's tenant.
+fn tenant_column(table: &str) -> &'static str {
+    if table == "tenants" { "id" } else { "tenant_id" }
+}
+
+async fn count_for(conn: &mut PgConnection, table: &str, tenant: TenantId) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table} WHERE {} = $1", tenant_column(table)))
+        .bind(tenant.uuid())
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+/// Insertable columns of a table (generated ones are left to the database).
+async fn insertable_columns(owner: &mut PgConnection, table: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 \
+         AND NOT a.attisdropped AND a.attidentity = '' AND a.attgenerated = '' ORDER BY a.attnum",
+    )
+    .bind(table)
+    .fetch_all(owner)
+    .await
+    .unwrap()
+}
+
+/// Runs one write as the service role acting for `actor` and returns how
+/// many rows it touched, or the SQLSTATE that refused it. Rolled back
+/// either way: only refusal matters here.
+async fn attempt(db: &Database, actor: TenantId, sql: &str, other: TenantId) -> Result<u64, String> {
+    let mut tx = db.tenant_tx(actor).await.unwrap();
+    let result = sqlx::query(sql).bind(other.uuid()).bind(actor.uuid()).execute(&mut *tx).await;
+    tx.rollback().await.unwrap();
+    match result {
+        Ok(done) => Ok(done.rows_affected()),
+        Err(err) => Err(err
+            .as_database_error()
+            .and_then(|e| e.code().map(|c| c.into_owned()))
+            .unwrap_or_else(|| err.to_string())),
+    }
+}
+
+/// 42501: insufficient_privilege, which is also what a row-level security
+/// WITH CHECK failure raises.
+const REFUSED: &str = "42501";
+
+#[tokio::test]
+async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let a = seed_tenant(&db, "tenant-a").await;
+    let b = seed_tenant(&db, "tenant-b").await;
+    let mut owner = database.owner_connection().await;
+
+    let tables = tables(&mut owner).await;
+    assert!(tables.iter().any(|t| t.name == "events"), "catalog walk found no tables");
+    let mut checked = 0;
+    for table in &tables {
+        let name = table.name.as_str();
+        if let Some((_, why)) = NOT_TENANT_TABLES.iter().find(|(n, _)| *n == name) {
+            let privileged: bool = sqlx::query_scalar(
+                "SELECT has_table_privilege($1, $2, 'SELECT,INSERT,UPDATE,DELETE')",
+            )
+            .bind(database.service.get_username())
+            .bind(name)
+            .fetch_one(&mut owner)
+            .await
+            .unwrap();
+            assert!(!privileged, "{name} is not tenant data ({why}) but the service role can touch it");
+            continue;
+        }
+        assert!(
+            table.has_tenant_id || name == "tenants",
+            "table {name} has no tenant_id column: every table holds one tenant's rows (or is listed in \
+             NOT_TENANT_TABLES with a reason)"
+        );
+        assert!(table.rls, "table {name}: row-level security is not enabled");
+        assert!(table.forced, "table {name}: row-level security is not forced");
+        assert!(table.policies > 0, "table {name}: no row-level security policy");
+        if table.is_partition {
+            // Reached through its parent, whose checks below cover its rows;
+            // directly, the service role must have no way in at all.
+            let privileged: bool = sqlx::query_scalar(
+                "SELECT has_table_privilege($1, $2, 'SELECT') OR has_table_privilege($1, $2, 'INSERT') \
+                 OR has_table_privilege($1, $2, 'UPDATE') OR has_table_privilege($1, $2, 'DELETE')",
+            )
+            .bind(database.service.get_username())
+            .bind(name)
+            .fetch_one(&mut owner)
+            .await
+            .unwrap();
+            assert!(!privileged, "partition {name} is reachable directly by the service role");
+            continue;
+        }
+
+        let b_rows = count_for(&mut owner, name, b).await;
+        let a_rows = count_for(&mut owner, name, a).await;
+        assert!(
+            b_rows > 0 && a_rows > 0,
+            "table {name} has no seeded rows: add one to seed_tenant so its isolation is proven"
+        );
+        let key = tenant_column(name);
+
+        // Read: B's rows are invisible to A, A's own rows are all there.
+        let mut tx = db.tenant_tx(a).await.unwrap();
+        assert_eq!(count_for(&mut tx, name, b).await, 0, "{name}: tenant A reads tenant B's rows");
+        let visible: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {name}"))
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(visible, a_rows, "{name}: tenant A should see exactly its own rows");
+        tx.rollback().await.unwrap();
+
+        // Update and delete of B's rows touch nothing (or are not allowed).
+        for sql in [
+            format!("UPDATE {name} SET {key} = {key} WHERE {key} = $1 AND $2::uuid IS NOT NULL"),
+            format!("DELETE FROM {name} WHERE {key} = $1 AND $2::uuid IS NOT NULL"),
+        ] {
+            match attempt(&db, a, &sql, b).await {
+                Ok(0) => {}
+                Err(code) if code == REFUSED => {}
+                other => panic!("{name}: `{sql}` as tenant A gave {other:?}"),
+            }
+        }
+
+        // Insert a row for B, and move one of A's rows to B: both refused.
+        let columns = insertable_columns(&mut owner, name).await;
+        let select: Vec<String> = columns
+            .iter()
+            .map(|c| if c == key { "$1".to_owned() } else { c.clone() })
+            .collect();
+        let insert = format!(
+            "INSERT INTO {name} ({}) SELECT {} FROM {name} WHERE {key} = $2 LIMIT 1",
+            columns.join(", "),
+            select.join(", ")
+        );
+        let update = format!("UPDATE {name} SET {key} = $1 WHERE {key} = $2");
+        for sql in [insert, update] {
+            match attempt(&db, a, &sql, b).await {
+                Err(code) if code == REFUSED => {}
+                other => panic!("{name}: `{sql}` as tenant A should be refused, gave {other:?}"),
+            }
+        }
+
+        // And nothing of B's changed.
+        assert_eq!(count_for(&mut owner, name, b).await, b_rows, "{name}: B's rows changed");
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} tenant tables were checked");
+
+    // A connection that never set a tenant sees nothing at all.
+    let mut bare = PgConnection::connect_with(&database.service).await.unwrap();
+    for table in tables.iter().filter(|t| !t.is_partition && t.name != "_sqlx_migrations") {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", table.name))
+            .fetch_one(&mut bare)
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "{}: rows visible without a tenant", table.name);
+    }
+    bare.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_tenant_setting_does_not_outlive_its_transaction() {
+    let database = TestDatabase::create().await;
+    // One connection, so every transaction below reuses the same session.
+    let db = Database::connect(&database.service, 1).await.unwrap();
+    let a = seed_tenant(&db, "tenant-a").await;
+    let b = seed_tenant(&db, "tenant-b").await;
+
+    let mut tx = db.tenant_tx(a).await.unwrap();
+    let setting: String = sqlx::query_scalar("SELECT current_setting('app.tenant_id')")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(setting, a.uuid().to_string());
+    tx.commit().await.unwrap();
+
+    // A rolled-back transaction must not leave its tenant behind either.
+    let tx = db.tenant_tx(b).await.unwrap();
+    tx.rollback().await.unwrap();
+
+    let mut tx = db.tenant_tx(a).await.unwrap();
+    assert_eq!(customers::list(&mut tx).await.unwrap().len(), 1);
+    let setting: String = sqlx::query_scalar("SELECT current_setting('app.tenant_id')")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(setting, a.uuid().to_string());
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn services_refuse_a_role_that_bypasses_row_level_security() {
+    let database = TestDatabase::create().await;
+    // The owner (a superuser here) would see every tenant.
+    let db = Database::connect(&database.owner, 1).await.unwrap();
+    let err = db.check_service_role().await.unwrap_err().to_string();
+    assert!(err.contains("superuser"), "{err}");
+    assert!(err.contains("slaproof_service"), "{err}");
+}
