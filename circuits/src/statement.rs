@@ -1,7 +1,7 @@
 //! The statement proven and its opening, natively: slot packing, the salted commitment, the context hash and the verdict.
 
 use ark_bn254::Fr;
-use ark_ff::{PrimeField, UniformRand, Zero};
+use ark_ff::{PrimeField, UniformRand};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -235,10 +235,8 @@ pub fn parse_field(field: &'static str, decimal: &str) -> Result<Fr, CircuitErro
     let value: Fr = decimal
         .parse()
         .map_err(|_| malformed("not a field element"))?;
-    // Refuse non-canonical encodings (≥ the modulus) so one element has one spelling.
-    if value.to_string() != decimal.trim_start_matches('0')
-        && !(value.is_zero() && decimal.bytes().all(|b| b == b'0'))
-    {
+    // One element, one spelling: below the modulus and without leading zeros.
+    if value.to_string() != decimal {
         return Err(malformed(
             "must be canonical: below the BN254 scalar modulus, no leading zeros",
         ));

@@ -258,3 +258,21 @@ proptest! {
         prop_assert_eq!(circuit, native);
     }
 }
+
+#[test]
+fn statement_json_refuses_non_canonical_field_elements() {
+    use slaproof_circuits::statement::parse_field;
+    assert_eq!(parse_field("commitment", "0").unwrap(), Fr::zero());
+    assert_eq!(parse_field("commitment", "42").unwrap(), Fr::from(42u64));
+    for bad in [
+        "",
+        "042",
+        "-1",
+        "0x10",
+        "1 ",
+        // The modulus itself.
+        "21888242871839275222246405745257275088548364400416034343698204186575808495617",
+    ] {
+        assert!(parse_field("commitment", bad).is_err(), "{bad:?}");
+    }
+}
