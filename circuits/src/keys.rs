@@ -302,23 +302,51 @@ fn read_checked(dir: &Path, file: &KeyFile) -> Result<Vec<u8>, CircuitError> {
     }
     let path = dir.join(&file.file);
     let bytes = fs::read(&path).map_err(CircuitError::io(&path))?;
-    let actual = sha256_hex(&bytes);
+    check_hash(&path, file, &bytes)?;
+    Ok(bytes)
+}
+
+fn check_hash(path: &Path, file: &KeyFile, bytes: &[u8]) -> Result<(), CircuitError> {
+    let actual = sha256_hex(bytes);
     if actual != file.sha256 {
         return Err(CircuitError::KeyHashMismatch {
-            path,
+            path: path.to_owned(),
             expected: file.sha256.clone(),
             actual,
         });
     }
-    Ok(bytes)
+    Ok(())
+}
+
+fn verifier_from_bytes(slots: usize, vk_bytes: &[u8]) -> Result<VerifierKey, CircuitError> {
+    let vk = VerifyingKey::<Bn254>::deserialize_compressed(vk_bytes)?;
+    Ok(VerifierKey::new(slots, vk))
+}
+
+fn keys_from_bytes(
+    slots: usize,
+    pk_bytes: &[u8],
+    vk_bytes: &[u8],
+) -> Result<CircuitKeys, CircuitError> {
+    let verifier = verifier_from_bytes(slots, vk_bytes)?;
+    // The hash matched the one recorded at generation, so the points were
+    // ours and valid; re-checking hundreds of MB of curve points would cost
+    // longer than the proof.
+    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(pk_bytes)?;
+    if pk.vk != verifier.vk {
+        return Err(CircuitError::Malformed {
+            field: "proving_key",
+            reason: "its embedded verifying key differs from the stored one".to_owned(),
+        });
+    }
+    Ok(CircuitKeys { pk, verifier })
 }
 
 /// Loads the verifying key for `slots` slots, checking its hash.
 pub fn load_verifier(dir: &Path, slots: usize) -> Result<VerifierKey, CircuitError> {
     let manifest = load_manifest(dir, slots)?;
     let bytes = read_checked(dir, &manifest.verifying_key)?;
-    let vk = VerifyingKey::<Bn254>::deserialize_compressed(bytes.as_slice())?;
-    Ok(VerifierKey::new(slots, vk))
+    verifier_from_bytes(slots, &bytes)
 }
 
 /// Loads both keys for `slots` slots, checking their hashes. Never generates:
@@ -326,20 +354,58 @@ pub fn load_verifier(dir: &Path, slots: usize) -> Result<VerifierKey, CircuitErr
 pub fn load_keys(dir: &Path, slots: usize) -> Result<CircuitKeys, CircuitError> {
     let manifest = load_manifest(dir, slots)?;
     let vk_bytes = read_checked(dir, &manifest.verifying_key)?;
-    let vk = VerifyingKey::<Bn254>::deserialize_compressed(vk_bytes.as_slice())?;
     let pk_bytes = read_checked(dir, &manifest.proving_key)?;
-    // The hash matched the one recorded at generation, so the points were
-    // ours and valid; re-checking hundreds of MB of curve points would cost
-    // longer than the proof.
-    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(pk_bytes.as_slice())?;
-    if pk.vk != vk {
+    keys_from_bytes(slots, &pk_bytes, &vk_bytes)
+}
+
+/// Keys kept elsewhere (a database row): the manifest and the two
+/// compressed files' bytes, checked against the manifest's hashes.
+pub fn keys_from_stored(
+    manifest: &KeyManifest,
+    pk_bytes: &[u8],
+    vk_bytes: &[u8],
+) -> Result<CircuitKeys, CircuitError> {
+    check_stored(manifest)?;
+    check_hash(
+        Path::new(&manifest.verifying_key.file),
+        &manifest.verifying_key,
+        vk_bytes,
+    )?;
+    check_hash(
+        Path::new(&manifest.proving_key.file),
+        &manifest.proving_key,
+        pk_bytes,
+    )?;
+    keys_from_bytes(manifest.slots, pk_bytes, vk_bytes)
+}
+
+/// A verifying key kept elsewhere, checked against the manifest's hash.
+pub fn verifier_from_stored(
+    manifest: &KeyManifest,
+    vk_bytes: &[u8],
+) -> Result<VerifierKey, CircuitError> {
+    check_stored(manifest)?;
+    check_hash(
+        Path::new(&manifest.verifying_key.file),
+        &manifest.verifying_key,
+        vk_bytes,
+    )?;
+    verifier_from_bytes(manifest.slots, vk_bytes)
+}
+
+fn check_stored(manifest: &KeyManifest) -> Result<(), CircuitError> {
+    check_size(manifest.slots)?;
+    if manifest.circuit != CIRCUIT_ID {
         return Err(CircuitError::Malformed {
-            field: "proving_key",
-            reason: "its embedded verifying key differs from the stored one".to_owned(),
+            field: "manifest.circuit",
+            reason: format!("{} is not {CIRCUIT_ID}", manifest.circuit),
         });
     }
-    Ok(CircuitKeys {
-        pk,
-        verifier: VerifierKey::new(slots, vk),
-    })
+    Ok(())
+}
+
+/// Reads a key file's bytes, checked against the manifest, for callers that
+/// move keys into other storage.
+pub fn read_key_file(dir: &Path, file: &KeyFile) -> Result<Vec<u8>, CircuitError> {
+    read_checked(dir, file)
 }

@@ -29,7 +29,7 @@ pub use circuit::ThresholdCircuit;
 pub use error::CircuitError;
 pub use keys::{
     CircuitKeys, KeyManifest, KeygenProgress, KeygenStage, VerifierKey, constraint_count,
-    generate_keys, load_keys, load_verifier,
+    generate_keys, keys_from_stored, load_keys, load_verifier, verifier_from_stored,
 };
 pub use proof::{SlaProof, prove, verify};
 pub use statement::{ContextHash, Opening, Slot, Statement, StatementJson, build, build_with_salt};

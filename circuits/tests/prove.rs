@@ -7,8 +7,8 @@ use ark_ff::One;
 use slaproof_circuits::keys::{KeygenStage, key_paths, load_manifest};
 use slaproof_circuits::statement::Statement;
 use slaproof_circuits::{
-    CircuitError, CircuitKeys, ContextHash, SlaProof, build, generate_keys, load_keys,
-    load_verifier, prove, verify,
+    CircuitError, CircuitKeys, ContextHash, SlaProof, build, generate_keys, keys_from_stored,
+    load_keys, load_verifier, prove, verifier_from_stored, verify,
 };
 
 fn keys64() -> &'static CircuitKeys {
@@ -182,6 +182,25 @@ fn keys_are_stored_checked_and_never_regenerated() {
     let (statement, opening) = availability();
     let proof = prove(&keys, &statement, &opening).unwrap();
     assert!(verify(&verifier, &statement, &proof).unwrap());
+
+    // The same keys as stored in a database: manifest plus bytes.
+    let (_, pk_path, vk_path) = key_paths(dir.path(), 64);
+    let pk_bytes = std::fs::read(&pk_path).unwrap();
+    let vk_bytes = std::fs::read(&vk_path).unwrap();
+    let stored = keys_from_stored(&manifest, &pk_bytes, &vk_bytes).unwrap();
+    assert_eq!(stored.verifier().verifying_key(), verifier.verifying_key());
+    assert!(
+        verify(
+            &verifier_from_stored(&manifest, &vk_bytes).unwrap(),
+            &statement,
+            &proof
+        )
+        .unwrap()
+    );
+    assert!(matches!(
+        keys_from_stored(&manifest, &vk_bytes, &vk_bytes),
+        Err(CircuitError::KeyHashMismatch { .. })
+    ));
 
     // A second generation refuses rather than replacing anchored keys.
     assert!(matches!(
