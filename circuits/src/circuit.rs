@@ -5,14 +5,15 @@
 //! constraints — plus its share of the commitment's Poseidon chain.
 
 use ark_bn254::Fr;
-use ark_ff::{Field, One, Zero};
+use ark_ff::{One, Zero};
 use ark_relations::{
     ns,
     r1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError},
 };
 
-use crate::gadgets::bits::constraints::{RangeGadget, UIntVar, enforce_boolean};
+use crate::gadgets::bits::constraints::{RangeGadget, UIntVar};
 use crate::gadgets::bits::pow2;
+use crate::gadgets::compare::constraints::{AtMostGadget, AtMostVar};
 use crate::gadgets::linear::LinearVar;
 use crate::gadgets::poseidon::constraints::{PoseidonGadget, PoseidonVar};
 use crate::statement::{
@@ -147,7 +148,6 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
         UIntVar::enforce_fits(&ns!(cs, "quota_range").cs(), &quota, QUOTA_BITS)?;
 
         let two_32 = pow2(VALUE_BITS);
-        let inv_two_32 = two_32.inverse().ok_or(SynthesisError::Unsatisfiable)?;
         let mut values = Vec::with_capacity(self.slots);
         let mut weights = Vec::with_capacity(self.slots);
         let mut good_weights = Vec::with_capacity(self.slots);
@@ -161,17 +161,8 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
             let weight =
                 UIntVar::new_witness(&slot, raw.map(|(_, w)| Fr::from(w)), WEIGHT_BITS as usize)?;
 
-            // x = 2³² + T − v lies in [1, 2³³) because T, v < 2³²; its bit 32
-            // is [v ≤ T]. We take x's low 32 bits as a witness and define
-            // good = (x − low)/2³²; `good ∈ {0, 1}` then forces
-            // x = good·2³² + low with low < 2³², i.e. the true comparison.
-            let x = LinearVar::sum_of(
-                &[(Fr::one(), &threshold), (-Fr::one(), value.value())],
-                two_32,
-            );
-            let low = UIntVar::new_witness(&slot, x.value(), VALUE_BITS as usize)?;
-            let good = x.sub(low.value()).scale(inv_two_32);
-            enforce_boolean(&slot, &good)?;
+            // [v ≤ T]: sound because v and T are both below 2³².
+            let good = AtMostVar::at_most(&slot, value.value(), &threshold)?;
             let good_weight = good.mul(&slot, weight.value())?;
 
             values.push(value);
