@@ -130,47 +130,65 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
         let public = self.public;
         let witness = self.witness.as_ref();
 
+        // Namespaces are held for the whole of their section, so each
+        // allocation is traced under its name. There are deliberately few:
+        // ark-relations' `ns!` never closes its tracing span, so one per
+        // slot would leave thousands of spans open in a service whose
+        // subscriber enables the `r1cs` target.
+
         // Public inputs, in the order of `statement::PUBLIC_INPUTS`. The
         // context takes part in no constraint: ark-groth16's QAP reduction
         // adds one copy constraint per input, so the proof binds it anyway.
-        let inputs = ns!(cs, "public_inputs").cs();
-        let commitment = LinearVar::new_input(&inputs, public.map(|p| p.commitment))?;
-        let threshold = LinearVar::new_input(&inputs, public.map(|p| p.threshold))?;
-        let quota = LinearVar::new_input(&inputs, public.map(|p| p.quota_ppm))?;
-        let _context = LinearVar::new_input(&inputs, public.map(|p| p.context))?;
+        let (commitment, threshold, quota) = {
+            let ns = ns!(cs, "public_inputs");
+            let inputs = ns.cs();
+            let commitment = LinearVar::new_input(&inputs, public.map(|p| p.commitment))?;
+            let threshold = LinearVar::new_input(&inputs, public.map(|p| p.threshold))?;
+            let quota = LinearVar::new_input(&inputs, public.map(|p| p.quota_ppm))?;
+            LinearVar::new_input(&inputs, public.map(|p| p.context))?;
+            (commitment, threshold, quota)
+        };
 
         // T < 2³² keeps `2³² + T − v` inside 33 bits; q < 2²⁰ bounds q·Σw.
-        UIntVar::enforce_fits(
-            &ns!(cs, "threshold_range").cs(),
-            &threshold,
-            VALUE_BITS as usize,
-        )?;
-        UIntVar::enforce_fits(&ns!(cs, "quota_range").cs(), &quota, QUOTA_BITS)?;
+        {
+            let ns = ns!(cs, "threshold_range");
+            UIntVar::enforce_fits(&ns.cs(), &threshold, VALUE_BITS as usize)?;
+        }
+        {
+            let ns = ns!(cs, "quota_range");
+            UIntVar::enforce_fits(&ns.cs(), &quota, QUOTA_BITS)?;
+        }
 
-        let two_32 = pow2(VALUE_BITS);
         let mut values = Vec::with_capacity(self.slots);
         let mut weights = Vec::with_capacity(self.slots);
         let mut good_weights = Vec::with_capacity(self.slots);
-        for i in 0..self.slots {
-            let slot = ns!(cs, "slot").cs();
-            let raw = witness.map(|w| w.slots.get(i).copied().unwrap_or_default());
-            // v and w *are* sums of their bits, so they are in range by
-            // construction and cost no equality constraint.
-            let value =
-                UIntVar::new_witness(&slot, raw.map(|(v, _)| Fr::from(v)), VALUE_BITS as usize)?;
-            let weight =
-                UIntVar::new_witness(&slot, raw.map(|(_, w)| Fr::from(w)), WEIGHT_BITS as usize)?;
-
-            // [v ≤ T]: sound because v and T are both below 2³².
-            let good = AtMostVar::at_most(&slot, value.value(), &threshold)?;
-            let good_weight = good.mul(&slot, weight.value())?;
-
-            values.push(value);
-            weights.push(weight);
-            good_weights.push(good_weight);
+        {
+            let ns = ns!(cs, "slots");
+            let slots = ns.cs();
+            for i in 0..self.slots {
+                let raw = witness.map(|w| w.slots.get(i).copied().unwrap_or_default());
+                // v and w *are* sums of their bits, so they are in range by
+                // construction and cost no equality constraint.
+                let value = UIntVar::new_witness(
+                    &slots,
+                    raw.map(|(v, _)| Fr::from(v)),
+                    VALUE_BITS as usize,
+                )?;
+                let weight = UIntVar::new_witness(
+                    &slots,
+                    raw.map(|(_, w)| Fr::from(w)),
+                    WEIGHT_BITS as usize,
+                )?;
+                // [v ≤ T]: sound because v and T are both below 2³².
+                let good = AtMostVar::at_most(&slots, value.value(), &threshold)?;
+                good_weights.push(good.mul(&slots, weight.value())?);
+                values.push(value);
+                weights.push(weight);
+            }
         }
 
         // Packing is linear in the bits: free.
+        let two_32 = pow2(VALUE_BITS);
         let elements: Vec<LinearVar> = values
             .chunks(SLOTS_PER_ELEMENT)
             .zip(weights.chunks(SLOTS_PER_ELEMENT))
@@ -184,13 +202,17 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
                 LinearVar::sum_of(&terms, Fr::zero())
             })
             .collect();
-        let commit_cs = ns!(cs, "commitment").cs();
-        let salt = LinearVar::new_witness(&commit_cs, witness.map(|w| w.salt))?;
-        let recomputed = PoseidonVar::chain(&commit_cs, &salt, &elements)?;
-        recomputed.enforce_equal(&commit_cs, &commitment)?;
+        {
+            let ns = ns!(cs, "commitment");
+            let commit_cs = ns.cs();
+            let salt = LinearVar::new_witness(&commit_cs, witness.map(|w| w.salt))?;
+            let recomputed = PoseidonVar::chain(&commit_cs, &salt, &elements)?;
+            recomputed.enforce_equal(&commit_cs, &commitment)?;
+        }
 
         // Sums cannot wrap: each w < 2⁴⁰ and N ≤ 2²⁰, so Σw < 2⁶⁰.
-        let fraction = ns!(cs, "fraction").cs();
+        let ns = ns!(cs, "fraction");
+        let fraction = ns.cs();
         let weight_terms: Vec<(Fr, &LinearVar)> =
             weights.iter().map(|w| (Fr::one(), w.value())).collect();
         let total_lc = LinearVar::sum_of(&weight_terms, Fr::zero());
