@@ -29,7 +29,8 @@ const SERVICE_PASSWORD: &str = "slaproof-test-service";
 /// Connection options of the administrative connection tests start from.
 pub fn admin_options() -> PgConnectOptions {
     let url = std::env::var(DATABASE_URL_VAR).unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned());
-    PgConnectOptions::from_str(&url).unwrap_or_else(|e| panic!("{DATABASE_URL_VAR} is not a postgres URL: {e}"))
+    PgConnectOptions::from_str(&url)
+        .unwrap_or_else(|e| panic!("{DATABASE_URL_VAR} is not a postgres URL: {e}"))
 }
 
 /// A database of one test's own, migrated, with a service login role.
@@ -56,7 +57,9 @@ impl TestDatabase {
         let mut conn = PgConnection::connect_with(&admin).await.with_context(|| {
             format!("connecting to the test Postgres; is it running? set {DATABASE_URL_VAR} to point elsewhere")
         })?;
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await?;
         conn.close().await?;
 
         let owner = admin.clone().database(&name);
@@ -95,14 +98,20 @@ impl TestDatabase {
 
     /// A pool as the services' role.
     pub async fn service_database(&self) -> Database {
-        let db = Database::connect(&self.service, 5).await.expect("connecting as the service role");
-        db.check_service_role().await.expect("the test service role is safe");
+        let db = Database::connect(&self.service, 5)
+            .await
+            .expect("connecting as the service role");
+        db.check_service_role()
+            .await
+            .expect("the test service role is safe");
         db
     }
 
     /// A direct connection as the owner, to look behind row-level security.
     pub async fn owner_connection(&self) -> PgConnection {
-        PgConnection::connect_with(&self.owner).await.expect("connecting as the owner")
+        PgConnection::connect_with(&self.owner)
+            .await
+            .expect("connecting as the owner")
     }
 
     /// A `postgres://` URL of the service role, for processes under test.
@@ -146,7 +155,10 @@ impl Drop for TestDatabase {
         // Drop runs inside the test's runtime, which cannot be blocked on;
         // a thread with a runtime of its own drops the database.
         let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
             runtime.block_on(async {
                 let mut conn = PgConnection::connect_with(&admin).await.ok()?;
                 sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))

@@ -25,7 +25,9 @@ async fn readiness_fails_with_a_problem_document_when_the_database_is_gone() {
 
     // Take the database away under the running application: no new
     // connections, and the pooled ones are ended.
-    let mut admin = sqlx::PgConnection::connect_with(&slaproof_tests::admin_options()).await.unwrap();
+    let mut admin = sqlx::PgConnection::connect_with(&slaproof_tests::admin_options())
+        .await
+        .unwrap();
     let name = &app.database.name;
     sqlx::query(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
         .execute(&mut admin)
@@ -39,7 +41,10 @@ async fn readiness_fails_with_a_problem_document_when_the_database_is_gone() {
 
     let ready = app.client.readyz().await;
     assert_eq!(ready.status, 503);
-    assert_eq!(ready.content_type.as_deref(), Some("application/problem+json"));
+    assert_eq!(
+        ready.content_type.as_deref(),
+        Some("application/problem+json")
+    );
     assert_eq!(ready.body["status"], 503);
     assert_eq!(ready.body["title"], "Not ready");
     // Liveness does not depend on the database: restarting would not help.
@@ -49,6 +54,10 @@ async fn readiness_fails_with_a_problem_document_when_the_database_is_gone() {
         .execute(&mut admin)
         .await
         .unwrap();
-    assert_eq!(app.client.readyz().await.status, 200, "ready again once the database is back");
+    assert_eq!(
+        app.client.readyz().await.status,
+        200,
+        "ready again once the database is back"
+    );
     app.stop().await.unwrap();
 }

@@ -7,12 +7,17 @@ use chrono::{Duration, Utc};
 use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_store::events::{EventSource, StoredEvent};
-use slaproof_store::{Database, customers, events, ingest_keys, jobs, maintenance, outbox, partitions, slas, tenants};
+use slaproof_store::{
+    Database, customers, events, ingest_keys, jobs, maintenance, outbox, partitions, slas, tenants,
+};
 use slaproof_tests::TestDatabase;
 use sqlx::{Connection, PgConnection, Row};
 
 /// Tables that are not tenant data, each with the reason.
-const NOT_TENANT_TABLES: &[(&str, &str)] = &[("_sqlx_migrations", "the migration ledger; the service role has no access")];
+const NOT_TENANT_TABLES: &[(&str, &str)] = &[(
+    "_sqlx_migrations",
+    "the migration ledger; the service role has no access",
+)];
 
 /// Puts one row for `name` into every tenant table, through the store, as a
 /// service would. Add a line here when you add a tenant table.
@@ -21,13 +26,21 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     let today = Utc::now().date_naive();
     partitions::ensure(db, today, today).await.unwrap();
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    customers::create(&mut tx, "acme-corp", "Acme").await.unwrap();
+    customers::create(&mut tx, "acme-corp", "Acme")
+        .await
+        .unwrap();
     ingest_keys::create(&mut tx, "seed").await.unwrap();
     let definition = SlaDefinition::from_document(slaproof::demo::SLA_DOCUMENT).unwrap();
     let applied = slas::apply(&mut tx, &definition).await.unwrap();
-    maintenance::create(&mut tx, Some(applied.sla), Utc::now(), Utc::now() + Duration::hours(1), "seed")
-        .await
-        .unwrap();
+    maintenance::create(
+        &mut tx,
+        Some(applied.sla),
+        Utc::now(),
+        Utc::now() + Duration::hours(1),
+        "seed",
+    )
+    .await
+    .unwrap();
     events::insert(
         &mut tx,
         &StoredEvent {
@@ -104,15 +117,22 @@ async fn tables(owner: &mut PgConnection) -> Vec<Table> {
 
 /// The column naming a row's tenant.
 fn tenant_column(table: &str) -> &'static str {
-    if table == "tenants" { "id" } else { "tenant_id" }
+    if table == "tenants" {
+        "id"
+    } else {
+        "tenant_id"
+    }
 }
 
 async fn count_for(conn: &mut PgConnection, table: &str, tenant: TenantId) -> i64 {
-    sqlx::query_scalar(&format!("SELECT count(*) FROM {table} WHERE {} = $1", tenant_column(table)))
-        .bind(tenant.uuid())
-        .fetch_one(conn)
-        .await
-        .unwrap()
+    sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {table} WHERE {} = $1",
+        tenant_column(table)
+    ))
+    .bind(tenant.uuid())
+    .fetch_one(conn)
+    .await
+    .unwrap()
 }
 
 /// Insertable columns of a table (generated ones are left to the database).
@@ -130,9 +150,18 @@ async fn insertable_columns(owner: &mut PgConnection, table: &str) -> Vec<String
 /// Runs one write as the service role acting for `actor` and returns how
 /// many rows it touched, or the SQLSTATE that refused it. Rolled back
 /// either way: only refusal matters here.
-async fn attempt(db: &Database, actor: TenantId, sql: &str, other: TenantId) -> Result<u64, String> {
+async fn attempt(
+    db: &Database,
+    actor: TenantId,
+    sql: &str,
+    other: TenantId,
+) -> Result<u64, String> {
     let mut tx = db.tenant_tx(actor).await.unwrap();
-    let result = sqlx::query(sql).bind(other.uuid()).bind(actor.uuid()).execute(&mut *tx).await;
+    let result = sqlx::query(sql)
+        .bind(other.uuid())
+        .bind(actor.uuid())
+        .execute(&mut *tx)
+        .await;
     tx.rollback().await.unwrap();
     match result {
         Ok(done) => Ok(done.rows_affected()),
@@ -156,7 +185,10 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
     let mut owner = database.owner_connection().await;
 
     let tables = tables(&mut owner).await;
-    assert!(tables.iter().any(|t| t.name == "events"), "catalog walk found no tables");
+    assert!(
+        tables.iter().any(|t| t.name == "events"),
+        "catalog walk found no tables"
+    );
     let mut checked = 0;
     for table in &tables {
         let name = table.name.as_str();
@@ -169,7 +201,10 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
             .fetch_one(&mut owner)
             .await
             .unwrap();
-            assert!(!privileged, "{name} is not tenant data ({why}) but the service role can touch it");
+            assert!(
+                !privileged,
+                "{name} is not tenant data ({why}) but the service role can touch it"
+            );
             continue;
         }
         assert!(
@@ -178,8 +213,14 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
              NOT_TENANT_TABLES with a reason)"
         );
         assert!(table.rls, "table {name}: row-level security is not enabled");
-        assert!(table.forced, "table {name}: row-level security is not forced");
-        assert!(table.policies > 0, "table {name}: no row-level security policy");
+        assert!(
+            table.forced,
+            "table {name}: row-level security is not forced"
+        );
+        assert!(
+            table.policies > 0,
+            "table {name}: no row-level security policy"
+        );
         if table.is_partition {
             // Reached through its parent, whose checks below cover its rows;
             // directly, the service role must have no way in at all.
@@ -192,7 +233,10 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
             .fetch_one(&mut owner)
             .await
             .unwrap();
-            assert!(!privileged, "partition {name} is reachable directly by the service role");
+            assert!(
+                !privileged,
+                "partition {name} is reachable directly by the service role"
+            );
             continue;
         }
 
@@ -206,12 +250,19 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
 
         // Read: B's rows are invisible to A, A's own rows are all there.
         let mut tx = db.tenant_tx(a).await.unwrap();
-        assert_eq!(count_for(&mut tx, name, b).await, 0, "{name}: tenant A reads tenant B's rows");
+        assert_eq!(
+            count_for(&mut tx, name, b).await,
+            0,
+            "{name}: tenant A reads tenant B's rows"
+        );
         let visible: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {name}"))
             .fetch_one(&mut *tx)
             .await
             .unwrap();
-        assert_eq!(visible, a_rows, "{name}: tenant A should see exactly its own rows");
+        assert_eq!(
+            visible, a_rows,
+            "{name}: tenant A should see exactly its own rows"
+        );
         tx.rollback().await.unwrap();
 
         // Update and delete of B's rows touch nothing (or are not allowed).
@@ -246,14 +297,21 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
         }
 
         // And nothing of B's changed.
-        assert_eq!(count_for(&mut owner, name, b).await, b_rows, "{name}: B's rows changed");
+        assert_eq!(
+            count_for(&mut owner, name, b).await,
+            b_rows,
+            "{name}: B's rows changed"
+        );
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} tenant tables were checked");
 
     // A connection that never set a tenant sees nothing at all.
     let mut bare = PgConnection::connect_with(&database.service).await.unwrap();
-    for table in tables.iter().filter(|t| !t.is_partition && t.name != "_sqlx_migrations") {
+    for table in tables
+        .iter()
+        .filter(|t| !t.is_partition && t.name != "_sqlx_migrations")
+    {
         let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", table.name))
             .fetch_one(&mut bare)
             .await

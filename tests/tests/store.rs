@@ -21,21 +21,38 @@ async fn applying_an_sla_versions_changes_and_ignores_repeats() {
 
     // The customer named by the document must exist.
     let err = slas::apply(&mut tx, &demo_sla()).await.unwrap_err();
-    assert!(matches!(err, StoreError::NotFound { what: "customer", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::NotFound {
+                what: "customer",
+                ..
+            }
+        ),
+        "{err}"
+    );
     tx.rollback().await.unwrap();
 
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    customers::create(&mut tx, "acme-corp", "Acme Corp").await.unwrap();
+    customers::create(&mut tx, "acme-corp", "Acme Corp")
+        .await
+        .unwrap();
     let first = slas::apply(&mut tx, &demo_sla()).await.unwrap();
     assert_eq!((first.version, first.applied), (1, slas::Applied::Created));
 
     let again = slas::apply(&mut tx, &demo_sla()).await.unwrap();
-    assert_eq!((again.sla, again.version, again.applied), (first.sla, 1, slas::Applied::Unchanged));
+    assert_eq!(
+        (again.sla, again.version, again.applied),
+        (first.sla, 1, slas::Applied::Unchanged)
+    );
 
     let changed_text = slaproof::demo::SLA_DOCUMENT.replace("target: 99.9%", "target: 99.95%");
     let changed = SlaDefinition::from_document(&changed_text).unwrap();
     let second = slas::apply(&mut tx, &changed).await.unwrap();
-    assert_eq!((second.sla, second.version, second.applied), (first.sla, 2, slas::Applied::Updated));
+    assert_eq!(
+        (second.sla, second.version, second.applied),
+        (first.sla, 2, slas::Applied::Updated)
+    );
     tx.commit().await.unwrap();
 
     // The version in force and the old one both read back exactly.
@@ -43,10 +60,14 @@ async fn applying_an_sla_versions_changes_and_ignores_repeats() {
     let current = slas::find(&mut tx, "acme-enterprise", None).await.unwrap();
     assert_eq!((current.version, current.current_version), (2, 2));
     assert_eq!(current.definition, changed);
-    let old = slas::find(&mut tx, "acme-enterprise", Some(1)).await.unwrap();
+    let old = slas::find(&mut tx, "acme-enterprise", Some(1))
+        .await
+        .unwrap();
     assert_eq!(old.definition, demo_sla());
     assert_eq!(old.current_version, 2);
-    let err = slas::find(&mut tx, "acme-enterprise", Some(3)).await.unwrap_err();
+    let err = slas::find(&mut tx, "acme-enterprise", Some(3))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("version 3"), "{err}");
 
     // Objectives are stored per version with their targets.
@@ -58,7 +79,10 @@ async fn applying_an_sla_versions_changes_and_ignores_repeats() {
     .unwrap();
     assert_eq!(
         targets,
-        vec![("availability".into(), 1, 999_000), ("availability".into(), 2, 999_500)]
+        vec![
+            ("availability".into(), 1, 999_000),
+            ("availability".into(), 2, 999_500)
+        ]
     );
 
     // History is append-only: the service role cannot rewrite a version.
@@ -66,7 +90,10 @@ async fn applying_an_sla_versions_changes_and_ignores_repeats() {
         .execute(&mut *tx)
         .await
         .unwrap_err();
-    assert_eq!(err.as_database_error().and_then(|e| e.code()).as_deref(), Some("42501"));
+    assert_eq!(
+        err.as_database_error().and_then(|e| e.code()).as_deref(),
+        Some("42501")
+    );
 }
 
 #[tokio::test]
@@ -79,8 +106,14 @@ async fn ingest_keys_authenticate_until_revoked_and_are_stored_hashed() {
     tx.commit().await.unwrap();
 
     assert!(key.reveal().starts_with(&key.key.prefix));
-    assert!(!format!("{key:?}").contains(key.reveal()), "Debug must not show the secret");
-    let who = ingest_keys::authenticate(&db, key.reveal()).await.unwrap().unwrap();
+    assert!(
+        !format!("{key:?}").contains(key.reveal()),
+        "Debug must not show the secret"
+    );
+    let who = ingest_keys::authenticate(&db, key.reveal())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((who.tenant, who.key), (tenant, key.key.id));
 
     // A wrong secret under a right prefix, and garbage, are both unknown.
@@ -88,7 +121,12 @@ async fn ingest_keys_authenticate_until_revoked_and_are_stored_hashed() {
     let last = wrong.pop().unwrap();
     wrong.push(if last == '0' { '1' } else { '0' });
     assert_eq!(ingest_keys::authenticate(&db, &wrong).await.unwrap(), None);
-    assert_eq!(ingest_keys::authenticate(&db, "Bearer nonsense").await.unwrap(), None);
+    assert_eq!(
+        ingest_keys::authenticate(&db, "Bearer nonsense")
+            .await
+            .unwrap(),
+        None
+    );
 
     // Only the hash is stored.
     let mut owner = database.owner_connection().await;
@@ -103,7 +141,10 @@ async fn ingest_keys_authenticate_until_revoked_and_are_stored_hashed() {
     let revoked = ingest_keys::revoke(&mut tx, &key.key.prefix).await.unwrap();
     tx.commit().await.unwrap();
     assert!(revoked.revoked_at.is_some());
-    assert_eq!(ingest_keys::authenticate(&db, key.reveal()).await.unwrap(), None);
+    assert_eq!(
+        ingest_keys::authenticate(&db, key.reveal()).await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test]
@@ -112,8 +153,14 @@ async fn tenants_are_found_by_name_or_id_and_names_are_unique() {
     let db = database.service_database().await;
     let tenant = tenants::create(&db, "acme-ai", "Acme AI").await.unwrap();
     assert_eq!(tenants::resolve(&db, "acme-ai").await.unwrap(), tenant.id);
-    assert_eq!(tenants::resolve(&db, &tenant.id.to_string()).await.unwrap(), tenant.id);
-    assert!(matches!(tenants::resolve(&db, "nobody").await, Err(StoreError::NotFound { .. })));
+    assert_eq!(
+        tenants::resolve(&db, &tenant.id.to_string()).await.unwrap(),
+        tenant.id
+    );
+    assert!(matches!(
+        tenants::resolve(&db, "nobody").await,
+        Err(StoreError::NotFound { .. })
+    ));
 
     let err = tenants::create(&db, "acme-ai", "again").await.unwrap_err();
     assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
@@ -157,7 +204,12 @@ async fn jobs_are_claimed_once_across_workers_and_survive_a_lost_lease() {
     let mut expected = tenants_ids.clone();
     expected.sort();
     assert_eq!(claimed, expected);
-    assert!(jobs::claim(&db, "evaluate", "worker-c", 10, lease).await.unwrap().is_empty());
+    assert!(
+        jobs::claim(&db, "evaluate", "worker-c", 10, lease)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // Asked again while held: done once more after it finishes.
     let job = left.first().or(right.first()).unwrap().clone();
@@ -175,27 +227,51 @@ async fn jobs_are_claimed_once_across_workers_and_survive_a_lost_lease() {
     .unwrap();
     assert!(jobs::complete(&mut tx, &job).await.unwrap());
     tx.commit().await.unwrap();
-    let rerun = jobs::claim(&db, "evaluate", "worker-c", 10, lease).await.unwrap();
+    let rerun = jobs::claim(&db, "evaluate", "worker-c", 10, lease)
+        .await
+        .unwrap();
     assert_eq!(rerun.iter().map(|j| j.id).collect::<Vec<_>>(), vec![job.id]);
 
     // A worker whose lease ran out cannot complete; the job goes to another.
-    let short = jobs::claim(&db, "evaluate", "worker-d", 10, Duration::ZERO).await.unwrap();
+    let short = jobs::claim(&db, "evaluate", "worker-d", 10, Duration::ZERO)
+        .await
+        .unwrap();
     assert!(short.is_empty(), "held jobs are not claimable");
     let mut tx = db.tenant_tx(rerun[0].tenant).await.unwrap();
-    sqlx::query("UPDATE jobs SET locked_until = now() - interval '1 second'").execute(&mut *tx).await.unwrap();
+    sqlx::query("UPDATE jobs SET locked_until = now() - interval '1 second'")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
-    let stolen = jobs::claim(&db, "evaluate", "worker-e", 10, lease).await.unwrap();
+    let stolen = jobs::claim(&db, "evaluate", "worker-e", 10, lease)
+        .await
+        .unwrap();
     assert_eq!(stolen.len(), 1);
     let mut tx = db.tenant_tx(rerun[0].tenant).await.unwrap();
-    assert!(!jobs::complete(&mut tx, &rerun[0]).await.unwrap(), "the old holder lost its lease");
+    assert!(
+        !jobs::complete(&mut tx, &rerun[0]).await.unwrap(),
+        "the old holder lost its lease"
+    );
     assert!(jobs::complete(&mut tx, &stolen[0]).await.unwrap());
     tx.commit().await.unwrap();
 
     // A failed attempt comes back after its delay, with the error kept.
-    let failing = left.iter().chain(&right).find(|j| j.id != job.id).unwrap().clone();
-    jobs::fail(&db, &failing, "boom", Duration::ZERO).await.unwrap();
-    let retried = jobs::claim(&db, "evaluate", "worker-g", 10, lease).await.unwrap();
-    let again = retried.iter().find(|j| j.id == failing.id).expect("retried");
+    let failing = left
+        .iter()
+        .chain(&right)
+        .find(|j| j.id != job.id)
+        .unwrap()
+        .clone();
+    jobs::fail(&db, &failing, "boom", Duration::ZERO)
+        .await
+        .unwrap();
+    let retried = jobs::claim(&db, "evaluate", "worker-g", 10, lease)
+        .await
+        .unwrap();
+    let again = retried
+        .iter()
+        .find(|j| j.id == failing.id)
+        .expect("retried");
     assert_eq!(again.attempts, 2);
 }
 
@@ -205,16 +281,39 @@ async fn outbox_messages_are_relayed_in_order_and_once() {
     let db = database.service_database().await;
     let tenant = tenants::create(&db, "acme-ai", "Acme AI").await.unwrap().id;
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    let first = outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"n": 1})).await.unwrap();
-    let second = outbox::enqueue(&mut tx, "slo.budget_exhausted", &serde_json::json!({"n": 2})).await.unwrap();
+    let first = outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"n": 1}))
+        .await
+        .unwrap();
+    let second = outbox::enqueue(
+        &mut tx,
+        "slo.budget_exhausted",
+        &serde_json::json!({"n": 2}),
+    )
+    .await
+    .unwrap();
     // Not committed yet: nothing to relay.
-    assert!(outbox::claim(&db, "relay", 10, Duration::from_secs(30)).await.unwrap().is_empty());
+    assert!(
+        outbox::claim(&db, "relay", 10, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     tx.commit().await.unwrap();
 
-    let claimed = outbox::claim(&db, "relay", 10, Duration::from_secs(30)).await.unwrap();
-    assert_eq!(claimed.iter().map(|m| m.id).collect::<Vec<_>>(), vec![first, second]);
+    let claimed = outbox::claim(&db, "relay", 10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![first, second]
+    );
     assert!(claimed[0].seq < claimed[1].seq);
-    assert!(outbox::claim(&db, "relay-2", 10, Duration::from_secs(30)).await.unwrap().is_empty());
+    assert!(
+        outbox::claim(&db, "relay-2", 10, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     outbox::mark_dispatched(&mut tx, first).await.unwrap();
@@ -222,7 +321,9 @@ async fn outbox_messages_are_relayed_in_order_and_once() {
     tx.commit().await.unwrap();
 
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    let err = outbox::enqueue(&mut tx, "Not An Event", &serde_json::json!({})).await.unwrap_err();
+    let err = outbox::enqueue(&mut tx, "Not An Event", &serde_json::json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
 }
 
@@ -235,19 +336,37 @@ async fn event_partitions_are_made_ahead_and_dropped_after_retention() {
     let done = partitions::upkeep(&db, day(20), 3, 5).await.unwrap();
     assert_eq!(done.created, 5, "yesterday, today and 3 days ahead");
     assert!(done.dropped.is_empty());
-    assert_eq!(partitions::days(&db).await.unwrap(), (19..=23).map(day).collect::<Vec<_>>());
+    assert_eq!(
+        partitions::days(&db).await.unwrap(),
+        (19..=23).map(day).collect::<Vec<_>>()
+    );
 
     // Running again changes nothing; replicas can run it side by side.
-    let (x, y) = tokio::join!(partitions::upkeep(&db, day(20), 3, 5), partitions::upkeep(&db, day(20), 3, 5));
+    let (x, y) = tokio::join!(
+        partitions::upkeep(&db, day(20), 3, 5),
+        partitions::upkeep(&db, day(20), 3, 5)
+    );
     assert_eq!(x.unwrap().created + y.unwrap().created, 0);
 
     // Eight days later with 5 days of retention: days before the 23rd go.
     let done = partitions::upkeep(&db, day(28), 3, 5).await.unwrap();
-    assert_eq!(done.dropped, vec!["events_p20261119", "events_p20261120", "events_p20261121", "events_p20261122"]);
+    assert_eq!(
+        done.dropped,
+        vec![
+            "events_p20261119",
+            "events_p20261120",
+            "events_p20261121",
+            "events_p20261122"
+        ]
+    );
     // The 23rd is within retention and kept; the gap days the process was
     // away for are not made up front (ingest makes a past day on demand).
     let mut expected = vec![day(23)];
-    expected.extend(day(27).iter_days().take_while(|d| *d <= day(28) + chrono::Days::new(3)));
+    expected.extend(
+        day(27)
+            .iter_days()
+            .take_while(|d| *d <= day(28) + chrono::Days::new(3)),
+    );
     assert_eq!(partitions::days(&db).await.unwrap(), expected);
 
     let err = partitions::ensure(&db, day(10), day(1)).await.unwrap_err();

@@ -17,12 +17,7 @@ use crate::{demo, telemetry};
 /// slaproof: every SLA measured exactly, every missed promise credited,
 /// every period proven.
 #[derive(Debug, Parser)]
-#[command(
-    name = "slaproof",
-    version,
-    propagate_version = true,
-    max_term_width = 100
-)]
+#[command(name = "slaproof", version, max_term_width = 100)]
 pub struct Cli {
     /// Configuration file (TOML). Default: ./slaproof.toml when it exists.
     /// SLAPROOF_* environment variables override it.

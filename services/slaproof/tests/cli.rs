@@ -1,0 +1,411 @@
+//! The `slaproof` binary end to end: `up` with its private Postgres, and the
+//! operator commands against a real database.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use slaproof_tests::TestDatabase;
+
+const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
+
+/// A command with a clean slaproof environment, run in `dir` so that no
+/// `slaproof.toml` of the developer's is picked up.
+fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BIN);
+    command.current_dir(dir).stdin(Stdio::null());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("SLAPROOF_") {
+            command.env_remove(key);
+        }
+    }
+    command.env("NO_COLOR", "1").env("RUST_LOG", "warn");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+}
+
+fn run(command: &mut Command) -> Output {
+    command.output().expect("running slaproof")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A directory the unprivileged Postgres user can enter (tempdirs are 0700).
+fn shared_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("slaproof-up-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Pids of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if text(&cmdline).replace('\0', " ").contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// A running `slaproof up` and what it printed on start.
+struct Up {
+    child: Child,
+    banner: String,
+    url: String,
+}
+
+fn start_up(dir: &Path, data_dir: &Path) -> Up {
+    let mut child = slaproof(dir, &[("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0")])
+        .env("SLAPROOF_EMBEDDED__DATA_DIR", data_dir)
+        .arg("up")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting slaproof up");
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut banner = String::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(line) => {
+                banner.push_str(&line);
+                banner.push('\n');
+                if line.starts_with("Stop with Ctrl-C") {
+                    break;
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                panic!("slaproof up did not come up; it printed:\n{banner}");
+            }
+        }
+    }
+    let url = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("HTTP"))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the banner names the HTTP address")
+        .to_owned();
+    Up { child, banner, url }
+}
+
+/// Sends SIGTERM and waits for the exit status.
+fn signal_and_wait(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A failing assertion must not leave `slaproof up` (and its Postgres)
+/// running: dropping the handle stops it.
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal_and_wait(&mut self.child);
+        }
+    }
+}
+
+fn terminate(mut up: Up) {
+    match signal_and_wait(&mut up.child) {
+        Some(status) => assert!(
+            status.success(),
+            "slaproof up exited with {status} after SIGTERM"
+        ),
+        None => panic!("slaproof up did not exit within 60 s of SIGTERM"),
+    }
+}
+
+fn ingest_key_of(banner: &str) -> String {
+    banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Ingest key"))
+        .map(|k| k.trim().to_owned())
+        .expect("the banner shows the demo ingest key")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
+    let dir = shared_tempdir();
+    let data_dir: PathBuf = dir.path().join("data");
+
+    let up = start_up(dir.path(), &data_dir);
+    assert!(up.banner.contains("private Postgres"), "{}", up.banner);
+    assert!(
+        up.banner.contains("(created now)"),
+        "first start creates the demo:\n{}",
+        up.banner
+    );
+    let key = ingest_key_of(&up.banner);
+    assert!(key.starts_with("spk_"), "{key}");
+
+    let ready = reqwest::get(format!("{}/readyz", up.url)).await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let cluster = data_dir.join("postgres");
+    let cluster_text = cluster.display().to_string();
+    assert!(
+        !processes_mentioning(&cluster_text).is_empty(),
+        "the private Postgres runs"
+    );
+
+    // Commands in another terminal find the running cluster by themselves.
+    let export = run(slaproof(dir.path(), &[])
+        .env("SLAPROOF_EMBEDDED__DATA_DIR", &data_dir)
+        .args(["sla", "export", "--tenant", "demo", "acme-enterprise"]));
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    assert!(
+        text(&export.stdout).contains("apiVersion: slaproof/v1"),
+        "{}",
+        text(&export.stdout)
+    );
+
+    terminate(up);
+    assert!(
+        processes_mentioning(&cluster_text).is_empty(),
+        "a Postgres process of ours outlived slaproof up"
+    );
+
+    // A second start reuses the cluster and the demo, and shows the same key.
+    let up = start_up(dir.path(), &data_dir);
+    assert!(!up.banner.contains("(created now)"), "{}", up.banner);
+    assert_eq!(ingest_key_of(&up.banner), key);
+    assert_eq!(
+        reqwest::get(format!("{}/readyz", up.url))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    terminate(up);
+    assert!(processes_mentioning(&cluster_text).is_empty());
+
+    // With nothing running, commands say what to do.
+    let orphan = run(slaproof(dir.path(), &[])
+        .env("SLAPROOF_EMBEDDED__DATA_DIR", &data_dir)
+        .args(["tenant", "list"]));
+    assert!(!orphan.status.success());
+    assert!(
+        text(&orphan.stderr).contains("start `slaproof up`"),
+        "{}",
+        text(&orphan.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn operator_commands_manage_tenants_and_slas_and_refuse_invalid_documents() {
+    let database = TestDatabase::create().await;
+    let dir = tempfile::tempdir().unwrap();
+    let service_url = database.service_url();
+    let owner_url = database.owner_url();
+    let env = [
+        ("SLAPROOF_DATABASE__URL", service_url.as_str()),
+        ("SLAPROOF_DATABASE__MIGRATE_URL", owner_url.as_str()),
+    ];
+    let cli = |args: &[&str]| run(slaproof(dir.path(), &env).args(args));
+
+    let migrated = cli(&["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+
+    let created = cli(&["tenant", "create", "acme-ai", "--display-name", "Acme AI"]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let out = text(&created.stdout);
+    assert!(out.contains("created tenant acme-ai (ten_"), "{out}");
+    assert!(out.contains("ingest key (shown once"), "{out}");
+
+    let duplicate = cli(&["tenant", "create", "acme-ai"]);
+    assert!(!duplicate.status.success());
+    assert!(text(&duplicate.stderr).contains("a tenant with this name exists already"));
+
+    assert!(
+        cli(&["customer", "create", "--tenant", "acme-ai", "acme-corp"])
+            .status
+            .success()
+    );
+
+    let sla_file = dir.path().join("sla.yaml");
+    std::fs::write(&sla_file, slaproof::demo::SLA_DOCUMENT).unwrap();
+    let sla_path = sla_file.to_str().unwrap();
+    let applied = cli(&["sla", "apply", "--tenant", "acme-ai", "-f", sla_path]);
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert!(
+        text(&applied.stdout).contains("created: version 1"),
+        "{}",
+        text(&applied.stdout)
+    );
+    let again = cli(&["sla", "apply", "--tenant", "acme-ai", "-f", sla_path]);
+    assert!(
+        text(&again.stdout).contains("unchanged: version 1"),
+        "{}",
+        text(&again.stdout)
+    );
+
+    // Export as OpenSLO and apply that: the same SLA, so no new version.
+    let openslo = cli(&[
+        "sla",
+        "export",
+        "--tenant",
+        "acme-ai",
+        "acme-enterprise",
+        "--format",
+        "openslo",
+    ]);
+    assert!(openslo.status.success(), "{}", text(&openslo.stderr));
+    assert!(text(&openslo.stdout).contains("apiVersion: openslo/v1"));
+    let openslo_file = dir.path().join("openslo.yaml");
+    std::fs::write(&openslo_file, &openslo.stdout).unwrap();
+    let round_trip = cli(&[
+        "sla",
+        "apply",
+        "--tenant",
+        "acme-ai",
+        "-f",
+        openslo_file.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&round_trip.stdout).contains("unchanged: version 1"),
+        "{}{}",
+        text(&round_trip.stdout),
+        text(&round_trip.stderr)
+    );
+
+    // An invalid document names the field and the rule, exits non-zero, and
+    // writes nothing.
+    let invalid = slaproof::demo::SLA_DOCUMENT
+        .replace("target: 99.9%", "target: 100.5%")
+        .replace("name: acme-enterprise", "name: acme-broken");
+    let invalid_file = dir.path().join("invalid.yaml");
+    std::fs::write(&invalid_file, invalid).unwrap();
+    let refused = cli(&[
+        "sla",
+        "apply",
+        "--tenant",
+        "acme-ai",
+        "-f",
+        invalid_file.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let err = text(&refused.stderr);
+    assert!(err.contains("spec.objectives[0].target"), "{err}");
+    assert!(err.contains("must be below 100"), "{err}");
+    let listed = cli(&["sla", "list", "--tenant", "acme-ai"]);
+    let list = text(&listed.stdout);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.contains("acme-enterprise\tv1\tacme-corp"), "{list}");
+
+    // Keys: listed by prefix, revocable.
+    let key = cli(&[
+        "ingest-key",
+        "create",
+        "--tenant",
+        "acme-ai",
+        "--name",
+        "gateway",
+    ]);
+    let prefix = text(&key.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with("spk_"))
+        .unwrap()
+        .to_owned();
+    let revoked = cli(&["ingest-key", "revoke", "--tenant", "acme-ai", &prefix]);
+    assert!(revoked.status.success(), "{}", text(&revoked.stderr));
+    let keys = text(&cli(&["ingest-key", "list", "--tenant", "acme-ai"]).stdout);
+    assert!(
+        keys.lines()
+            .any(|l| l.contains(&prefix) && l.contains("revoked")),
+        "{keys}"
+    );
+
+    // An unknown tenant is named.
+    let unknown = cli(&["sla", "list", "--tenant", "nobody"]);
+    assert!(
+        text(&unknown.stderr).contains("tenant \"nobody\" not found"),
+        "{}",
+        text(&unknown.stderr)
+    );
+}
+
+#[test]
+fn configuration_errors_name_the_key_and_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(slaproof(dir.path(), &[("SLAPROOF_EVENTS__RETENTION_DAYS", "0")]).arg("migrate"));
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("events.retention_days: must be between 1 and 3650, got 0"),
+        "{err}"
+    );
+
+    let out = run(slaproof(dir.path(), &[]).args(["--config", "missing.toml", "migrate"]));
+    assert!(
+        text(&out.stderr).contains("missing.toml does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn every_command_has_help() {
+    use clap::CommandFactory;
+    let root = slaproof::cli::Cli::command();
+    root.clone().debug_assert();
+    fn walk(command: &clap::Command, path: Vec<String>, seen: &mut Vec<Vec<String>>) {
+        seen.push(path.clone());
+        for sub in command.get_subcommands() {
+            let mut next = path.clone();
+            next.push(sub.get_name().to_owned());
+            walk(sub, next, seen);
+        }
+    }
+    let mut paths = Vec::new();
+    walk(&root, Vec::new(), &mut paths);
+    assert!(paths.len() > 15, "{paths:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for path in paths {
+        let out = run(slaproof(dir.path(), &[]).args(&path).arg("--help"));
+        let help = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{path:?} --help failed: {}",
+            text(&out.stderr)
+        );
+        assert!(help.contains("Usage:"), "{path:?}: {help}");
+    }
+}
