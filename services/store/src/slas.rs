@@ -191,7 +191,16 @@ pub async fn find(
     name: &str,
     version: Option<i32>,
 ) -> Result<StoredSla, StoreError> {
-    let row: Option<(uuid::Uuid, Option<uuid::Uuid>, i32, i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: uuid::Uuid,
+        customer_id: Option<uuid::Uuid>,
+        version: i32,
+        current_version: i32,
+        definition: serde_json::Value,
+        created_at: DateTime<Utc>,
+    }
+    let row: Option<Row> = sqlx::query_as(
         "SELECT s.id, s.customer_id, v.version, s.current_version, v.definition, v.created_at FROM slas s \
          JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
               AND v.version = coalesce($3, s.current_version) \
@@ -206,26 +215,33 @@ pub async fn find(
         Some(v) => format!("{name} version {v}"),
         None => name.to_owned(),
     };
-    let (id, customer, version, current_version, json, created_at) =
-        row.ok_or_else(|| StoreError::NotFound { what: "SLA", key })?;
+    let row = row.ok_or_else(|| StoreError::NotFound { what: "SLA", key })?;
     let definition: SlaDefinition =
-        serde_json::from_value(json).map_err(|e| StoreError::Corrupt {
+        serde_json::from_value(row.definition).map_err(|e| StoreError::Corrupt {
             what: "SLA definition",
             reason: e.to_string(),
         })?;
     Ok(StoredSla {
-        id: SlaId::from_uuid(id),
-        customer: customer.map(CustomerId::from_uuid),
-        version,
-        current_version,
+        id: SlaId::from_uuid(row.id),
+        customer: row.customer_id.map(CustomerId::from_uuid),
+        version: row.version,
+        current_version: row.current_version,
         definition,
-        created_at,
+        created_at: row.created_at,
     })
 }
 
 /// The tenant's SLAs by name.
 pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
-    let rows: Vec<(uuid::Uuid, String, i32, Option<String>, DateTime<Utc>)> = sqlx::query_as(
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: uuid::Uuid,
+        name: String,
+        current_version: i32,
+        external_ref: Option<String>,
+        updated_at: DateTime<Utc>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT s.id, s.name, s.current_version, c.external_ref, s.updated_at FROM slas s \
          LEFT JOIN customers c ON c.tenant_id = s.tenant_id AND c.id = s.customer_id \
          WHERE s.tenant_id = $1 ORDER BY s.name",
@@ -235,14 +251,12 @@ pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
     .await?;
     Ok(rows
         .into_iter()
-        .map(
-            |(id, name, current_version, customer_ref, updated_at)| SlaSummary {
-                id: SlaId::from_uuid(id),
-                name,
-                current_version,
-                customer_ref,
-                updated_at,
-            },
-        )
+        .map(|r| SlaSummary {
+            id: SlaId::from_uuid(r.id),
+            name: r.name,
+            current_version: r.current_version,
+            customer_ref: r.external_ref,
+            updated_at: r.updated_at,
+        })
         .collect())
 }
