@@ -2,6 +2,8 @@
 //! slaproof's SLA model and math: definitions, SLIs, windows, maintenance and
 //! OpenSLO import and export. Pure: no I/O, no clock reads, no database.
 
+pub mod budget;
+pub mod burn;
 pub mod composite;
 mod decimal;
 pub mod document;
@@ -14,6 +16,8 @@ pub mod quantity;
 pub mod sla;
 pub mod window;
 
+pub use budget::{ErrorBudget, Tally};
+pub use burn::{AlertSeverity, AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 pub use composite::{CompositeResult, ObjectiveCounts};
 pub use document::error::{DefinitionError, Problem};
 pub use event::{EventFields, EventSource, EventView};
