@@ -102,13 +102,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let context = ContextHash::new("ten_bench", "sla_bench", "p99", "2026-11");
         let (statement, opening) = build(slots, &pairs, 198, 980_000, context)?;
 
+        let reference = ReferenceCircuit {
+            constraints,
+            public_inputs: 4,
+            seed: None,
+        };
+        let started = Instant::now();
+        let (ref_pk, _ref_vk) =
+            Groth16::<Bn254>::circuit_specific_setup(reference.clone(), &mut rng)?;
+        let ref_setup = started.elapsed();
+
+        // Ours and the reference alternate, so a neighbour's build slows
+        // both alike and the ratio stays meaningful on a shared machine.
         let mut prove_times = Vec::with_capacity(runs);
+        let mut ref_times = Vec::with_capacity(runs);
         let mut proof = None;
         for _ in 0..runs {
             let started = Instant::now();
             proof = Some(prove(&keys, &statement, &opening)?);
             prove_times.push(started.elapsed());
+
+            let circuit = ReferenceCircuit {
+                seed: Some((Fr::rand(&mut rng), Fr::rand(&mut rng))),
+                ..reference.clone()
+            };
+            let started = Instant::now();
+            let _ = Groth16::<Bn254>::prove(&ref_pk, circuit, &mut rng)?;
+            ref_times.push(started.elapsed());
         }
+        drop(ref_pk);
         let proof = proof.ok_or("no proof")?;
         let mut verify_times = Vec::with_capacity(101);
         for _ in 0..101 {
@@ -122,25 +144,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let pk_bytes = keys.proving_key().compressed_size();
         drop(keys);
 
-        let reference = ReferenceCircuit {
-            constraints,
-            public_inputs: 4,
-            seed: None,
-        };
-        let (ref_pk, _ref_vk) =
-            Groth16::<Bn254>::circuit_specific_setup(reference.clone(), &mut rng)?;
-        let mut ref_times = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let circuit = ReferenceCircuit {
-                seed: Some((Fr::rand(&mut rng), Fr::rand(&mut rng))),
-                ..reference.clone()
-            };
-            let started = Instant::now();
-            let _ = Groth16::<Bn254>::prove(&ref_pk, circuit, &mut rng)?;
-            ref_times.push(started.elapsed());
-        }
-        drop(ref_pk);
-
         let prove_median = median(prove_times);
         let ref_median = median(ref_times);
         println!(
@@ -152,7 +155,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ref_median.as_secs_f64(),
             prove_median.as_secs_f64() / ref_median.as_secs_f64(),
         );
-        eprintln!("slots {slots}: compressed proving key {pk_bytes} bytes");
+        eprintln!(
+            "slots {slots}: compressed proving key {pk_bytes} bytes; reference setup {:.2} s; load average {}",
+            ref_setup.as_secs_f64(),
+            std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .trim()
+        );
     }
     Ok(())
 }
