@@ -24,15 +24,18 @@ use crate::{health, housekeeping};
 pub enum Service {
     /// Creates event partitions ahead of time and drops them after retention.
     Housekeeping,
+    /// Takes providers' telemetry: `POST /v1/events`.
+    Ingest,
 }
 
 impl Service {
     /// Every service, in start order.
-    pub const ALL: &'static [Service] = &[Service::Housekeeping];
+    pub const ALL: &'static [Service] = &[Service::Housekeeping, Service::Ingest];
 
     pub fn name(self) -> &'static str {
         match self {
             Service::Housekeeping => "housekeeping",
+            Service::Ingest => "ingest",
         }
     }
 }
@@ -74,8 +77,20 @@ impl Application {
     pub async fn build(config: Config, db: Database, services: &[Service]) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(config.server.listen)
             .await
-            .with_context(|| format!("listening on {}", config.server.listen))?;
-        let router = health::router(db.clone()).layer(TraceLayer::new_for_http());
+            .with_context(|| {
+                format!(
+                    "listening on {} (set server.listen, or SLAPROOF_SERVER__LISTEN, to another address)",
+                    config.server.listen
+                )
+            })?;
+        let mut router = health::router(db.clone());
+        if services.contains(&Service::Ingest) {
+            router = router.merge(slaproof_ingest::router(
+                db.clone(),
+                config.ingest.settings(&config.events),
+            ));
+        }
+        let router = router.layer(TraceLayer::new_for_http());
         Ok(Self {
             listener,
             router,
@@ -112,6 +127,8 @@ impl Application {
                         shutdown.clone(),
                     ));
                 }
+                // Serves requests only: its routes are in the router.
+                Service::Ingest => {}
             }
         }
         tracing::info!(address = %self.local_addr(), "listening");

@@ -684,3 +684,33 @@ fn stop_with_parent(command: &mut Command) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_binaries_say_what_to_install_and_what_to_set() {
+        let empty = tempfile::tempdir().unwrap();
+        let err = Binaries::find(Some(empty.path())).unwrap_err().to_string();
+        assert!(err.contains("apt-get install postgresql"), "{err}");
+        assert!(err.contains("SLAPROOF_EMBEDDED__BIN_DIR"), "{err}");
+        assert!(err.contains("SLAPROOF_DATABASE__URL"), "{err}");
+        assert!(err.contains(&empty.path().display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn a_stale_pid_file_is_not_a_running_postmaster() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(live_postmaster(dir.path()), None);
+        // A pid far above pid_max belongs to no process.
+        fs::write(dir.path().join("postmaster.pid"), "99999999\n").unwrap();
+        assert_eq!(live_postmaster(dir.path()), None);
+        fs::write(
+            dir.path().join("postmaster.pid"),
+            format!("{}\n", std::process::id()),
+        )
+        .unwrap();
+        assert_eq!(live_postmaster(dir.path()), Some(std::process::id() as i32));
+    }
+}
