@@ -22,7 +22,9 @@ pub const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
 /// The top-level sections; only `SLAPROOF_<SECTION>__…` variables are read,
 /// so unrelated variables such as `SLAPROOF_TEST_DATABASE_URL` are not
 /// mistaken for configuration.
-const SECTIONS: &[&str] = &["server", "database", "embedded", "events", "demo", "log"];
+const SECTIONS: &[&str] = &[
+    "server", "database", "embedded", "events", "ingest", "demo", "log",
+];
 
 /// The whole configuration of a slaproof process.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -32,6 +34,7 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub embedded: EmbeddedConfig,
     pub events: EventsConfig,
+    pub ingest: IngestConfig,
     pub demo: DemoConfig,
     pub log: LogConfig,
 }
@@ -129,6 +132,55 @@ impl Default for EventsConfig {
             retention_days: 400,
             partitions_ahead_days: 7,
             upkeep_interval_secs: 3600,
+        }
+    }
+}
+
+/// The ingest service (`POST /v1/events`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Largest request body as sent (compressed or not), in bytes; 413 past it.
+    pub max_body_bytes: usize,
+    /// Largest body once decompressed, in bytes; 413 past it.
+    pub max_decoded_bytes: usize,
+    /// How many seconds in the future an event's time may be (clock skew).
+    pub max_future_secs: u64,
+    /// Batches written at once; each holds a database connection.
+    pub writers: usize,
+    /// Requests admitted at once (writing or waiting for a writer); the
+    /// next one gets 429 with Retry-After instead of a queue that grows.
+    pub max_in_flight: usize,
+    /// Seconds sent in Retry-After with 429 and 503.
+    pub retry_after_secs: u64,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        let defaults = slaproof_ingest::Settings::default();
+        Self {
+            max_body_bytes: defaults.max_body_bytes,
+            max_decoded_bytes: defaults.max_decoded_bytes,
+            max_future_secs: defaults.max_future_secs,
+            writers: defaults.writers,
+            max_in_flight: defaults.max_in_flight,
+            retry_after_secs: defaults.retry_after_secs,
+        }
+    }
+}
+
+impl IngestConfig {
+    /// The ingest service's settings; events older than the retention are
+    /// refused, since they would be dropped at the next upkeep.
+    pub fn settings(&self, events: &EventsConfig) -> slaproof_ingest::Settings {
+        slaproof_ingest::Settings {
+            max_body_bytes: self.max_body_bytes,
+            max_decoded_bytes: self.max_decoded_bytes,
+            max_future_secs: self.max_future_secs,
+            retention_days: events.retention_days,
+            writers: self.writers,
+            max_in_flight: self.max_in_flight,
+            retry_after_secs: self.retry_after_secs,
         }
     }
 }
@@ -269,6 +321,7 @@ impl Config {
                 ),
             ));
         }
+        self.validate_ingest()?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -283,6 +336,64 @@ impl Config {
         }
         tracing_subscriber::EnvFilter::try_new(&self.log.level)
             .map_err(|e| invalid("log.level", format!("is not a valid filter: {e}")))?;
+        Ok(())
+    }
+
+    fn validate_ingest(&self) -> Result<(), ConfigError> {
+        let ingest = &self.ingest;
+        if !(1024..=1 << 30).contains(&ingest.max_body_bytes) {
+            return Err(invalid(
+                "ingest.max_body_bytes",
+                format!(
+                    "must be between 1024 and 2^30, got {}",
+                    ingest.max_body_bytes
+                ),
+            ));
+        }
+        if !(ingest.max_body_bytes..=1 << 32).contains(&ingest.max_decoded_bytes) {
+            return Err(invalid(
+                "ingest.max_decoded_bytes",
+                format!(
+                    "must be between ingest.max_body_bytes ({}) and 2^32, got {}",
+                    ingest.max_body_bytes, ingest.max_decoded_bytes
+                ),
+            ));
+        }
+        if ingest.max_future_secs > 86_400 {
+            return Err(invalid(
+                "ingest.max_future_secs",
+                format!("must be at most 86400, got {}", ingest.max_future_secs),
+            ));
+        }
+        // Each writer holds a connection; the others serve keys and health.
+        let connections = self.database.max_connections as usize;
+        if ingest.writers == 0 || ingest.writers >= connections {
+            return Err(invalid(
+                "ingest.writers",
+                format!(
+                    "must be at least 1 and below database.max_connections ({connections}), got {}",
+                    ingest.writers
+                ),
+            ));
+        }
+        if !(ingest.writers..=100_000).contains(&ingest.max_in_flight) {
+            return Err(invalid(
+                "ingest.max_in_flight",
+                format!(
+                    "must be between ingest.writers ({}) and 100000, got {}",
+                    ingest.writers, ingest.max_in_flight
+                ),
+            ));
+        }
+        if !(1..=3600).contains(&ingest.retry_after_secs) {
+            return Err(invalid(
+                "ingest.retry_after_secs",
+                format!(
+                    "must be between 1 and 3600, got {}",
+                    ingest.retry_after_secs
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -356,6 +467,9 @@ mod tests {
             config.database.max_connections,
             defaults.database.max_connections
         );
+        assert_eq!(config.ingest.max_body_bytes, defaults.ingest.max_body_bytes);
+        assert_eq!(config.ingest.max_in_flight, defaults.ingest.max_in_flight);
+        assert_eq!(config.ingest.writers, defaults.ingest.writers);
     }
 
     #[test]
@@ -378,6 +492,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("server.listen"), "{err}");
+    }
+
+    #[test]
+    fn ingest_limits_are_checked_against_each_other() {
+        let err = with("[ingest]\nwriters = 10").unwrap_err().to_string();
+        assert!(err.contains("ingest.writers"), "{err}");
+        let err = with("[ingest]\nwriters = 4\nmax_in_flight = 2")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.max_in_flight"), "{err}");
+        let err = with("[ingest]\nmax_decoded_bytes = 1024")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.max_decoded_bytes"), "{err}");
     }
 
     #[test]

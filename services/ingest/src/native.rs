@@ -1,0 +1,203 @@
+//! `POST /v1/events`: the native batch API.
+//!
+//! Policy for a batch with invalid events: by default the valid events are
+//! stored and the invalid ones reported (207 Multi-Status, each with index,
+//! field and reason); with `?atomic=true` one invalid event refuses the
+//! whole batch (422) and nothing is stored. A batch in which no event is
+//! valid is refused with 422 either way. Every 2xx is sent after the commit.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
+use axum::extract::{FromRequest, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use slaproof_store::events::StoredEvent;
+
+use crate::body::{self, BatchFormat};
+use crate::event::{EventError, EventIn, IdSeed, TimeBounds};
+use crate::problem::Problem;
+use crate::{Ingest, auth};
+
+/// Longest `Idempotency-Key` accepted.
+const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// Query parameters of `POST /v1/events`.
+#[derive(Debug, Default, Deserialize)]
+pub struct EventsQuery {
+    /// Refuse the whole batch when any event is invalid.
+    #[serde(default)]
+    pub atomic: bool,
+}
+
+/// The answer to an accepted batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsOut {
+    /// Events in the body.
+    pub received: usize,
+    /// Valid events, now durably stored (new or already there).
+    pub accepted: usize,
+    /// Accepted events that were new.
+    pub stored: u64,
+    /// Accepted events stored before (a retry), left unchanged.
+    pub duplicates: u64,
+    /// Events refused; see `errors`.
+    pub rejected: usize,
+    pub errors: Vec<EventError>,
+}
+
+/// The valid events of a batch and the refusals, in batch order.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub received: usize,
+    pub events: Vec<StoredEvent>,
+    pub errors: Vec<EventError>,
+}
+
+/// Parses and validates a decoded body. CPU-bound; runs off the I/O threads.
+pub fn check(
+    format: BatchFormat,
+    body: &[u8],
+    bounds: &TimeBounds,
+    idempotency_key: Option<&str>,
+) -> Result<Checked, Problem> {
+    let parsed = body::split::<EventIn>(format, body)?;
+    let mut checked = Checked {
+        received: parsed.len(),
+        events: Vec::with_capacity(parsed.len()),
+        errors: Vec::new(),
+    };
+    for (index, event) in parsed.into_iter().enumerate() {
+        let seed = match idempotency_key {
+            Some(key) => IdSeed::Batch { key, index },
+            None => IdSeed::Fresh,
+        };
+        match event.and_then(|e| e.validate(index, bounds, seed)) {
+            Ok(event) => checked.events.push(event),
+            Err(err) => checked.errors.push(err),
+        }
+    }
+    Ok(checked)
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if !key.is_empty() && key.len() <= MAX_IDEMPOTENCY_KEY => Ok(Some(key.to_owned())),
+        _ => Err(Problem::bad_request(format!(
+            "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+        ))),
+    }
+}
+
+/// Reads the body within the configured limit: 413 past it.
+pub async fn read_body(request: Request, limit: usize) -> Result<Bytes, Problem> {
+    Bytes::from_request(request, &())
+        .await
+        .map_err(|rejection| match rejection {
+            BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+                Problem::too_large(limit)
+            }
+            other => Problem::bad_request(format!("the body cannot be read: {other}")),
+        })
+}
+
+#[tracing::instrument(skip_all, fields(tenant, events))]
+pub async fn post_events(
+    State(ingest): State<Arc<Ingest>>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    request: Request,
+) -> Response {
+    match handle(&ingest, query, request).await {
+        Ok(response) => response,
+        Err(problem) => problem.into_response(),
+    }
+}
+
+async fn handle(
+    ingest: &Ingest,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    request: Request,
+) -> Result<Response, Problem> {
+    let admission = ingest.gate.admit()?;
+    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let who = auth::authenticate(
+        &ingest.db,
+        request.headers(),
+        ingest.gate.retry_after_secs(),
+    )
+    .await?;
+    tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
+    let format = body::batch_format(request.headers())?;
+    let key = idempotency_key(request.headers())?;
+    let headers = request.headers().clone();
+    let raw = read_body(request, ingest.settings.max_body_bytes).await?;
+
+    let bounds = ingest.time_bounds();
+    let max_decoded = ingest.settings.max_decoded_bytes;
+    let checked = tokio::task::spawn_blocking(move || {
+        let decoded = body::decode(&headers, &raw, max_decoded)?;
+        check(format, &decoded, &bounds, key.as_deref())
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "checking a batch panicked");
+        Problem::internal()
+    })??;
+    tracing::Span::current().record("events", checked.received);
+
+    if !checked.errors.is_empty() && (query.atomic || checked.events.is_empty()) {
+        let detail = if query.atomic {
+            format!(
+                "{} of {} events are invalid and the batch is atomic; nothing was stored",
+                checked.errors.len(),
+                checked.received
+            )
+        } else {
+            format!(
+                "none of the {} events is valid; nothing was stored",
+                checked.received
+            )
+        };
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-events",
+            "Invalid events",
+        )
+        .with_detail(detail)
+        .with_errors(checked.errors));
+    }
+
+    let written = {
+        let _writer = ingest.gate.writer(&admission).await?;
+        ingest.writer.write(who.tenant, &checked.events).await
+    };
+    let written = written.map_err(|err| {
+        if err.is_transient() {
+            tracing::warn!(error = %err, "batch not stored; the client will retry");
+            Problem::unavailable(ingest.gate.retry_after_secs())
+        } else {
+            tracing::error!(error = %err, "batch not stored");
+            Problem::internal()
+        }
+    })?;
+    let status = if checked.errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::MULTI_STATUS
+    };
+    let out = EventsOut {
+        received: checked.received,
+        accepted: checked.events.len(),
+        stored: written.stored,
+        duplicates: written.duplicates,
+        rejected: checked.errors.len(),
+        errors: checked.errors,
+    };
+    Ok((status, Json(out)).into_response())
+}
