@@ -78,6 +78,21 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         .await
         .unwrap();
     tx.commit().await.unwrap();
+    // The evaluator's tables: a run as of two minutes after the seeded
+    // event fills rollups, watermark, coverage, evaluations and alert
+    // state; its first evaluation is frozen as a period result.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = slaproof_evaluator::evaluate_tenant_up_to(
+        &mut tx,
+        &slaproof_evaluator::Settings::default(),
+        Some(Utc::now() + Duration::minutes(2)),
+    )
+    .await
+    .unwrap();
+    slaproof_evaluator::records::freeze_period(&mut tx, &run.evaluations[0])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
     tenant
 }
 

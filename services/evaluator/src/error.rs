@@ -1,0 +1,39 @@
+//! What can go wrong while evaluating a tenant.
+
+use slaproof_store::StoreError;
+
+/// An evaluator failure. Each is logged once by the worker and the job is
+/// retried; none changes stored results, since all work of a run commits
+/// together or not at all.
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluatorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("database error while {doing}: {source}")]
+    Database {
+        doing: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A stored value that cannot be what the schema promises.
+    #[error("stored {what} is unreadable: {reason}")]
+    Corrupt { what: &'static str, reason: String },
+    /// Another transaction is evaluating this tenant right now.
+    #[error("tenant {tenant} is being evaluated by another worker")]
+    Busy { tenant: String },
+    /// The job's lease ran out and another worker holds the tenant now; this
+    /// run's work was rolled back.
+    #[error("lost the lease on the evaluate job of tenant {tenant}")]
+    LeaseLost { tenant: String },
+}
+
+/// Attaches what was being done to a database error.
+pub(crate) trait Doing<T> {
+    fn doing(self, doing: &'static str) -> Result<T, EvaluatorError>;
+}
+
+impl<T> Doing<T> for Result<T, sqlx::Error> {
+    fn doing(self, doing: &'static str) -> Result<T, EvaluatorError> {
+        self.map_err(|source| EvaluatorError::Database { doing, source })
+    }
+}

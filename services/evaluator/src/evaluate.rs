@@ -1,0 +1,428 @@
+//! Evaluation of each objective over its window from the rollups: compliance, error budget, burn rate, time to exhaustion and burn-rate alerts, maintenance excluded from numerator and denominator.
+//!
+//! Maintenance windows are applied here rather than in the rollups, so that
+//! a window added or cancelled afterwards changes the next evaluation
+//! without rewriting counts. Minutes wholly inside maintenance drop out;
+//! the (at most two per window) minutes a window cuts are recounted from
+//! the raw events of that minute, which keeps the exclusion exact to the
+//! microsecond.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::TryStreamExt;
+use slaproof_domain::budget::{ErrorBudget, Tally};
+use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
+use slaproof_domain::objective::{EventVerdict, Objective, Sli};
+use slaproof_domain::window::Period;
+use slaproof_store::{TenantTx, maintenance};
+
+use crate::error::{Doing, EvaluatorError};
+use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
+use crate::minute::{Arrival, ceil_minute, floor_minute};
+use crate::rollup::{LONGEST_LOOKBACK_DAYS, MinuteCounts, TrackedSla};
+
+/// The verdict on one objective at one instant, with every number behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectiveEvaluation {
+    pub id: uuid::Uuid,
+    pub sla: slaproof_domain::ids::SlaId,
+    pub sla_name: String,
+    pub version: i32,
+    pub objective: String,
+    /// The period measured; data up to `as_of` (the end, once it has passed).
+    pub period: Period,
+    pub as_of: DateTime<Utc>,
+    pub budget: ErrorBudget,
+    /// Events left out because they occurred during maintenance.
+    pub excluded: Tally,
+    /// Events that arrived after their minute but within the grace period,
+    /// and are part of `budget.tally`.
+    pub late_folded: u64,
+    /// Events that arrived after the grace period: reported, not counted.
+    pub late: Tally,
+    /// Over the last hour.
+    pub burn_rate: BurnRate,
+    pub time_to_exhaustion: Option<Duration>,
+    pub alerts: Vec<AlertCheck>,
+}
+
+/// One burn-rate rule checked at an evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertCheck {
+    pub rule: BurnRateAlertRule,
+    pub long: Tally,
+    pub short: Tally,
+    pub fires: bool,
+}
+
+/// Merges maintenance windows into disjoint, sorted periods.
+pub fn merge_periods(mut periods: Vec<Period>) -> Vec<Period> {
+    periods.sort();
+    let mut merged: Vec<Period> = Vec::with_capacity(periods.len());
+    for p in periods {
+        match merged.last_mut() {
+            Some(last) if p.start <= last.end => last.end = last.end.max(p.end),
+            _ => merged.push(p),
+        }
+    }
+    merged
+}
+
+/// Whether `at` lies in one of the disjoint, sorted `periods`.
+pub fn in_any(periods: &[Period], at: DateTime<Utc>) -> bool {
+    let i = periods.partition_point(|p| p.end <= at);
+    periods.get(i).is_some_and(|p| p.contains(at))
+}
+
+/// Per-minute counts of one objective over a stretch, with maintenance
+/// taken out, ready to be summed over any range of whole minutes.
+#[derive(Debug, Default)]
+pub struct MinuteSeries {
+    counts: BTreeMap<DateTime<Utc>, MinuteCounts>,
+    excluded: BTreeMap<DateTime<Utc>, Tally>,
+}
+
+impl MinuteSeries {
+    /// The counted (not excluded) events of minutes in `[from, to)`.
+    pub fn tally(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Tally {
+        if from >= to {
+            return Tally::default();
+        }
+        let all: Tally = self
+            .counts
+            .range(from..to)
+            .map(|(_, c)| Tally {
+                good: c.good,
+                total: c.total,
+            })
+            .sum();
+        let out = self.excluded_in(from, to);
+        Tally {
+            good: all.good.saturating_sub(out.good),
+            total: all.total.saturating_sub(out.total),
+        }
+    }
+
+    /// Events of minutes in `[from, to)` excluded by maintenance.
+    pub fn excluded_in(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Tally {
+        if from >= to {
+            return Tally::default();
+        }
+        self.excluded.range(from..to).map(|(_, t)| *t).sum()
+    }
+
+    /// Late-folded events and late events of minutes in `[from, to)`.
+    pub fn late_in(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> (u64, Tally) {
+        if from >= to {
+            return (0, Tally::default());
+        }
+        self.counts
+            .range(from..to)
+            .fold((0, Tally::default()), |(f, l), (_, c)| {
+                (
+                    f + c.late_folded,
+                    l + Tally {
+                        good: c.late_good,
+                        total: c.late_total,
+                    },
+                )
+            })
+    }
+}
+
+/// Reads the rollups of one SLA's objectives for `[from, to)` and takes
+/// maintenance out, per objective name.
+#[tracing::instrument(skip(tx, sla, windows))]
+pub async fn load_series(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    windows: &[Period],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    grace: Duration,
+) -> Result<HashMap<String, MinuteSeries>, EvaluatorError> {
+    type Row = (String, DateTime<Utc>, i64, i64, i64, i64, i64);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT objective, minute, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
+         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $4 AND minute < $5",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.id.uuid())
+    .bind(sla.version)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("reading rollups")?;
+    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+    let mut series: HashMap<String, MinuteSeries> = sla
+        .counted_objectives()
+        .map(|o| (o.name.as_str().to_owned(), MinuteSeries::default()))
+        .collect();
+    for (objective, minute, good, total, late_folded, late_good, late_total) in rows {
+        if let Some(s) = series.get_mut(&objective) {
+            s.counts.insert(
+                minute,
+                MinuteCounts {
+                    good: unsigned(good),
+                    total: unsigned(total),
+                    late_folded: unsigned(late_folded),
+                    late_good: unsigned(late_good),
+                    late_total: unsigned(late_total),
+                },
+            );
+        }
+    }
+
+    // Whole minutes inside maintenance drop out entirely; minutes a window
+    // only cuts are recounted from their raw events.
+    let mut partial: Vec<DateTime<Utc>> = Vec::new();
+    for w in windows {
+        let Some(w) = w.intersection(&Period {
+            start: from,
+            end: to,
+        }) else {
+            continue;
+        };
+        let (inner_start, inner_end) = (ceil_minute(w.start), floor_minute(w.end));
+        for s in series.values_mut() {
+            let whole: Vec<(DateTime<Utc>, Tally)> = s
+                .counts
+                .range(inner_start..inner_end.max(inner_start))
+                .map(|(m, c)| {
+                    (
+                        *m,
+                        Tally {
+                            good: c.good,
+                            total: c.total,
+                        },
+                    )
+                })
+                .collect();
+            s.excluded.extend(whole);
+        }
+        if w.start != inner_start {
+            partial.push(floor_minute(w.start));
+        }
+        if w.end != inner_end && inner_end >= w.start {
+            partial.push(inner_end);
+        }
+    }
+    partial.sort();
+    partial.dedup();
+    for minute in partial {
+        // A minute cut by maintenance may also be wholly covered by another
+        // (merged windows never overlap, but one may end where the next
+        // starts); recount it from its events either way.
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
+             AND received_at < $4 AND service = $5"
+        );
+        let mut rows = sqlx::query_as::<_, EventRow>(&sql)
+            .bind(tx.tenant().uuid())
+            .bind(minute)
+            .bind(minute + Duration::minutes(1))
+            .bind(to.max(minute))
+            .bind(&sla.definition.service)
+            .fetch(&mut **tx);
+        let mut cut: HashMap<String, Tally> = HashMap::new();
+        while let Some(row) = rows
+            .try_next()
+            .await
+            .doing("recounting a maintenance edge")?
+        {
+            let event = ReadEvent::from(row);
+            if !sla.scopes(&event)
+                || !in_any(windows, event.occurred_at)
+                || !Arrival::of(event.occurred_at, event.received_at, grace).counts()
+            {
+                continue;
+            }
+            for objective in sla.counted_objectives() {
+                let verdict = objective.classify(&event.fields);
+                if verdict == EventVerdict::NotCounted {
+                    continue;
+                }
+                let t = cut.entry(objective.name.as_str().to_owned()).or_default();
+                t.total += 1;
+                t.good += u64::from(verdict == EventVerdict::Good);
+            }
+        }
+        for (objective, t) in cut {
+            if let Some(s) = series.get_mut(&objective) {
+                s.excluded.insert(minute, t);
+            }
+        }
+    }
+    Ok(series)
+}
+
+/// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.
+pub async fn maintenance_periods(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Period>, EvaluatorError> {
+    let windows = maintenance::overlapping(tx, sla.id, from, to).await?;
+    Ok(merge_periods(
+        windows
+            .into_iter()
+            .map(|w| Period {
+                start: w.starts_at,
+                end: w.ends_at,
+            })
+            .collect(),
+    ))
+}
+
+/// Whether an objective is evaluated on event counts (time slices and
+/// gauges are judged differently and are not evaluated yet).
+pub fn is_event_ratio(objective: &Objective) -> bool {
+    matches!(objective.sli, Sli::Ratio(_) | Sli::Threshold(_))
+}
+
+/// Evaluates every event-count objective of one SLA as of `as_of` (a
+/// minute boundary: the watermark).
+#[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
+pub async fn evaluate_sla(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Vec<ObjectiveEvaluation>, EvaluatorError> {
+    let window = sla.definition.window;
+    let period = window.period_containing(as_of);
+    let period_start = floor_minute(period.start).max(sla.covers_from);
+    let until = floor_minute(period.end.min(as_of));
+    let nominal = window.nominal_duration();
+    let rules = BurnRateAlertRule::workbook(nominal);
+    let from = period_start
+        .min(as_of - Duration::days(LONGEST_LOOKBACK_DAYS))
+        .max(sla.covers_from);
+    let windows = maintenance_periods(tx, sla, from, as_of).await?;
+    let series = load_series(tx, sla, &windows, from, as_of, grace).await?;
+    let mut out = Vec::new();
+    for objective in sla
+        .definition
+        .objectives
+        .iter()
+        .filter(|o| is_event_ratio(o))
+    {
+        let Some(s) = series.get(objective.name.as_str()) else {
+            continue;
+        };
+        let tally = s.tally(period_start, until);
+        let budget = ErrorBudget::new(objective.target, tally);
+        let (late_folded, late) = s.late_in(period_start, until);
+        let last_hour = s.tally(as_of - Duration::hours(1), as_of);
+        let burn_rate = BurnRate::of(last_hour, objective.target);
+        let alerts = rules
+            .iter()
+            .map(|rule| {
+                let long = s.tally(as_of - rule.long_window, as_of);
+                let short = s.tally(as_of - rule.short_window, as_of);
+                AlertCheck {
+                    rule: *rule,
+                    long,
+                    short,
+                    fires: rule.fires(objective.target, long, short),
+                }
+            })
+            .collect();
+        out.push(ObjectiveEvaluation {
+            id: uuid::Uuid::now_v7(),
+            sla: sla.id,
+            sla_name: sla.name.clone(),
+            version: sla.version,
+            objective: objective.name.as_str().to_owned(),
+            period: Period {
+                start: period_start,
+                end: period.end,
+            },
+            as_of,
+            budget,
+            excluded: s.excluded_in(period_start, until),
+            late_folded,
+            late,
+            burn_rate,
+            time_to_exhaustion: time_to_exhaustion(&budget, nominal, burn_rate),
+            alerts,
+        });
+    }
+    Ok(out)
+}
+
+/// Records alert transitions: state rows, and one outbox message per
+/// firing or resolving (`slo.burn_rate_alert`).
+#[tracing::instrument(skip_all, fields(objective = %evaluation.objective))]
+pub async fn record_alerts(
+    tx: &mut TenantTx,
+    evaluation: &ObjectiveEvaluation,
+) -> Result<usize, EvaluatorError> {
+    let tenant = tx.tenant().uuid();
+    let mut told = 0;
+    for check in &evaluation.alerts {
+        let was: Option<bool> = sqlx::query_scalar(
+            "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",
+        )
+        .bind(tenant)
+        .bind(evaluation.sla.uuid())
+        .bind(&evaluation.objective)
+        .bind(check.rule.name)
+        .fetch_optional(&mut **tx)
+        .await
+        .doing("reading alert state")?;
+        let transition = AlertTransition::between(was.unwrap_or(false), check.fires);
+        let long = BurnRate::of(check.long, evaluation.budget.target).milli();
+        let short = BurnRate::of(check.short, evaluation.budget.target).milli();
+        let changed = matches!(
+            transition,
+            AlertTransition::Fired | AlertTransition::Resolved
+        );
+        sqlx::query(
+            "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
+                 long_burn_milli, short_burn_milli) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
+             ON CONFLICT (tenant_id, sla_id, objective, rule) DO UPDATE SET firing = EXCLUDED.firing, \
+                 changed_at = CASE WHEN $9 THEN EXCLUDED.changed_at ELSE alert_states.changed_at END, \
+                 evaluated_at = EXCLUDED.evaluated_at, long_burn_milli = EXCLUDED.long_burn_milli, \
+                 short_burn_milli = EXCLUDED.short_burn_milli",
+        )
+        .bind(tenant)
+        .bind(evaluation.sla.uuid())
+        .bind(&evaluation.objective)
+        .bind(check.rule.name)
+        .bind(transition.firing())
+        .bind(evaluation.as_of)
+        .bind(i64::try_from(long).unwrap_or(i64::MAX))
+        .bind(i64::try_from(short).unwrap_or(i64::MAX))
+        .bind(changed)
+        .execute(&mut **tx)
+        .await
+        .doing("writing alert state")?;
+        if changed {
+            let payload = serde_json::json!({
+                "sla": evaluation.sla.to_string(),
+                "slaName": evaluation.sla_name,
+                "version": evaluation.version,
+                "objective": evaluation.objective,
+                "rule": check.rule.name,
+                "severity": check.rule.severity.as_str(),
+                "state": if transition.firing() { "firing" } else { "resolved" },
+                "at": evaluation.as_of,
+                "threshold": check.rule.threshold.to_string(),
+                "longWindowSecs": check.rule.long_window.num_seconds(),
+                "shortWindowSecs": check.rule.short_window.num_seconds(),
+                "longBurnRateMilli": long,
+                "shortBurnRateMilli": short,
+                "long": {"good": check.long.good, "total": check.long.total},
+                "short": {"good": check.short.good, "total": check.short.total},
+                "evaluation": evaluation.id,
+            });
+            slaproof_store::outbox::enqueue(tx, "slo.burn_rate_alert", &payload).await?;
+            told += 1;
+        }
+    }
+    Ok(told)
+}

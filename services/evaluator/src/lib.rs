@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+//! The evaluator service: exact rollups, evaluations, budgets and burn-rate alerts per tenant.
+
+pub mod error;
+pub mod evaluate;
+pub mod events;
+pub mod minute;
+pub mod records;
+pub mod recount;
+pub mod rollup;
+pub mod settings;
+pub mod worker;
+
+pub use error::EvaluatorError;
+pub use evaluate::{AlertCheck, ObjectiveEvaluation};
+pub use records::StoredEvaluation;
+pub use rollup::{Advance, TrackedSla};
+pub use settings::Settings;
+pub use worker::{
+    JOB_KIND, Round, TenantRun, evaluate_tenant, evaluate_tenant_up_to, run, run_job, schedule_all,
+    work_due,
+};

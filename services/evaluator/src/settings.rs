@@ -1,0 +1,81 @@
+//! The evaluator's settings: the `[evaluator]` section of the configuration.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How the evaluator runs. Read from `[evaluator]`; every field has a default.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Seconds between two rounds: each round asks for an evaluation of every
+    /// tenant and works through the due ones.
+    pub interval_secs: u64,
+    /// How long after its minute ends an event may arrive and still be
+    /// folded into the verdict. Later events are counted as late and
+    /// reported, never silently dropped, but left out of the verdict.
+    pub grace_secs: u64,
+    /// How far behind the clock the watermark stays, so that an ingest
+    /// transaction that started (and stamped `received_at`) before the
+    /// watermark has committed before the evaluator reads past it. Must
+    /// exceed the longest ingest transaction.
+    pub settle_secs: u64,
+    /// How long a worker holds a tenant's job before another may take it over.
+    pub lease_secs: u64,
+    /// Tenants one worker claims per round.
+    pub batch: i32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            interval_secs: 30,
+            grace_secs: 300,
+            settle_secs: 10,
+            lease_secs: 300,
+            batch: 8,
+        }
+    }
+}
+
+impl Settings {
+    pub fn grace(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::try_from(self.grace_secs).unwrap_or(i64::MAX / 1000))
+    }
+
+    pub fn settle(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::try_from(self.settle_secs).unwrap_or(i64::MAX / 1000))
+    }
+
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs(self.interval_secs)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_secs)
+    }
+
+    /// Checks the rules; the message names the key and the rule.
+    pub fn validate(&self) -> Result<(), String> {
+        let check = |key: &str, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "evaluator.{key}: must be between {min} and {max}, got {value}"
+                ))
+            }
+        };
+        check("interval_secs", self.interval_secs, 1, 3600)?;
+        check("grace_secs", self.grace_secs, 0, 7 * 86_400)?;
+        check("settle_secs", self.settle_secs, 0, 3600)?;
+        check("lease_secs", self.lease_secs, 10, 86_400)?;
+        if !(1..=1000).contains(&self.batch) {
+            return Err(format!(
+                "evaluator.batch: must be between 1 and 1000, got {}",
+                self.batch
+            ));
+        }
+        Ok(())
+    }
+}

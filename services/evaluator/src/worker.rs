@@ -1,0 +1,187 @@
+//! The evaluator worker: asks for an evaluation of every tenant each round and works through due `evaluate` jobs, one tenant per claim, so replicas share tenants and never evaluate one twice at once.
+
+use chrono::Utc;
+use slaproof_domain::ids::TenantId;
+use slaproof_store::jobs::{self, ClaimedJob, NewJob};
+use slaproof_store::{Database, TenantTx, tenants};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Doing, EvaluatorError};
+use crate::evaluate::{ObjectiveEvaluation, evaluate_sla, record_alerts};
+use crate::records::insert_evaluation;
+use crate::rollup::{Advance, advance, advance_to};
+use crate::settings::Settings;
+
+/// The kind of the job rows the evaluator claims.
+pub const JOB_KIND: &str = "evaluate";
+
+/// What evaluating one tenant did.
+#[derive(Debug, Clone)]
+pub struct TenantRun {
+    pub tenant: TenantId,
+    pub advance: Advance,
+    pub evaluations: Vec<ObjectiveEvaluation>,
+    pub alerts_told: usize,
+}
+
+/// Rolls a tenant's new events up and evaluates all its SLAs, inside the
+/// caller's transaction (which a job completes in, so work and completion
+/// commit together).
+///
+/// A transaction-scoped advisory lock on the tenant backs up the job queue:
+/// were two workers ever to hold one tenant (a lease lost mid-run), the
+/// second stops here instead of waiting on the first.
+#[tracing::instrument(skip(tx, settings), fields(tenant = %tx.tenant()))]
+pub async fn evaluate_tenant(
+    tx: &mut TenantTx,
+    settings: &Settings,
+) -> Result<TenantRun, EvaluatorError> {
+    evaluate_tenant_up_to(tx, settings, None).await
+}
+
+/// [`evaluate_tenant`] with the watermark moved to `target` instead of
+/// following the clock (see [`crate::rollup::advance_to`]).
+#[tracing::instrument(skip(tx, settings), fields(tenant = %tx.tenant()))]
+pub async fn evaluate_tenant_up_to(
+    tx: &mut TenantTx,
+    settings: &Settings,
+    target: Option<chrono::DateTime<Utc>>,
+) -> Result<TenantRun, EvaluatorError> {
+    let tenant = tx.tenant();
+    let locked: bool = sqlx::query_scalar(
+        "SELECT pg_try_advisory_xact_lock(hashtextextended('slaproof-evaluate:' || $1, 0))",
+    )
+    .bind(tenant.uuid().to_string())
+    .fetch_one(&mut **tx)
+    .await
+    .doing("locking the tenant")?;
+    if !locked {
+        return Err(EvaluatorError::Busy {
+            tenant: tenant.to_string(),
+        });
+    }
+    let (advance, tracked) = match target {
+        Some(target) => advance_to(tx, settings, target).await?,
+        None => advance(tx, settings).await?,
+    };
+    let mut evaluations = Vec::new();
+    let mut alerts_told = 0;
+    for sla in &tracked {
+        for evaluation in evaluate_sla(tx, sla, advance.as_of, settings.grace()).await? {
+            insert_evaluation(tx, &evaluation).await?;
+            alerts_told += record_alerts(tx, &evaluation).await?;
+            evaluations.push(evaluation);
+        }
+    }
+    Ok(TenantRun {
+        tenant,
+        advance,
+        evaluations,
+        alerts_told,
+    })
+}
+
+/// Asks for an evaluation of every tenant now. One pending job per tenant:
+/// asking again while one is pending changes nothing, and while a worker
+/// holds it, makes it run once more afterwards.
+#[tracing::instrument(skip(db))]
+pub async fn schedule_all(db: &Database) -> Result<usize, EvaluatorError> {
+    let all = tenants::list(db).await?;
+    for tenant in &all {
+        let mut tx = db.tenant_tx(tenant.id).await?;
+        jobs::enqueue(
+            &mut tx,
+            &NewJob {
+                kind: JOB_KIND.to_owned(),
+                payload: serde_json::json!({}),
+                dedup_key: Some("tenant".to_owned()),
+                run_at: Utc::now(),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+    }
+    Ok(all.len())
+}
+
+/// Runs one claimed job: the tenant's evaluation and the job's completion
+/// in one transaction.
+#[tracing::instrument(skip(db, settings, job), fields(tenant = %job.tenant))]
+pub async fn run_job(
+    db: &Database,
+    settings: &Settings,
+    job: &ClaimedJob,
+) -> Result<TenantRun, EvaluatorError> {
+    let mut tx = db.tenant_tx(job.tenant).await?;
+    let run = evaluate_tenant(&mut tx, settings).await?;
+    if !jobs::complete(&mut tx, job).await? {
+        tx.rollback().await?;
+        return Err(EvaluatorError::LeaseLost {
+            tenant: job.tenant.to_string(),
+        });
+    }
+    tx.commit().await?;
+    Ok(run)
+}
+
+/// What one round did.
+#[derive(Debug, Clone, Default)]
+pub struct Round {
+    pub runs: Vec<TenantRun>,
+    pub failures: Vec<(TenantId, String)>,
+}
+
+/// Claims and runs due jobs until none is left.
+#[tracing::instrument(skip(db, settings))]
+pub async fn work_due(
+    db: &Database,
+    settings: &Settings,
+    worker: &str,
+) -> Result<Round, EvaluatorError> {
+    let mut round = Round::default();
+    loop {
+        let claimed = jobs::claim(db, JOB_KIND, worker, settings.batch, settings.lease()).await?;
+        if claimed.is_empty() {
+            return Ok(round);
+        }
+        for job in &claimed {
+            match run_job(db, settings, job).await {
+                Ok(run) => round.runs.push(run),
+                Err(err) => {
+                    tracing::error!(tenant = %job.tenant, error = %err, "evaluation failed; will retry");
+                    let retry = std::time::Duration::from_secs(settings.interval_secs);
+                    if let Err(fail) = jobs::fail(db, job, &err.to_string(), retry).await {
+                        tracing::error!(tenant = %job.tenant, error = %fail, "could not record the failure");
+                    }
+                    round.failures.push((job.tenant, err.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs rounds every `settings.interval_secs` until cancelled.
+pub async fn run(db: Database, settings: Settings, worker: String, shutdown: CancellationToken) {
+    loop {
+        if let Err(err) = schedule_all(&db).await {
+            tracing::error!(error = %err, "could not schedule evaluations");
+        }
+        match work_due(&db, &settings, &worker).await {
+            Ok(round) if !round.runs.is_empty() => {
+                let events: u64 = round.runs.iter().map(|r| r.advance.events_read).sum();
+                tracing::info!(
+                    tenants = round.runs.len(),
+                    events,
+                    failures = round.failures.len(),
+                    "evaluated"
+                );
+            }
+            Ok(_) => {}
+            Err(err) => tracing::error!(error = %err, "evaluation round failed"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(settings.interval()) => {}
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The evaluator against a real database: exact verdicts with maintenance
+//! and thresholds, incremental rollups equal to a recount from scratch on
+//! random streams with late events, and two instances sharing tenants.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use proptest::prelude::*;
+use slaproof_domain::budget::Tally;
+use slaproof_domain::ids::TenantId;
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_evaluator::recount::recount;
+use slaproof_evaluator::{Settings, TrackedSla, evaluate_tenant_up_to, records, rollup, work_due};
+use slaproof_store::{Database, maintenance, partitions, slas, tenants};
+use slaproof_tests::TestDatabase;
+
+const SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  window:
+    calendar: month
+    timeZone: UTC
+  objectives:
+  - name: availability
+    target: 99%
+    ratio:
+      good: status < 500
+  - name: latency-p90
+    target: 90%
+    threshold:
+      field: latency
+      op: lte
+      value: 800ms
+"#;
+
+const SECOND_SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-rolling
+spec:
+  service: chat
+  window:
+    rolling: 2d
+  objectives:
+  - name: fast-success
+    target: 95%
+    ratio:
+      good: status < 500 and latency_ms <= 500
+      total: model == "big"
+"#;
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
+/// One event to insert, with its arrival time.
+#[derive(Debug, Clone)]
+struct Ev {
+    occurred_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+    service: &'static str,
+    model: &'static str,
+    status: i32,
+    latency_us: Option<i64>,
+}
+
+fn settings() -> Settings {
+    Settings {
+        grace_secs: 300,
+        settle_secs: 0,
+        ..Settings::default()
+    }
+}
+
+async fn insert_events(db: &Database, tenant: TenantId, events: &[Ev]) {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    for chunk in events.chunks(5_000) {
+        let occurred: Vec<_> = chunk.iter().map(|e| e.occurred_at).collect();
+        let received: Vec<_> = chunk.iter().map(|e| e.received_at).collect();
+        let ids: Vec<_> = chunk.iter().map(|_| uuid::Uuid::now_v7()).collect();
+        let service: Vec<_> = chunk.iter().map(|e| e.service.to_owned()).collect();
+        let model: Vec<_> = chunk.iter().map(|e| e.model.to_owned()).collect();
+        let status: Vec<_> = chunk.iter().map(|e| e.status).collect();
+        let latency: Vec<_> = chunk.iter().map(|e| e.latency_us).collect();
+        sqlx::query(
+            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us) \
+             SELECT $1, o, i, r, 'provider', s, m, st, l FROM UNNEST($2::timestamptz[], $3::uuid[], \
+                 $4::timestamptz[], $5::text[], $6::text[], $7::int4[], $8::int8[]) AS t(o, i, r, s, m, st, l)",
+        )
+        .bind(tenant.uuid())
+        .bind(&occurred)
+        .bind(&ids)
+        .bind(&received)
+        .bind(&service)
+        .bind(&model)
+        .bind(&status)
+        .bind(&latency)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+async fn tenant_with_sla(db: &Database, name: &str, documents: &[&str]) -> TenantId {
+    let tenant = tenants::create(db, name, name).await.unwrap().id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    for doc in documents {
+        slas::apply(&mut tx, &SlaDefinition::from_document(doc).unwrap())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    tenant
+}
+
+async fn ensure_days(db: &Database, from: NaiveDate, to: NaiveDate) {
+    partitions::ensure(db, from, to).await.unwrap();
+}
+
+#[tokio::test]
+async fn verdicts_are_exact_counts_with_maintenance_excluded_and_the_threshold_good() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+
+    let base = at("2026-11-10T10:00:00Z");
+    let mut events = Vec::new();
+    // 1000 events, one per 3 s from 10:00: 990 good; latency 800 ms exactly
+    // on 900 (good: at the threshold), 800.001 ms on 100 (bad).
+    for i in 0..1000i64 {
+        let occurred_at = base + Duration::seconds(3 * i);
+        events.push(Ev {
+            occurred_at,
+            received_at: occurred_at + Duration::seconds(1),
+            service: "chat",
+            model: "big",
+            status: if i % 100 == 7 { 503 } else { 200 },
+            latency_us: Some(if i % 10 == 3 { 800_001 } else { 800_000 }),
+        });
+    }
+    // Another service's events never count.
+    events.push(Ev {
+        service: "embeddings",
+        status: 500,
+        ..events[0].clone()
+    });
+    // During maintenance [10:20:30, 10:25:10): 30 bad events that must not count.
+    for i in 0..30i64 {
+        let occurred_at = at("2026-11-10T10:20:30Z") + Duration::seconds(9 * i);
+        events.push(Ev {
+            occurred_at,
+            received_at: occurred_at,
+            service: "chat",
+            model: "big",
+            status: 500,
+            latency_us: Some(9_000_000),
+        });
+    }
+    insert_events(&db, tenant, &events).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    maintenance::create(
+        &mut tx,
+        Some(sla.id),
+        at("2026-11-10T10:20:30Z"),
+        at("2026-11-10T10:25:10Z"),
+        "upgrade",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at("2026-11-10T12:00:00Z")))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    assert_eq!(run.advance.as_of, at("2026-11-10T12:00:00Z"));
+    let by_name: BTreeMap<_, _> = run
+        .evaluations
+        .iter()
+        .map(|e| (e.objective.as_str(), e))
+        .collect();
+    // The maintenance window covers 93 of the regular events' 3-second slots too.
+    let in_maintenance = (0..1000i64)
+        .filter(|i| {
+            let t = base + Duration::seconds(3 * i);
+            t >= at("2026-11-10T10:20:30Z") && t < at("2026-11-10T10:25:10Z")
+        })
+        .collect::<Vec<_>>();
+    let kept: Vec<i64> = (0..1000i64)
+        .filter(|i| !in_maintenance.contains(i))
+        .collect();
+    let availability = by_name["availability"];
+    assert_eq!(availability.period.start, at("2026-11-01T00:00:00Z"));
+    assert_eq!(availability.period.end, at("2026-12-01T00:00:00Z"));
+    assert_eq!(
+        availability.budget.tally,
+        Tally {
+            good: kept.iter().filter(|i| *i % 100 != 7).count() as u64,
+            total: kept.len() as u64
+        }
+    );
+    assert_eq!(
+        availability.excluded.total,
+        in_maintenance.len() as u64 + 30
+    );
+    let latency = by_name["latency-p90"];
+    assert_eq!(
+        latency.budget.tally,
+        Tally {
+            good: kept.iter().filter(|i| *i % 10 != 3).count() as u64,
+            total: kept.len() as u64
+        }
+    );
+    // 90% target, exactly 10% over the threshold: the budget is exactly
+    // spent and still met.
+    assert!(latency.budget.met());
+
+    // Explainability: the stored record reads back the same numbers.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let stored = records::latest(&mut tx, sla.id).await.unwrap();
+    tx.commit().await.unwrap();
+    let stored_availability = stored
+        .iter()
+        .find(|e| e.objective == "availability")
+        .unwrap();
+    assert_eq!(
+        stored_availability.good as u64,
+        availability.budget.tally.good
+    );
+    assert_eq!(
+        stored_availability.total as u64,
+        availability.budget.tally.total
+    );
+    assert_eq!(
+        stored_availability.excluded as u64,
+        availability.excluded.total
+    );
+    assert_eq!(
+        stored_availability.budget_consumed as u64,
+        availability.budget.consumed()
+    );
+    assert_eq!(stored_availability.met, availability.budget.met());
+}
+
+#[tokio::test]
+async fn late_events_within_grace_are_folded_in_and_later_ones_reported_not_counted() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    let t = at("2026-11-10T10:00:30Z");
+    let ev = |received_at, status| Ev {
+        occurred_at: t,
+        received_at,
+        service: "chat",
+        model: "big",
+        status,
+        latency_us: Some(1),
+    };
+    insert_events(
+        &db,
+        tenant,
+        &[
+            ev(t, 200),
+            ev(at("2026-11-10T10:04:00Z"), 500), // folded: 3 min after its minute
+            ev(at("2026-11-10T10:09:00Z"), 500), // late: 8 min after its minute
+        ],
+    )
+    .await;
+    // The first run sees only the on-time event; the later ones arrive after it.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let first = evaluate_tenant_up_to(&mut tx, &settings(), Some(at("2026-11-10T10:02:00Z")))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let a = first
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "availability")
+        .unwrap();
+    assert_eq!(a.budget.tally, Tally { good: 1, total: 1 });
+
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let second = evaluate_tenant_up_to(&mut tx, &settings(), Some(at("2026-11-10T10:30:00Z")))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let a = second
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "availability")
+        .unwrap();
+    assert_eq!(a.budget.tally, Tally { good: 1, total: 2 });
+    assert_eq!(a.late_folded, 1);
+    assert_eq!(a.late, Tally { good: 0, total: 1 });
+}
+
+/// A random scenario: events over six hours with random arrival delays,
+/// random maintenance windows, a second SLA applied midway (backfilled),
+/// and the watermark advanced in random steps.
+#[derive(Debug, Clone)]
+struct Scenario {
+    events: Vec<(i64, i64, u8, u32, bool)>,
+    windows: Vec<(i64, i64)>,
+    steps: Vec<i64>,
+    second_after: usize,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        // (occurred offset s, arrival delay s, status class, latency ms, big model)
+        prop::collection::vec(
+            (
+                0i64..6 * 3600,
+                0i64..1200,
+                0u8..10,
+                0u32..1200,
+                any::<bool>(),
+            ),
+            0..400,
+        ),
+        prop::collection::vec((0i64..6 * 3600, 1i64..3 * 3600), 0..4),
+        prop::collection::vec(1i64..3 * 3600, 1..5),
+        0usize..5,
+    )
+        .prop_map(|(events, windows, steps, second_after)| Scenario {
+            events,
+            windows,
+            steps,
+            second_after,
+        })
+}
+
+async fn check_scenario(db: &Database, index: usize, s: Scenario) {
+    let base = at("2026-11-12T00:00:00Z");
+    let tenant = tenant_with_sla(db, &format!("prop-{index}"), &[SLA]).await;
+    let events: Vec<Ev> = s
+        .events
+        .iter()
+        .map(|&(offset, delay, class, latency_ms, big)| {
+            // Milliseconds off the minute, so some events sit on boundaries.
+            let occurred_at = base
+                + Duration::seconds(offset)
+                + Duration::milliseconds(i64::from(latency_ms % 7) * 100);
+            Ev {
+                occurred_at,
+                received_at: occurred_at + Duration::seconds(delay),
+                service: if class == 9 { "other" } else { "chat" },
+                model: if big { "big" } else { "small" },
+                status: if class < 2 { 503 } else { 200 },
+                // 800 ms exactly is common: the threshold boundary.
+                latency_us: (class != 8).then_some(if latency_ms % 5 == 0 {
+                    800_000
+                } else {
+                    i64::from(latency_ms) * 1000
+                }),
+            }
+        })
+        .collect();
+    insert_events(db, tenant, &events).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    for &(start, length) in &s.windows {
+        let start = base + Duration::seconds(start) + Duration::milliseconds(start % 997);
+        maintenance::create(
+            &mut tx,
+            Some(sla.id),
+            start,
+            start + Duration::seconds(length),
+            "m",
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let mut as_of = base;
+    let mut last = None;
+    for (i, step) in s.steps.iter().enumerate() {
+        if i == s.second_after.min(s.steps.len() - 1) {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            slas::apply(&mut tx, &SlaDefinition::from_document(SECOND_SLA).unwrap())
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+        as_of += Duration::seconds(*step);
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        last = Some(
+            evaluate_tenant_up_to(&mut tx, &settings(), Some(as_of))
+                .await
+                .unwrap(),
+        );
+        tx.commit().await.unwrap();
+    }
+    let run = last.unwrap();
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let (tracked, _) = rollup::track(&mut tx, run.advance.as_of).await.unwrap();
+    for evaluation in &run.evaluations {
+        let sla: &TrackedSla = tracked.iter().find(|t| t.id == evaluation.sla).unwrap();
+        let to = evaluation.period.end.min(run.advance.as_of);
+        let expected = recount(
+            &mut tx,
+            sla,
+            &evaluation.objective,
+            evaluation.period.start,
+            to,
+            run.advance.as_of,
+            settings().grace(),
+        )
+        .await
+        .unwrap();
+        let context = format!(
+            "{} / {} as of {}",
+            sla.name, evaluation.objective, run.advance.as_of
+        );
+        assert_eq!(evaluation.budget.tally, expected.tally, "tally: {context}");
+        assert_eq!(
+            evaluation.excluded, expected.excluded,
+            "excluded: {context}"
+        );
+        assert_eq!(
+            evaluation.late_folded, expected.late_folded,
+            "late folded: {context}"
+        );
+        assert_eq!(evaluation.late, expected.late, "late: {context}");
+    }
+    assert_eq!(
+        run.evaluations.len(),
+        3,
+        "both SLAs' objectives are evaluated"
+    );
+    tx.commit().await.unwrap();
+}
+
+#[test]
+fn incremental_rollups_equal_a_recount_from_scratch() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(TestDatabase::create());
+    let db = runtime.block_on(async {
+        let db = database.service_database().await;
+        ensure_days(
+            &db,
+            "2026-11-11".parse().unwrap(),
+            "2026-11-13".parse().unwrap(),
+        )
+        .await;
+        db
+    });
+    let index = std::cell::Cell::new(0);
+    proptest!(ProptestConfig { cases: 24, ..ProptestConfig::default() }, |(s in scenario())| {
+        index.set(index.get() + 1);
+        runtime.block_on(check_scenario(&db, index.get(), s));
+    });
+}
+
+#[tokio::test]
+async fn two_instances_share_tenants_and_agree_with_one() {
+    async fn arrange(db: &Database) -> Vec<TenantId> {
+        let today = Utc::now().date_naive();
+        ensure_days(db, today - chrono::Days::new(1), today).await;
+        let mut out = Vec::new();
+        let now = Utc::now();
+        for t in 0..6 {
+            let tenant = tenant_with_sla(db, &format!("tenant-{t}"), &[SLA, SECOND_SLA]).await;
+            let events: Vec<Ev> = (0..200i64)
+                .map(|i| {
+                    let occurred_at = now - Duration::minutes(30) + Duration::seconds(7 * i);
+                    Ev {
+                        occurred_at,
+                        received_at: now - Duration::minutes(30) + Duration::seconds(7 * 200),
+                        service: "chat",
+                        model: if i % 3 == 0 { "big" } else { "small" },
+                        status: if (i + t) % 17 == 0 { 500 } else { 200 },
+                        latency_us: Some((i * 7919 + t * 104_729) % 1_500_000),
+                    }
+                })
+                .collect();
+            insert_events(db, tenant, &events).await;
+            out.push(tenant);
+        }
+        out
+    }
+    type Summary = BTreeMap<(usize, String), (Tally, Tally)>;
+    fn summarize(tenants: &[TenantId], runs: &[slaproof_evaluator::TenantRun]) -> Summary {
+        let mut out = BTreeMap::new();
+        for run in runs {
+            let t = tenants.iter().position(|x| *x == run.tenant).unwrap();
+            for e in &run.evaluations {
+                out.insert(
+                    (t, format!("{}/{}", e.sla_name, e.objective)),
+                    (e.budget.tally, e.late),
+                );
+            }
+        }
+        out
+    }
+
+    // Two instances: two pools, two workers, one database.
+    let shared = TestDatabase::create().await;
+    let first = shared.service_database().await;
+    let second = shared.service_database().await;
+    let tenants = arrange(&first).await;
+    slaproof_evaluator::schedule_all(&first).await.unwrap();
+    let settings = Settings {
+        batch: 1,
+        ..settings()
+    };
+    let (a, b) = tokio::join!(
+        work_due(&first, &settings, "instance-a"),
+        work_due(&second, &settings, "instance-b")
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(
+        a.failures.is_empty() && b.failures.is_empty(),
+        "{:?} {:?}",
+        a.failures,
+        b.failures
+    );
+    let mut runs = a.runs.clone();
+    runs.extend(b.runs.clone());
+    let mut evaluated: Vec<_> = runs.iter().map(|r| r.tenant).collect();
+    evaluated.sort();
+    let mut expected = tenants.clone();
+    expected.sort();
+    assert_eq!(evaluated, expected, "every tenant once, none twice");
+
+    // One instance on its own database with the same data.
+    let alone = TestDatabase::create().await;
+    let single = alone.service_database().await;
+    let single_tenants = arrange(&single).await;
+    slaproof_evaluator::schedule_all(&single).await.unwrap();
+    let one = work_due(&single, &settings, "alone").await.unwrap();
+    assert!(one.failures.is_empty());
+    let together = summarize(&tenants, &runs);
+    assert_eq!(together.len(), 6 * 3);
+    assert_eq!(together, summarize(&single_tenants, &one.runs));
+}
