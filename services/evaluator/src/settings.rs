@@ -55,27 +55,56 @@ impl Settings {
         Duration::from_secs(self.lease_secs)
     }
 
-    /// Checks the rules; the message names the key and the rule.
-    pub fn validate(&self) -> Result<(), String> {
-        let check = |key: &str, value: u64, min: u64, max: u64| {
+    /// Checks the rules.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let check = |key: &'static str, value: u64, min: u64, max: u64| {
             if (min..=max).contains(&value) {
                 Ok(())
             } else {
-                Err(format!(
-                    "evaluator.{key}: must be between {min} and {max}, got {value}"
-                ))
+                Err(SettingsError {
+                    key,
+                    rule: format!("must be between {min} and {max}, got {value}"),
+                })
             }
         };
-        check("interval_secs", self.interval_secs, 1, 3600)?;
-        check("grace_secs", self.grace_secs, 0, 7 * 86_400)?;
-        check("settle_secs", self.settle_secs, 0, 3600)?;
-        check("lease_secs", self.lease_secs, 10, 86_400)?;
-        if !(1..=1000).contains(&self.batch) {
-            return Err(format!(
-                "evaluator.batch: must be between 1 and 1000, got {}",
-                self.batch
-            ));
-        }
+        check("evaluator.interval_secs", self.interval_secs, 1, 3600)?;
+        check("evaluator.grace_secs", self.grace_secs, 0, 7 * 86_400)?;
+        check("evaluator.settle_secs", self.settle_secs, 0, 3600)?;
+        check("evaluator.lease_secs", self.lease_secs, 10, 86_400)?;
+        check(
+            "evaluator.batch",
+            u64::try_from(self.batch).unwrap_or(0),
+            1,
+            1000,
+        )?;
         Ok(())
+    }
+}
+
+/// A setting that breaks its rule; `key` is its full configuration path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {rule}")]
+pub struct SettingsError {
+    pub key: &'static str,
+    pub rule: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_errors_name_the_key() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+        let err = Settings {
+            batch: 0,
+            ..Settings::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "evaluator.batch: must be between 1 and 1000, got 0"
+        );
     }
 }

@@ -26,16 +26,21 @@ pub enum Service {
     Housekeeping,
     /// Takes providers' telemetry: `POST /v1/events`.
     Ingest,
+    /// Rolls events up and evaluates every tenant's SLAs: budgets, burn
+    /// rates, alerts.
+    Evaluator,
 }
 
 impl Service {
     /// Every service, in start order.
-    pub const ALL: &'static [Service] = &[Service::Housekeeping, Service::Ingest];
+    pub const ALL: &'static [Service] =
+        &[Service::Housekeeping, Service::Ingest, Service::Evaluator];
 
     pub fn name(self) -> &'static str {
         match self {
             Service::Housekeeping => "housekeeping",
             Service::Ingest => "ingest",
+            Service::Evaluator => "evaluator",
         }
     }
 }
@@ -129,6 +134,20 @@ impl Application {
                 }
                 // Serves requests only: its routes are in the router.
                 Service::Ingest => {}
+                Service::Evaluator => {
+                    // Names this process's job leases in the jobs table.
+                    let worker = format!(
+                        "evaluator-{}-{:08x}",
+                        std::process::id(),
+                        rand::random::<u32>()
+                    );
+                    workers.spawn(slaproof_evaluator::run(
+                        self.db.clone(),
+                        self.config.evaluator.clone(),
+                        worker,
+                        shutdown.clone(),
+                    ));
+                }
             }
         }
         tracing::info!(address = %self.local_addr(), "listening");

@@ -23,7 +23,14 @@ pub const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
 /// so unrelated variables such as `SLAPROOF_TEST_DATABASE_URL` are not
 /// mistaken for configuration.
 const SECTIONS: &[&str] = &[
-    "server", "database", "embedded", "events", "ingest", "demo", "log",
+    "server",
+    "database",
+    "embedded",
+    "events",
+    "ingest",
+    "evaluator",
+    "demo",
+    "log",
 ];
 
 /// The whole configuration of a slaproof process.
@@ -35,6 +42,7 @@ pub struct Config {
     pub embedded: EmbeddedConfig,
     pub events: EventsConfig,
     pub ingest: IngestConfig,
+    pub evaluator: slaproof_evaluator::Settings,
     pub demo: DemoConfig,
     pub log: LogConfig,
 }
@@ -322,6 +330,9 @@ impl Config {
             ));
         }
         self.validate_ingest()?;
+        self.evaluator
+            .validate()
+            .map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -463,6 +474,7 @@ mod tests {
             defaults.events.partitions_ahead_days
         );
         assert_eq!(config.embedded.data_dir, defaults.embedded.data_dir);
+        assert_eq!(config.evaluator, defaults.evaluator);
         assert_eq!(
             config.database.max_connections,
             defaults.database.max_connections
