@@ -69,6 +69,26 @@ pub enum Command {
         #[command(subcommand)]
         command: SlaCommand,
     },
+    /// Manage the Groth16 proving and verifying keys of the circuits.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Run the (single-party) setup for one circuit size and write its keys.
+    /// Existing keys are never overwritten. See docs/CIRCUITS.md for the
+    /// trust model of this setup.
+    Generate {
+        /// Slots of the circuit: 64, 1024 or 16384 (any power of two works).
+        #[arg(long)]
+        slots: usize,
+        /// Folder to write the keys to.
+        #[arg(long, default_value = ".slaproof/keys")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,8 +203,73 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     telemetry::init(&config.log);
     match cli.command {
         Command::Up { no_demo } => up(config, !no_demo),
+        Command::Keys { command } => keys(command),
         command => runtime()?.block_on(run_async(config, command)),
     }
+}
+
+/// Key generation is CPU-bound and synchronous; it reports its stages, and
+/// a ticker shows that the long setup step is alive.
+fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    use slaproof_circuits::keys::{KeygenStage, generate_keys};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let KeysCommand::Generate { slots, dir } = command;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let in_setup = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (in_setup, done) = (in_setup.clone(), done.clone());
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs() % 5 == 0 {
+                    eprintln!("  setup running, {} s so far", started.elapsed().as_secs());
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        })
+    };
+    let result = generate_keys(&dir, slots, &mut |p| {
+        let at = format!("{:>7.1} s", p.elapsed.as_secs_f64());
+        match p.stage {
+            KeygenStage::Synthesizing => {
+                eprintln!("{at}  counting constraints of the {slots}-slot circuit")
+            }
+            KeygenStage::Setup { constraints } => {
+                eprintln!("{at}  Groth16 setup over {constraints} constraints (the long step)");
+                in_setup.store(true, Ordering::Relaxed);
+            }
+            KeygenStage::WritingProvingKey => {
+                in_setup.store(false, Ordering::Relaxed);
+                eprintln!("{at}  writing the proving key");
+            }
+            KeygenStage::WritingVerifyingKey => {
+                eprintln!("{at}  writing the verifying key and manifest")
+            }
+            KeygenStage::Done => eprintln!("{at}  done"),
+        }
+    });
+    done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    let manifest = result?;
+    println!(
+        "keys for {} slots ({} constraints) in {}",
+        manifest.slots,
+        manifest.constraints,
+        dir.display()
+    );
+    println!(
+        "  proving key    {}  sha256 {}",
+        manifest.proving_key.file, manifest.proving_key.sha256
+    );
+    println!(
+        "  verifying key  {}  sha256 {}",
+        manifest.verifying_key.file, manifest.verifying_key.sha256
+    );
+    Ok(())
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -310,7 +395,7 @@ async fn connect(config: &Config) -> anyhow::Result<Database> {
 
 async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Up { .. } => unreachable!("`up` runs outside the runtime"),
+        Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
         Command::Serve { service } => {
             let connections = configured_connections(&config)?;
             let migrate = config.database.migrate_on_start;

@@ -409,3 +409,45 @@ fn every_command_has_help() {
         assert!(help.contains("Usage:"), "{path:?}: {help}");
     }
 }
+
+#[test]
+fn keys_generate_writes_hashed_keys_with_progress_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let keys_arg = keys.to_str().unwrap();
+    let out =
+        run(slaproof(dir.path(), &[])
+            .args(["keys", "generate", "--slots", "64", "--dir", keys_arg]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let progress = text(&out.stderr);
+    for stage in [
+        "counting constraints",
+        "Groth16 setup over 7931 constraints",
+        "writing the proving key",
+        "done",
+    ] {
+        assert!(progress.contains(stage), "no {stage:?} in:\n{progress}");
+    }
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains("keys for 64 slots (7931 constraints)"),
+        "{printed}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(keys.join("threshold-64.manifest.json")).unwrap())
+            .unwrap();
+    let vk_hash = manifest["verifying_key"]["sha256"].as_str().unwrap();
+    assert!(printed.contains(vk_hash), "{printed}");
+
+    let again =
+        run(slaproof(dir.path(), &[])
+            .args(["keys", "generate", "--slots", "64", "--dir", keys_arg]));
+    assert!(
+        !again.status.success(),
+        "existing keys must not be regenerated silently"
+    );
+    let manifest_after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(keys.join("threshold-64.manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest, manifest_after);
+}
