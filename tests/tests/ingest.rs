@@ -490,3 +490,230 @@ async fn when_the_writers_are_behind_the_next_batch_gets_429_with_retry_after() 
         .collect();
     assert_eq!(ids, ["first"]);
 }
+
+mod otlp {
+    use opentelemetry_proto::tonic::collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+    };
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value as V};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use prost::Message;
+
+    use super::*;
+
+    fn kv(key: &str, value: V) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue { value: Some(value) }),
+            ..Default::default()
+        }
+    }
+
+    fn nanos(time: DateTime<Utc>) -> u64 {
+        time.timestamp_nanos_opt().unwrap() as u64
+    }
+
+    fn span(span_id: u8, start: DateTime<Utc>) -> Span {
+        Span {
+            trace_id: vec![9; 16],
+            span_id: vec![span_id; 8],
+            name: "chat llama-3".into(),
+            kind: 2,
+            start_time_unix_nano: nanos(start),
+            end_time_unix_nano: nanos(start) + 640_000_000,
+            attributes: vec![
+                kv("gen_ai.operation.name", V::StringValue("chat".into())),
+                kv("gen_ai.request.model", V::StringValue("llama-3-8b".into())),
+                kv(
+                    "gen_ai.response.id",
+                    V::StringValue(format!("cmpl-{span_id}")),
+                ),
+                kv("gen_ai.usage.input_tokens", V::IntValue(100)),
+                kv("gen_ai.usage.output_tokens", V::IntValue(20)),
+                kv("gen_ai.server.time_to_first_token", V::DoubleValue(0.08)),
+                kv("http.response.status_code", V::IntValue(200)),
+            ],
+            ..Default::default()
+        }
+    }
+
+    fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![kv("service.name", V::StringValue("gateway".into()))],
+                    ..Default::default()
+                }),
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    async fn post_protobuf(
+        app: &TestApp,
+        key: Option<&str>,
+        export: &ExportTraceServiceRequest,
+    ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{}/v1/traces", app.address))
+            .header("content-type", "application/x-protobuf")
+            .body(export.encode_to_vec());
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.bytes().await.unwrap().to_vec())
+    }
+
+    #[tokio::test]
+    async fn protobuf_spans_become_events_with_partial_success_for_bad_ones() {
+        let app = spawn_app().await;
+        let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+        let now = Utc::now() - chrono::Duration::seconds(10);
+        let not_llm = Span {
+            trace_id: vec![9; 16],
+            span_id: vec![50; 8],
+            start_time_unix_nano: nanos(now),
+            end_time_unix_nano: nanos(now) + 1,
+            ..Default::default()
+        };
+        let too_new = span(3, Utc::now() + chrono::Duration::hours(1));
+        let batch = export(vec![span(1, now), not_llm, too_new, span(2, now)]);
+
+        let (status, headers, body) = post_protobuf(&app, Some(&key), &batch).await;
+        let (retry_status, _, retry_body) = post_protobuf(&app, Some(&key), &batch).await;
+
+        assert_eq!(status, 200);
+        assert_eq!(headers["content-type"], "application/x-protobuf");
+        let answer = ExportTraceServiceResponse::decode(body.as_slice()).unwrap();
+        let partial = answer.partial_success.unwrap();
+        assert_eq!(partial.rejected_spans, 1);
+        assert!(
+            partial.error_message.contains("span 2"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(retry_status, 200);
+        assert_eq!(
+            ExportTraceServiceResponse::decode(retry_body.as_slice())
+                .unwrap()
+                .partial_success
+                .unwrap()
+                .rejected_spans,
+            1
+        );
+        let rows = stored(&app.db, tenant).await;
+        assert_eq!(
+            rows.len(),
+            2,
+            "two GenAI spans, stored once despite the retry"
+        );
+        assert_eq!(
+            rows[0],
+            Row {
+                request_id: Some("cmpl-1".into()),
+                source: "provider".into(),
+                service: "gateway".into(),
+                model: Some("llama-3-8b".into()),
+                status: Some(200),
+                latency_us: Some(640_000),
+                ttft_us: Some(80_000),
+                tpot_us: None,
+                input_tokens: Some(100),
+                output_tokens: Some(20),
+                streaming: None,
+                attributes: json!({}),
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn otlp_json_is_answered_in_json() {
+        let app = spawn_app().await;
+        let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+        let start = nanos(Utc::now() - chrono::Duration::seconds(5));
+        // Written as the OTLP/JSON spec has it: hex ids, 64-bit integers as
+        // strings, camelCase names.
+        let body = json!({"resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "gateway"}}]},
+            "scopeSpans": [{"scope": {"name": "openai"}, "spans": [{
+                "traceId": "5b8efff798038103d269b633813fc60c",
+                "spanId": "eee19b7ec3c1b174",
+                "name": "chat gpt-4o",
+                "kind": 3,
+                "startTimeUnixNano": start.to_string(),
+                "endTimeUnixNano": (start + 1_500_000_000).to_string(),
+                "attributes": [
+                    {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "42"}},
+                    {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 7}},
+                    {"key": "http.response.status_code", "value": {"intValue": "503"}},
+                    {"key": "error.type", "value": {"stringValue": "overloaded"}}
+                ],
+                "status": {"code": 2, "message": "upstream overloaded"}
+            }]}]
+        }]});
+
+        let reply = post(
+            &app,
+            "/v1/traces",
+            Some(&key),
+            &[("content-type", "application/json")],
+            serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+        let unauthorized = post(
+            &app,
+            "/v1/traces",
+            None,
+            &[("content-type", "application/json")],
+            serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.headers["content-type"], "application/json");
+        assert!(
+            reply.body.get("partialSuccess").is_none_or(|p| p.is_null()),
+            "{}",
+            reply.body
+        );
+        let rows = stored(&app.db, tenant).await;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].status, Some(503));
+        assert_eq!(rows[0].latency_us, Some(1_500_000));
+        assert_eq!(
+            (rows[0].input_tokens, rows[0].output_tokens),
+            (Some(42), Some(7))
+        );
+        assert_eq!(unauthorized.status, 401);
+        assert_eq!(unauthorized.headers["content-type"], "application/json");
+        assert_eq!(
+            unauthorized.body["code"], 16,
+            "google.rpc.Status UNAUTHENTICATED"
+        );
+    }
+
+    #[tokio::test]
+    async fn undecodable_exports_get_400_in_the_request_encoding() {
+        let app = spawn_app().await;
+        let (_, key) = tenant_with_key(&app.db, "acme").await;
+        let reply = post(
+            &app,
+            "/v1/traces",
+            Some(&key),
+            &[("content-type", "application/x-protobuf")],
+            vec![0xff, 0xff, 0xff],
+        )
+        .await;
+        assert_eq!(reply.status, 400);
+        assert_eq!(reply.headers["content-type"], "application/x-protobuf");
+    }
+}

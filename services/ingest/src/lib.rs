@@ -17,16 +17,24 @@ pub mod body;
 pub mod event;
 pub mod gate;
 pub mod native;
+pub mod otlp;
 pub mod problem;
 pub mod writer;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::http::HeaderMap;
 use axum::routing::post;
 use chrono::Utc;
+use slaproof_domain::ids::TenantId;
 use slaproof_store::Database;
+use slaproof_store::events::StoredEvent;
+
+use crate::problem::Problem;
 
 pub use event::{EventError, EventIn};
 pub use native::EventsOut;
@@ -88,6 +96,77 @@ impl Ingest {
         }
     }
 
+    /// Admits a request (429 when the gate is full), authenticates it
+    /// (401) and reads its body within the limit (413). The admission is
+    /// held until the answer is sent.
+    pub(crate) async fn admit(&self, request: Request) -> Result<Admitted, Problem> {
+        let admission = self.gate.admit()?;
+        let who =
+            auth::authenticate(&self.db, request.headers(), self.gate.retry_after_secs()).await?;
+        tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
+        let headers = request.headers().clone();
+        let limit = self.settings.max_body_bytes;
+        let body =
+            Bytes::from_request(request, &())
+                .await
+                .map_err(|rejection| match rejection {
+                    BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+                        Problem::too_large(limit)
+                    }
+                    other => Problem::bad_request(format!("the body cannot be read: {other}")),
+                })?;
+        Ok(Admitted {
+            admission,
+            who,
+            headers,
+            body,
+        })
+    }
+
+    /// Writes valid events for an admitted request, waiting for a writer.
+    /// A transient failure is a 503 the client retries; 2xx may follow only
+    /// an `Ok`.
+    pub(crate) async fn store(
+        &self,
+        admission: &gate::Admission,
+        tenant: TenantId,
+        events: &[StoredEvent],
+    ) -> Result<Written, Problem> {
+        let written = {
+            let _writer = self.gate.writer(admission).await?;
+            self.writer.write(tenant, events).await
+        };
+        written.map_err(|err| {
+            if err.is_transient() {
+                tracing::warn!(error = %err, "batch not stored; the client will retry");
+                Problem::unavailable(self.gate.retry_after_secs())
+            } else {
+                tracing::error!(error = %err, "batch not stored");
+                Problem::internal()
+            }
+        })
+    }
+
+    /// The decompressed body, off the I/O threads with `work` after it.
+    pub(crate) async fn off_thread<T: Send + 'static>(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        work: impl FnOnce(&[u8], event::TimeBounds) -> Result<T, Problem> + Send + 'static,
+    ) -> Result<T, Problem> {
+        let bounds = self.time_bounds();
+        let max_decoded = self.settings.max_decoded_bytes;
+        tokio::task::spawn_blocking(move || {
+            let decoded = body::decode(&headers, &body, max_decoded)?;
+            work(&decoded, bounds)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "checking a batch panicked");
+            Problem::internal()
+        })?
+    }
+
     /// The times accepted now.
     fn time_bounds(&self) -> event::TimeBounds {
         event::TimeBounds::at(
@@ -100,12 +179,22 @@ impl Ingest {
     }
 }
 
+/// A request let in: who sent it and its body, as sent.
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    pub admission: gate::Admission,
+    pub who: auth::Authenticated,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
 /// The ingest routes.
 pub fn router(db: Database, settings: Settings) -> Router {
     let limit = settings.max_body_bytes;
     let ingest = Arc::new(Ingest::new(db, settings));
     Router::new()
         .route("/v1/events", post(native::post_events))
+        .route("/v1/traces", post(otlp::post_traces))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(ingest)
 }

@@ -9,9 +9,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
-use axum::extract::{FromRequest, Query, Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -20,7 +18,7 @@ use slaproof_store::events::StoredEvent;
 use crate::body::{self, BatchFormat};
 use crate::event::{EventError, EventIn, IdSeed, TimeBounds};
 use crate::problem::Problem;
-use crate::{Ingest, auth};
+use crate::{Admitted, Ingest};
 
 /// Longest `Idempotency-Key` accepted.
 const MAX_IDEMPOTENCY_KEY: usize = 200;
@@ -95,18 +93,6 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
     }
 }
 
-/// Reads the body within the configured limit: 413 past it.
-pub async fn read_body(request: Request, limit: usize) -> Result<Bytes, Problem> {
-    Bytes::from_request(request, &())
-        .await
-        .map_err(|rejection| match rejection {
-            BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
-                Problem::too_large(limit)
-            }
-            other => Problem::bad_request(format!("the body cannot be read: {other}")),
-        })
-}
-
 #[tracing::instrument(skip_all, fields(tenant, events))]
 pub async fn post_events(
     State(ingest): State<Arc<Ingest>>,
@@ -124,31 +110,21 @@ async fn handle(
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,
 ) -> Result<Response, Problem> {
-    let admission = ingest.gate.admit()?;
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
-    let who = auth::authenticate(
-        &ingest.db,
-        request.headers(),
-        ingest.gate.retry_after_secs(),
-    )
-    .await?;
-    tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
     let format = body::batch_format(request.headers())?;
     let key = idempotency_key(request.headers())?;
-    let headers = request.headers().clone();
-    let raw = read_body(request, ingest.settings.max_body_bytes).await?;
+    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Admitted {
+        admission,
+        who,
+        headers,
+        body: raw,
+    } = ingest.admit(request).await?;
 
-    let bounds = ingest.time_bounds();
-    let max_decoded = ingest.settings.max_decoded_bytes;
-    let checked = tokio::task::spawn_blocking(move || {
-        let decoded = body::decode(&headers, &raw, max_decoded)?;
-        check(format, &decoded, &bounds, key.as_deref())
-    })
-    .await
-    .map_err(|e| {
-        tracing::error!(error = %e, "checking a batch panicked");
-        Problem::internal()
-    })??;
+    let checked = ingest
+        .off_thread(headers, raw, move |body, bounds| {
+            check(format, body, &bounds, key.as_deref())
+        })
+        .await?;
     tracing::Span::current().record("events", checked.received);
 
     if !checked.errors.is_empty() && (query.atomic || checked.events.is_empty()) {
@@ -173,19 +149,9 @@ async fn handle(
         .with_errors(checked.errors));
     }
 
-    let written = {
-        let _writer = ingest.gate.writer(&admission).await?;
-        ingest.writer.write(who.tenant, &checked.events).await
-    };
-    let written = written.map_err(|err| {
-        if err.is_transient() {
-            tracing::warn!(error = %err, "batch not stored; the client will retry");
-            Problem::unavailable(ingest.gate.retry_after_secs())
-        } else {
-            tracing::error!(error = %err, "batch not stored");
-            Problem::internal()
-        }
-    })?;
+    let written = ingest
+        .store(&admission, who.tenant, &checked.events)
+        .await?;
     let status = if checked.errors.is_empty() {
         StatusCode::OK
     } else {
