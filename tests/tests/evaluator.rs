@@ -600,3 +600,163 @@ async fn the_application_runs_the_evaluator() {
     }
     app.stop().await.unwrap();
 }
+
+async fn outbox_types(db: &Database, tenant: TenantId) -> Vec<(String, serde_json::Value)> {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let rows: Vec<(String, serde_json::Value)> =
+        sqlx::query_as("SELECT event_type, payload FROM outbox ORDER BY seq")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    tx.commit().await.unwrap();
+    rows
+}
+
+#[tokio::test]
+async fn alerts_breaches_and_period_close_are_told_once_and_corrections_supersede() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-12-02".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    // Ten hours of one event every 10 s up to 12:00; 5% fail, and in the
+    // last hour 25% fail (a 25× burn of the 1% budget).
+    let end = at("2026-11-20T12:00:00Z");
+    let events: Vec<Ev> = (1..=3600i64)
+        .map(|i| {
+            let occurred_at = end - Duration::seconds(10 * i);
+            let failing = if i <= 360 { i % 4 == 0 } else { i % 20 == 0 };
+            Ev {
+                occurred_at,
+                received_at: occurred_at,
+                service: "chat",
+                model: "big",
+                status: if failing { 503 } else { 200 },
+                latency_us: Some(1_000),
+            }
+        })
+        .collect();
+    insert_events(&db, tenant, &events).await;
+    let evaluate = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            run
+        }
+    };
+
+    evaluate("2026-11-20T12:00:00Z").await;
+    let told = outbox_types(&db, tenant).await;
+    let kinds: Vec<_> = told
+        .iter()
+        .map(|(t, p)| {
+            format!(
+                "{t} {}",
+                p["rule"]
+                    .as_str()
+                    .unwrap_or(p["objective"].as_str().unwrap())
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&"slo.burn_rate_alert page-1h".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"slo.budget_exhausted availability".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"sla.breached availability".to_owned()),
+        "{kinds:?}"
+    );
+    let page = told
+        .iter()
+        .find(|(t, p)| t == "slo.burn_rate_alert" && p["rule"] == "page-1h")
+        .unwrap();
+    assert_eq!(page.1["state"], "firing");
+    assert_eq!(page.1["longBurnRateMilli"], 25_000);
+
+    // Told once: the same state again says nothing new.
+    evaluate("2026-11-20T12:01:00Z").await;
+    assert_eq!(outbox_types(&db, tenant).await.len(), told.len());
+
+    // After the month and its grace: the alerts resolve, the period closes.
+    let run = evaluate("2026-12-01T00:10:00Z").await;
+    assert_eq!(run.closed.len(), 2);
+    assert!(run.closed.iter().all(|c| c.revision == 1));
+    let availability = run
+        .closed
+        .iter()
+        .find(|c| c.evaluation.objective == "availability")
+        .unwrap();
+    assert_eq!(
+        availability.evaluation.budget.tally,
+        Tally {
+            good: 3600 - 90 - 162,
+            total: 3600
+        }
+    );
+    assert!(!availability.evaluation.budget.met());
+    let after = outbox_types(&db, tenant).await;
+    let new: Vec<_> = after[told.len()..]
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    assert_eq!(
+        new.iter().filter(|t| **t == "sla.period_closed").count(),
+        2,
+        "{new:?}"
+    );
+    assert!(new.contains(&"slo.burn_rate_alert"), "resolved: {new:?}");
+
+    // Closing again changes nothing.
+    assert!(evaluate("2026-12-01T00:11:00Z").await.closed.is_empty());
+
+    // Maintenance agreed afterwards over the bad last hour: a correction
+    // supersedes the frozen result with revision 2; revision 1 stays.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    maintenance::create(
+        &mut tx,
+        Some(sla.id),
+        end - Duration::hours(1),
+        end,
+        "retroactive",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let run = evaluate("2026-12-01T00:12:00Z").await;
+    let corrected = run
+        .closed
+        .iter()
+        .find(|c| c.evaluation.objective == "availability")
+        .unwrap();
+    assert_eq!(corrected.revision, 2);
+    assert_eq!(
+        corrected.evaluation.budget.tally,
+        Tally {
+            good: 3240 - 162,
+            total: 3240
+        }
+    );
+    assert_eq!(corrected.evaluation.excluded.total, 360);
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let revisions: Vec<(i32, i64)> = sqlx::query_as(
+        "SELECT revision, total FROM period_results WHERE objective = 'availability' ORDER BY revision",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(revisions, vec![(1, 3600), (2, 3240)]);
+}

@@ -89,7 +89,10 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
-    slaproof_evaluator::records::freeze_period(&mut tx, &run.evaluations[0])
+    // Frozen as its own record, as a period close does.
+    let mut frozen = run.evaluations[0].clone();
+    frozen.id = uuid::Uuid::now_v7();
+    slaproof_evaluator::records::freeze_period(&mut tx, &frozen)
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -292,8 +292,22 @@ pub async fn evaluate_sla(
     as_of: DateTime<Utc>,
     grace: Duration,
 ) -> Result<Vec<ObjectiveEvaluation>, EvaluatorError> {
+    let period = sla.definition.window.period_containing(as_of);
+    evaluate_period(tx, sla, period, as_of, grace).await
+}
+
+/// Evaluates every event-count objective of one SLA over `period` with the
+/// events received before `as_of` (a past period, to close it, or the
+/// current one). Burn rates and alert checks look back from `as_of`.
+#[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
+pub async fn evaluate_period(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    period: Period,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Vec<ObjectiveEvaluation>, EvaluatorError> {
     let window = sla.definition.window;
-    let period = window.period_containing(as_of);
     let period_start = floor_minute(period.start).max(sla.covers_from);
     let until = floor_minute(period.end.min(as_of));
     let nominal = window.nominal_duration();
@@ -361,46 +375,16 @@ pub async fn record_alerts(
     tx: &mut TenantTx,
     evaluation: &ObjectiveEvaluation,
 ) -> Result<usize, EvaluatorError> {
-    let tenant = tx.tenant().uuid();
     let mut told = 0;
     for check in &evaluation.alerts {
-        let was: Option<bool> = sqlx::query_scalar(
-            "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",
-        )
-        .bind(tenant)
-        .bind(evaluation.sla.uuid())
-        .bind(&evaluation.objective)
-        .bind(check.rule.name)
-        .fetch_optional(&mut **tx)
-        .await
-        .doing("reading alert state")?;
-        let transition = AlertTransition::between(was.unwrap_or(false), check.fires);
         let long = BurnRate::of(check.long, evaluation.budget.target).milli();
         let short = BurnRate::of(check.short, evaluation.budget.target).milli();
+        let transition =
+            set_state(tx, evaluation, check.rule.name, check.fires, long, short).await?;
         let changed = matches!(
             transition,
             AlertTransition::Fired | AlertTransition::Resolved
         );
-        sqlx::query(
-            "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
-                 long_burn_milli, short_burn_milli) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
-             ON CONFLICT (tenant_id, sla_id, objective, rule) DO UPDATE SET firing = EXCLUDED.firing, \
-                 changed_at = CASE WHEN $9 THEN EXCLUDED.changed_at ELSE alert_states.changed_at END, \
-                 evaluated_at = EXCLUDED.evaluated_at, long_burn_milli = EXCLUDED.long_burn_milli, \
-                 short_burn_milli = EXCLUDED.short_burn_milli",
-        )
-        .bind(tenant)
-        .bind(evaluation.sla.uuid())
-        .bind(&evaluation.objective)
-        .bind(check.rule.name)
-        .bind(transition.firing())
-        .bind(evaluation.as_of)
-        .bind(i64::try_from(long).unwrap_or(i64::MAX))
-        .bind(i64::try_from(short).unwrap_or(i64::MAX))
-        .bind(changed)
-        .execute(&mut **tx)
-        .await
-        .doing("writing alert state")?;
         if changed {
             let payload = serde_json::json!({
                 "sla": evaluation.sla.to_string(),
@@ -425,4 +409,54 @@ pub async fn record_alerts(
         }
     }
     Ok(told)
+}
+
+/// Stores whether `rule` fires for an objective and returns the transition
+/// from the stored state. Burn-rate rules, budget exhaustion and breach
+/// all keep their state here, so each change is told once.
+pub async fn set_state(
+    tx: &mut TenantTx,
+    evaluation: &ObjectiveEvaluation,
+    rule: &str,
+    fires: bool,
+    long_burn_milli: u64,
+    short_burn_milli: u64,
+) -> Result<AlertTransition, EvaluatorError> {
+    let tenant = tx.tenant().uuid();
+    let was: Option<bool> = sqlx::query_scalar(
+        "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",
+    )
+    .bind(tenant)
+    .bind(evaluation.sla.uuid())
+    .bind(&evaluation.objective)
+    .bind(rule)
+    .fetch_optional(&mut **tx)
+    .await
+    .doing("reading alert state")?;
+    let transition = AlertTransition::between(was.unwrap_or(false), fires);
+    let changed = matches!(
+        transition,
+        AlertTransition::Fired | AlertTransition::Resolved
+    );
+    sqlx::query(
+        "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
+             long_burn_milli, short_burn_milli) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
+         ON CONFLICT (tenant_id, sla_id, objective, rule) DO UPDATE SET firing = EXCLUDED.firing, \
+             changed_at = CASE WHEN $9 THEN EXCLUDED.changed_at ELSE alert_states.changed_at END, \
+             evaluated_at = EXCLUDED.evaluated_at, long_burn_milli = EXCLUDED.long_burn_milli, \
+             short_burn_milli = EXCLUDED.short_burn_milli",
+    )
+    .bind(tenant)
+    .bind(evaluation.sla.uuid())
+    .bind(&evaluation.objective)
+    .bind(rule)
+    .bind(transition.firing())
+    .bind(evaluation.as_of)
+    .bind(i64::try_from(long_burn_milli).unwrap_or(i64::MAX))
+    .bind(i64::try_from(short_burn_milli).unwrap_or(i64::MAX))
+    .bind(changed)
+    .execute(&mut **tx)
+    .await
+    .doing("writing alert state")?;
+    Ok(transition)
 }

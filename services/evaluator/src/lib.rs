@@ -4,6 +4,7 @@
 pub mod error;
 pub mod evaluate;
 pub mod events;
+pub mod facts;
 pub mod minute;
 pub mod records;
 pub mod recount;

@@ -99,8 +99,8 @@ pub async fn latest(
     .doing("reading evaluations")
 }
 
-/// Freezes the result of a closed period from its final evaluation, as a
-/// new revision: the first close is revision 1, a later correction
+/// Freezes the result of a closed period from its final evaluation (which
+/// it records too), as a new revision: the first close is revision 1, a later correction
 /// supersedes it with the next. Returns the revision written, or `None`
 /// when the latest revision already says the same.
 #[tracing::instrument(skip_all, fields(objective = %e.objective))]
@@ -134,6 +134,8 @@ pub async fn freeze_period(
         return Ok(None);
     }
     let revision = previous.map_or(1, |p| p.0 + 1);
+    // The result points at the evaluation it froze: record that first.
+    insert_evaluation(tx, e).await?;
     sqlx::query(
         "INSERT INTO period_results (tenant_id, id, sla_id, version, objective, period_start, period_end, \
              revision, as_of, target_ppm, good, total, excluded, late_total, met, compliance_ppm, evaluation_id) \

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::{ObjectiveEvaluation, evaluate_sla, record_alerts};
+use crate::facts::{ClosedPeriod, close_periods, record_budget_facts};
 use crate::records::insert_evaluation;
 use crate::rollup::{Advance, advance, advance_to};
 use crate::settings::Settings;
@@ -21,7 +22,11 @@ pub struct TenantRun {
     pub tenant: TenantId,
     pub advance: Advance,
     pub evaluations: Vec<ObjectiveEvaluation>,
+    /// Outbox messages written: alerts firing or resolving, budgets
+    /// exhausted, breaches.
     pub alerts_told: usize,
+    /// Period results frozen (or superseded) by this run.
+    pub closed: Vec<ClosedPeriod>,
 }
 
 /// Rolls a tenant's new events up and evaluates all its SLAs, inside the
@@ -66,18 +71,22 @@ pub async fn evaluate_tenant_up_to(
     };
     let mut evaluations = Vec::new();
     let mut alerts_told = 0;
+    let mut closed = Vec::new();
     for sla in &tracked {
         for evaluation in evaluate_sla(tx, sla, advance.as_of, settings.grace()).await? {
             insert_evaluation(tx, &evaluation).await?;
             alerts_told += record_alerts(tx, &evaluation).await?;
+            alerts_told += record_budget_facts(tx, &evaluation).await?;
             evaluations.push(evaluation);
         }
+        closed.extend(close_periods(tx, sla, advance.as_of, settings.grace()).await?);
     }
     Ok(TenantRun {
         tenant,
         advance,
         evaluations,
         alerts_told,
+        closed,
     })
 }
 

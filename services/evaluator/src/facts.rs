@@ -1,0 +1,179 @@
+//! Facts told to the outside through the outbox, each once: budget exhausted, SLA breached, and period closed with its frozen (and, after corrections, superseding) result.
+
+use chrono::{DateTime, Duration, Utc};
+use slaproof_domain::burn::AlertTransition;
+use slaproof_domain::window::{Period, TimeWindow};
+use slaproof_store::{TenantTx, outbox};
+
+use crate::error::{Doing, EvaluatorError};
+use crate::evaluate::{ObjectiveEvaluation, evaluate_period, set_state};
+use crate::records::freeze_period;
+use crate::rollup::TrackedSla;
+
+/// The state kept for "the period's error budget is used up".
+pub const BUDGET_EXHAUSTED: &str = "budget-exhausted";
+/// The state kept for "the period's objective is missed".
+pub const BREACHED: &str = "breached";
+
+fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
+    let tally = e.budget.tally;
+    serde_json::json!({
+        "sla": e.sla.to_string(),
+        "slaName": e.sla_name,
+        "version": e.version,
+        "objective": e.objective,
+        "periodStart": e.period.start,
+        "periodEnd": e.period.end,
+        "asOf": e.as_of,
+        "targetPpm": e.budget.target.ppm(),
+        "good": tally.good,
+        "total": tally.total,
+        "excluded": e.excluded.total,
+        "lateFolded": e.late_folded,
+        "late": e.late.total,
+        "compliancePpm": tally.compliance_ppm(),
+        "met": e.budget.met(),
+        "budgetAllowed": e.budget.allowed_bad(),
+        "budgetConsumed": e.budget.consumed(),
+        "budgetRemaining": i64::try_from(e.budget.remaining()).unwrap_or(i64::MIN),
+        "burnRateMilli": e.burn_rate.milli(),
+        "evaluation": e.id,
+    })
+}
+
+/// Tells `slo.budget_exhausted` and `sla.breached` when an objective's
+/// current period reaches them (once each; a new period starts clean).
+#[tracing::instrument(skip_all, fields(objective = %e.objective))]
+pub async fn record_budget_facts(
+    tx: &mut TenantTx,
+    e: &ObjectiveEvaluation,
+) -> Result<usize, EvaluatorError> {
+    let burn = e.burn_rate.milli();
+    let mut told = 0;
+    for (rule, fires, event_type) in [
+        (
+            BUDGET_EXHAUSTED,
+            e.budget.exhausted(),
+            "slo.budget_exhausted",
+        ),
+        (BREACHED, !e.budget.met(), "sla.breached"),
+    ] {
+        if set_state(tx, e, rule, fires, burn, burn).await? == AlertTransition::Fired {
+            outbox::enqueue(tx, event_type, &summary(e)).await?;
+            told += 1;
+        }
+    }
+    Ok(told)
+}
+
+/// A period result frozen by [`close_periods`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedPeriod {
+    pub evaluation: ObjectiveEvaluation,
+    /// 1 at the close; higher for a correction that supersedes it.
+    pub revision: i32,
+}
+
+/// The calendar period before the one containing `as_of`, once events of
+/// its last minute can no longer be folded in (`as_of ≥ end + grace`).
+pub fn closable_period(
+    window: &TimeWindow,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Option<Period> {
+    if matches!(window, TimeWindow::Rolling { .. }) {
+        // A rolling window has no periods to close.
+        return None;
+    }
+    let current = window.period_containing(as_of);
+    let previous = window.period_containing(current.start - Duration::seconds(1));
+    (previous.end < current.end && as_of >= previous.end + grace).then_some(previous)
+}
+
+/// Freezes the previous calendar period of an SLA when it can close, and
+/// supersedes that result with a new revision when a maintenance window
+/// covering it was added or cancelled since. Tells `sla.period_closed`
+/// each time.
+#[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
+pub async fn close_periods(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Vec<ClosedPeriod>, EvaluatorError> {
+    let Some(period) = closable_period(&sla.definition.window, as_of, grace) else {
+        return Ok(Vec::new());
+    };
+    if sla.covers_from > period.start {
+        // The rollups of this version do not cover the whole period.
+        return Ok(Vec::new());
+    }
+    let closed_at: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT max(closed_at) FROM period_results WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.id.uuid())
+    .bind(period.start)
+    .fetch_one(&mut **tx)
+    .await
+    .doing("reading closed periods")?;
+    if let Some(closed_at) = closed_at {
+        let changed: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM maintenance_windows WHERE tenant_id = $1 \
+               AND (sla_id = $2 OR sla_id IS NULL) AND starts_at < $4 AND ends_at > $3 \
+               AND greatest(created_at, coalesce(cancelled_at, created_at)) > $5)",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(sla.id.uuid())
+        .bind(period.start)
+        .bind(period.end)
+        .bind(closed_at)
+        .fetch_one(&mut **tx)
+        .await
+        .doing("looking for maintenance changes")?;
+        if !changed {
+            return Ok(Vec::new());
+        }
+    }
+    let mut out = Vec::new();
+    for evaluation in evaluate_period(tx, sla, period, as_of, grace).await? {
+        if let Some(revision) = freeze_period(tx, &evaluation).await? {
+            let mut payload = summary(&evaluation);
+            payload["revision"] = revision.into();
+            outbox::enqueue(tx, "sla.period_closed", &payload).await?;
+            out.push(ClosedPeriod {
+                evaluation,
+                revision,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slaproof_domain::window::CalendarUnit;
+
+    #[test]
+    fn a_month_closes_once_its_grace_has_passed() {
+        let window = TimeWindow::Calendar {
+            unit: CalendarUnit::Month,
+            time_zone: chrono_tz::UTC,
+        };
+        let grace = Duration::minutes(5);
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(
+            closable_period(&window, at("2026-12-01T00:04:00Z"), grace),
+            None
+        );
+        let closed = closable_period(&window, at("2026-12-01T00:05:00Z"), grace).unwrap();
+        assert_eq!(closed.start, at("2026-11-01T00:00:00Z"));
+        assert_eq!(closed.end, at("2026-12-01T00:00:00Z"));
+        let rolling = TimeWindow::rolling(slaproof_domain::Span::parse("7d").unwrap()).unwrap();
+        assert_eq!(
+            closable_period(&rolling, at("2026-12-01T00:05:00Z"), grace),
+            None
+        );
+    }
+}
