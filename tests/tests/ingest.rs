@@ -717,3 +717,36 @@ mod otlp {
         assert_eq!(reply.headers["content-type"], "application/x-protobuf");
     }
 }
+
+#[tokio::test]
+async fn loadgen_traffic_is_acknowledged_and_stored_exactly() {
+    let app = spawn_app_with(|c| {
+        c.ingest.writers = 2;
+        c.ingest.max_in_flight = 2;
+    })
+    .await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+
+    // Four connections against two admissions: some batches get 429 and
+    // are sent again.
+    let report = slaproof_ingest::loadgen::run(slaproof_ingest::loadgen::LoadPlan {
+        url: format!("http://{}", app.address),
+        key,
+        rate: None,
+        duration: None,
+        events: Some(3_000),
+        batch: 250,
+        connections: 4,
+        incident: Some((Duration::ZERO, Duration::from_secs(60))),
+        diurnal: false,
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(report.acknowledged, 3_000, "{report:?}");
+    assert_eq!((report.rejected, report.failed), (0, 0), "{report:?}");
+    let rows = stored(&app.db, tenant).await;
+    assert_eq!(rows.len(), 3_000);
+    let errors = rows.iter().filter(|r| r.status != Some(200)).count();
+    assert!(errors > 300, "the incident shows: {errors} errors");
+}

@@ -16,6 +16,7 @@ mod auth;
 pub mod body;
 pub mod event;
 pub mod gate;
+pub mod loadgen;
 pub mod native;
 pub mod otlp;
 pub mod problem;

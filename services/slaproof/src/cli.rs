@@ -41,6 +41,9 @@ pub enum Command {
         /// Do not create the demo tenant.
         #[arg(long)]
         no_demo: bool,
+        /// Send demo traffic (events per second) for the demo tenant.
+        #[arg(long, value_name = "EVENTS_PER_SEC")]
+        loadgen: Option<f64>,
     },
     /// Run one service against the configured database.
     Serve {
@@ -64,6 +67,8 @@ pub enum Command {
         #[command(subcommand)]
         command: IngestKeyCommand,
     },
+    /// Send realistic LLM telemetry through the ingest API (traffic generator).
+    Loadgen(crate::loadgen::LoadgenArgs),
     /// Apply, list and export SLA definitions.
     Sla {
         #[command(subcommand)]
@@ -202,7 +207,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
     telemetry::init(&config.log);
     match cli.command {
-        Command::Up { no_demo } => up(config, !no_demo),
+        Command::Up { no_demo, loadgen } => up(config, !no_demo, loadgen),
         Command::Keys { command } => keys(command),
         command => runtime()?.block_on(run_async(config, command)),
     }
@@ -225,7 +230,7 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
             let started = std::time::Instant::now();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(250));
-                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs() % 5 == 0 {
+                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs().is_multiple_of(5) {
                     eprintln!("  setup running, {} s so far", started.elapsed().as_secs());
                     std::thread::sleep(std::time::Duration::from_secs(1));
                 }
@@ -279,7 +284,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn up(config: Config, with_demo: bool) -> anyhow::Result<()> {
+fn up(config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Result<()> {
     let embedded = match (config.service_connection(), config.owner_connection()) {
         (Some(_), Some(_)) => None,
         _ => {
@@ -314,6 +319,14 @@ fn up(config: Config, with_demo: bool) -> anyhow::Result<()> {
         print_welcome(&app, embedded.as_ref(), &connections, demo.as_ref());
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
+        if let (Some(rate), Some(demo)) = (loadgen, &demo) {
+            crate::loadgen::spawn_demo(
+                app.local_addr(),
+                demo.ingest_key.clone(),
+                rate,
+                shutdown.clone(),
+            );
+        }
         app.run(shutdown).await
     });
     if let Some(pg) = embedded {
@@ -370,6 +383,10 @@ fn print_welcome(
             demo.sla_name
         ));
         out.push_str("  cargo run -p slaproof -- tenant create my-provider\n");
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- loadgen --url {url} --key {} --rate 50\n",
+            demo.ingest_key
+        ));
     }
     out.push_str("\nStop with Ctrl-C.\n");
     println!("{out}");
@@ -416,6 +433,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::Customer { command } => customer(&config, command).await,
         Command::IngestKey { command } => ingest_key(&config, command).await,
         Command::Sla { command } => sla(&config, command).await,
+        Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod embedded;
 pub mod health;
 pub mod housekeeping;
+pub mod loadgen;
 pub mod problem;
 pub mod telemetry;
 
