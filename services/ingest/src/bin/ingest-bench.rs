@@ -273,7 +273,12 @@ async fn overload(
     let mut rng = rand::rng();
     let mut body = Vec::new();
     for i in 0..batch {
-        let event = loadgen::synthetic_event(&mut rng, &format!("overload-{i}"), false);
+        let mut event = loadgen::synthetic_event(&mut rng, &format!("overload-{i}"), false);
+        // Ids come from each request's Idempotency-Key instead, so every
+        // request is new rows, not cheap duplicates, with no client work.
+        if let Some(fields) = event.as_object_mut() {
+            fields.remove("request_id");
+        }
         body.extend_from_slice(event.to_string().as_bytes());
         body.push(b'\n');
     }
@@ -284,7 +289,7 @@ async fn overload(
     let stop = Arc::new(AtomicBool::new(false));
     let client = reqwest::Client::new();
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..connections {
+    for task in 0..connections {
         let (client, body, key) = (client.clone(), body.clone(), key.to_owned());
         let url = format!("http://{address}/v1/events");
         let (offered, acked, throttled, stop) = (
@@ -294,11 +299,14 @@ async fn overload(
             Arc::clone(&stop),
         );
         tasks.spawn(async move {
+            let mut sent = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 offered.fetch_add(batch as u64, Ordering::Relaxed);
+                sent += 1;
                 let response = client
                     .post(&url)
                     .bearer_auth(&key)
+                    .header("idempotency-key", format!("overload-{task}-{sent}"))
                     .header("content-type", "application/x-ndjson")
                     .body(body.clone())
                     .send()
