@@ -444,6 +444,32 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
             "late folded: {context}"
         );
         assert_eq!(evaluation.late, expected.late, "late: {context}");
+        // The burn-rate lookbacks are sums over their own ranges: the same
+        // numbers as recounting those ranges.
+        for check in &evaluation.alerts {
+            for (lookback, tally) in [
+                (check.rule.long_window, check.long),
+                (check.rule.short_window, check.short),
+            ] {
+                let from = (run.advance.as_of - lookback).max(sla.covers_from);
+                let expected = recount(
+                    &mut tx,
+                    sla,
+                    &evaluation.objective,
+                    from,
+                    run.advance.as_of,
+                    run.advance.as_of,
+                    settings().grace(),
+                )
+                .await
+                .unwrap();
+                assert_eq!(
+                    tally, expected.tally,
+                    "{} over {lookback}: {context}",
+                    check.rule.name
+                );
+            }
+        }
     }
     assert_eq!(
         run.evaluations.len(),

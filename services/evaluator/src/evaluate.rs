@@ -19,8 +19,8 @@ use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::minute::{Arrival, ceil_minute, floor_minute};
-use crate::rollup::{LONGEST_LOOKBACK_DAYS, MinuteCounts, TrackedSla};
+use crate::minute::{Arrival, ceil_hour, ceil_minute, floor_hour, floor_minute};
+use crate::rollup::{LONGEST_LOOKBACK_DAYS, TrackedSla};
 
 /// The verdict on one objective at one instant, with every number behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,9 +155,9 @@ pub struct PeriodCounts {
 }
 
 /// Sums the rollups of `[from, to)` per objective in the database (exact:
-/// integer sums), taking maintenance out: whole minutes by a second sum
-/// over their ranges, cut minutes by recounting their events. A month is
-/// two index range scans, not 43,200 rows per objective sent over the wire.
+/// integer sums) from hourly rows and, at the edges, minute rows, taking
+/// maintenance out: whole minutes by a second sum over their ranges, cut
+/// minutes by recounting their events.
 #[tracing::instrument(skip(tx, sla, windows))]
 pub async fn period_counts(
     tx: &mut TenantTx,
@@ -177,17 +177,30 @@ pub async fn period_counts(
     if from >= to {
         return Ok(out);
     }
+    // Whole hours from the hourly rows, the partial hours at both edges
+    // from the minute rows: [from, h0) ∪ [h0, h1) ∪ [h1, to).
+    let (h0, h1) = (ceil_hour(from), floor_hour(to));
+    let (h0, h1) = if h0 < h1 { (h0, h1) } else { (to, to) };
     let sums: Vec<Row> = sqlx::query_as(
         "SELECT objective, sum(good)::int8, sum(total)::int8, sum(late_folded)::int8, sum(late_good)::int8, \
-             sum(late_total)::int8 FROM evaluator_rollups \
-         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $4 AND minute < $5 \
-         GROUP BY objective",
+             sum(late_total)::int8 FROM ( \
+           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups_hourly \
+           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND hour >= $6 AND hour < $7 \
+           UNION ALL \
+           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
+           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $4 AND minute < $6 \
+           UNION ALL \
+           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
+           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $7 AND minute < $5 \
+         ) AS parts GROUP BY objective",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.id.uuid())
     .bind(sla.version)
     .bind(from)
     .bind(to)
+    .bind(h0)
+    .bind(h1)
     .fetch_all(&mut **tx)
     .await
     .doing("summing rollups")?;
@@ -210,7 +223,8 @@ pub async fn period_counts(
         let sums: Vec<(String, i64, i64)> = sqlx::query_as(
             "SELECT r.objective, sum(r.good)::int8, sum(r.total)::int8 FROM evaluator_rollups r \
              JOIN unnest($4::timestamptz[], $5::timestamptz[]) AS w(s, e) ON r.minute >= w.s AND r.minute < w.e \
-             WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 GROUP BY r.objective",
+             WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 \
+             GROUP BY r.objective",
         )
         .bind(tx.tenant().uuid())
         .bind(sla.id.uuid())
@@ -261,135 +275,6 @@ pub fn merge_periods(mut periods: Vec<Period>) -> Vec<Period> {
 pub fn in_any(periods: &[Period], at: DateTime<Utc>) -> bool {
     let i = periods.partition_point(|p| p.end <= at);
     periods.get(i).is_some_and(|p| p.contains(at))
-}
-
-/// Per-minute counts of one objective over a stretch, with maintenance
-/// taken out, ready to be summed over any range of whole minutes.
-#[derive(Debug, Default)]
-pub struct MinuteSeries {
-    counts: BTreeMap<DateTime<Utc>, MinuteCounts>,
-    excluded: BTreeMap<DateTime<Utc>, Tally>,
-}
-
-impl MinuteSeries {
-    /// The counted (not excluded) events of minutes in `[from, to)`.
-    pub fn tally(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Tally {
-        if from >= to {
-            return Tally::default();
-        }
-        let all: Tally = self
-            .counts
-            .range(from..to)
-            .map(|(_, c)| Tally {
-                good: c.good,
-                total: c.total,
-            })
-            .sum();
-        let out = self.excluded_in(from, to);
-        Tally {
-            good: all.good.saturating_sub(out.good),
-            total: all.total.saturating_sub(out.total),
-        }
-    }
-
-    /// Events of minutes in `[from, to)` excluded by maintenance.
-    pub fn excluded_in(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Tally {
-        if from >= to {
-            return Tally::default();
-        }
-        self.excluded.range(from..to).map(|(_, t)| *t).sum()
-    }
-
-    /// Late-folded events and late events of minutes in `[from, to)`.
-    pub fn late_in(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> (u64, Tally) {
-        if from >= to {
-            return (0, Tally::default());
-        }
-        self.counts
-            .range(from..to)
-            .fold((0, Tally::default()), |(f, l), (_, c)| {
-                (
-                    f + c.late_folded,
-                    l + Tally {
-                        good: c.late_good,
-                        total: c.late_total,
-                    },
-                )
-            })
-    }
-}
-
-/// Reads the rollups of one SLA's objectives for `[from, to)` and takes
-/// maintenance out, per objective name.
-#[tracing::instrument(skip(tx, sla, windows))]
-pub async fn load_series(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    windows: &[Period],
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    grace: Duration,
-) -> Result<HashMap<String, MinuteSeries>, EvaluatorError> {
-    type Row = (String, DateTime<Utc>, i64, i64, i64, i64, i64);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT objective, minute, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
-         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $4 AND minute < $5",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.id.uuid())
-    .bind(sla.version)
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading rollups")?;
-    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
-    let mut series: HashMap<String, MinuteSeries> = sla
-        .counted_objectives()
-        .map(|o| (o.name.as_str().to_owned(), MinuteSeries::default()))
-        .collect();
-    for (objective, minute, good, total, late_folded, late_good, late_total) in rows {
-        if let Some(s) = series.get_mut(&objective) {
-            s.counts.insert(
-                minute,
-                MinuteCounts {
-                    good: unsigned(good),
-                    total: unsigned(total),
-                    late_folded: unsigned(late_folded),
-                    late_good: unsigned(late_good),
-                    late_total: unsigned(late_total),
-                },
-            );
-        }
-    }
-
-    // Whole minutes inside maintenance drop out entirely; minutes a window
-    // only cuts are recounted from their raw events.
-    let (whole, cut) = maintenance_minutes(windows, from, to);
-    for s in series.values_mut() {
-        for (start, end) in &whole {
-            let covered: Vec<(DateTime<Utc>, Tally)> = s
-                .counts
-                .range(*start..*end)
-                .map(|(m, c)| {
-                    (
-                        *m,
-                        Tally {
-                            good: c.good,
-                            total: c.total,
-                        },
-                    )
-                })
-                .collect();
-            s.excluded.extend(covered);
-        }
-    }
-    for (objective, minutes) in recount_cut_minutes(tx, sla, windows, &cut, to, grace).await? {
-        if let Some(s) = series.get_mut(&objective) {
-            s.excluded.extend(minutes);
-        }
-    }
-    Ok(series)
 }
 
 /// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.
@@ -446,13 +331,30 @@ pub async fn evaluate_period(
     let until = floor_minute(period.end.min(as_of));
     let nominal = window.nominal_duration();
     let rules = BurnRateAlertRule::workbook(nominal);
-    // Burn rates and alerts look back at most three days, minute by
-    // minute; the period itself is summed in the database.
+    // Burn rates and alerts look back at most three days; each lookback
+    // is summed like the period (hours, then minutes at the edges).
     let recent = (as_of - Duration::days(LONGEST_LOOKBACK_DAYS)).max(sla.covers_from);
-    let from = period_start.min(recent);
-    let windows = maintenance_periods(tx, sla, from, as_of).await?;
-    let series = load_series(tx, sla, &windows, recent, as_of, grace).await?;
+    let windows = maintenance_periods(tx, sla, period_start.min(recent), as_of).await?;
     let counts = period_counts(tx, sla, &windows, period_start, until, as_of, grace).await?;
+    let mut lookbacks: Vec<Duration> = rules
+        .iter()
+        .flat_map(|r| [r.long_window, r.short_window])
+        .chain([Duration::hours(1)])
+        .collect();
+    lookbacks.sort();
+    lookbacks.dedup();
+    let mut recent_counts: HashMap<Duration, HashMap<String, PeriodCounts>> = HashMap::new();
+    for lookback in lookbacks {
+        let from = (as_of - lookback).max(sla.covers_from);
+        let c = period_counts(tx, sla, &windows, from, as_of, as_of, grace).await?;
+        recent_counts.insert(lookback, c);
+    }
+    let over = |lookback: Duration, objective: &str| {
+        recent_counts
+            .get(&lookback)
+            .and_then(|c| c.get(objective))
+            .map_or(Tally::default(), |c| c.tally)
+    };
     let mut out = Vec::new();
     for objective in sla
         .definition
@@ -460,20 +362,18 @@ pub async fn evaluate_period(
         .iter()
         .filter(|o| is_event_ratio(o))
     {
-        let (Some(s), Some(c)) = (
-            series.get(objective.name.as_str()),
-            counts.get(objective.name.as_str()),
-        ) else {
+        let name = objective.name.as_str();
+        let Some(c) = counts.get(name) else {
             continue;
         };
         let budget = ErrorBudget::new(objective.target, c.tally);
-        let last_hour = s.tally(as_of - Duration::hours(1), as_of);
+        let last_hour = over(Duration::hours(1), name);
         let burn_rate = BurnRate::of(last_hour, objective.target);
         let alerts = rules
             .iter()
             .map(|rule| {
-                let long = s.tally(as_of - rule.long_window, as_of);
-                let short = s.tally(as_of - rule.short_window, as_of);
+                let long = over(rule.long_window, name);
+                let short = over(rule.short_window, name);
                 AlertCheck {
                     rule: *rule,
                     long,

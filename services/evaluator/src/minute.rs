@@ -8,6 +8,22 @@ pub fn floor_minute(at: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp(secs, 0).unwrap_or(at)
 }
 
+/// The start of the UTC hour containing `at`.
+pub fn floor_hour(at: DateTime<Utc>) -> DateTime<Utc> {
+    let secs = at.timestamp().div_euclid(3600) * 3600;
+    DateTime::from_timestamp(secs, 0).unwrap_or(at)
+}
+
+/// The first hour boundary at or after `at`.
+pub fn ceil_hour(at: DateTime<Utc>) -> DateTime<Utc> {
+    let floor = floor_hour(at);
+    if floor == at {
+        at
+    } else {
+        floor + Duration::hours(1)
+    }
+}
+
 /// The first minute boundary at or after `at`.
 pub fn ceil_minute(at: DateTime<Utc>) -> DateTime<Utc> {
     let floor = floor_minute(at);

@@ -20,7 +20,7 @@ use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::minute::{Arrival, floor_minute};
+use crate::minute::{Arrival, floor_hour, floor_minute};
 use crate::settings::Settings;
 
 /// The longest alert lookback (the workbook's 3 days): rollups of a new
@@ -325,9 +325,46 @@ async fn write_rollups(
     tracked: &[TrackedSla],
     rows: HashMap<RollupKey, MinuteCounts>,
 ) -> Result<(), EvaluatorError> {
+    // The same counts summed per hour go to the hourly table.
+    let mut hourly: HashMap<RollupKey, MinuteCounts> = HashMap::new();
+    for ((i, name, minute), c) in &rows {
+        let h = hourly
+            .entry((*i, name.clone(), floor_hour(*minute)))
+            .or_default();
+        h.good += c.good;
+        h.total += c.total;
+        h.late_folded += c.late_folded;
+        h.late_good += c.late_good;
+        h.late_total += c.late_total;
+    }
+    upsert_counts(tx, tracked, rows, "evaluator_rollups", "minute").await?;
+    upsert_counts(tx, tracked, hourly, "evaluator_rollups_hourly", "hour").await
+}
+
+/// Adds counts to the rows of `table`, keyed by `(sla, version, objective, unit)`.
+async fn upsert_counts(
+    tx: &mut TenantTx,
+    tracked: &[TrackedSla],
+    rows: HashMap<RollupKey, MinuteCounts>,
+    table: &'static str,
+    unit: &'static str,
+) -> Result<(), EvaluatorError> {
     const BATCH: usize = 5_000;
     let tenant = tx.tenant().uuid();
     let rows: Vec<_> = rows.into_iter().collect();
+    let sql = format!(
+        "INSERT INTO {table} (tenant_id, sla_id, version, objective, {unit}, good, total, \
+             late_folded, late_good, late_total) \
+         SELECT $1, * FROM UNNEST($2::uuid[], $3::int4[], $4::text[], $5::timestamptz[], $6::int8[], \
+             $7::int8[], $8::int8[], $9::int8[], $10::int8[]) \
+         ON CONFLICT (tenant_id, sla_id, version, {unit}, objective) DO UPDATE SET \
+             good = {table}.good + EXCLUDED.good, \
+             total = {table}.total + EXCLUDED.total, \
+             late_folded = {table}.late_folded + EXCLUDED.late_folded, \
+             late_good = {table}.late_good + EXCLUDED.late_good, \
+             late_total = {table}.late_total + EXCLUDED.late_total, \
+             updated_at = now()"
+    );
     for chunk in rows.chunks(BATCH) {
         let mut sla = Vec::with_capacity(chunk.len());
         let mut version = Vec::with_capacity(chunk.len());
@@ -347,32 +384,20 @@ async fn write_rollups(
             }
         }
         let [good, total, late_folded, late_good, late_total] = cols;
-        sqlx::query(
-            "INSERT INTO evaluator_rollups (tenant_id, sla_id, version, objective, minute, good, total, \
-                 late_folded, late_good, late_total) \
-             SELECT $1, * FROM UNNEST($2::uuid[], $3::int4[], $4::text[], $5::timestamptz[], $6::int8[], \
-                 $7::int8[], $8::int8[], $9::int8[], $10::int8[]) \
-             ON CONFLICT (tenant_id, sla_id, version, objective, minute) DO UPDATE SET \
-                 good = evaluator_rollups.good + EXCLUDED.good, \
-                 total = evaluator_rollups.total + EXCLUDED.total, \
-                 late_folded = evaluator_rollups.late_folded + EXCLUDED.late_folded, \
-                 late_good = evaluator_rollups.late_good + EXCLUDED.late_good, \
-                 late_total = evaluator_rollups.late_total + EXCLUDED.late_total, \
-                 updated_at = now()",
-        )
-        .bind(tenant)
-        .bind(&sla)
-        .bind(&version)
-        .bind(&objective)
-        .bind(&minute)
-        .bind(&good)
-        .bind(&total)
-        .bind(&late_folded)
-        .bind(&late_good)
-        .bind(&late_total)
-        .execute(&mut **tx)
-        .await
-        .doing("writing rollups")?;
+        sqlx::query(&sql)
+            .bind(tenant)
+            .bind(&sla)
+            .bind(&version)
+            .bind(&objective)
+            .bind(&minute)
+            .bind(&good)
+            .bind(&total)
+            .bind(&late_folded)
+            .bind(&late_good)
+            .bind(&late_total)
+            .execute(&mut **tx)
+            .await
+            .doing("writing rollups")?;
     }
     Ok(())
 }
