@@ -77,6 +77,15 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
         .await
         .unwrap();
+    // The API's idempotency keys.
+    sqlx::query(
+        "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, status, response) \
+         VALUES ($1, 'seed', 'seed', '\\x00', 201, '{}')",
+    )
+    .bind(tenant.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert

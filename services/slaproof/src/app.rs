@@ -29,18 +29,25 @@ pub enum Service {
     /// Rolls events up and evaluates every tenant's SLAs: budgets, burn
     /// rates, alerts.
     Evaluator,
+    /// The provider and customer API: `/v1/customers`, `/v1/slas`, …
+    Api,
 }
 
 impl Service {
     /// Every service, in start order.
-    pub const ALL: &'static [Service] =
-        &[Service::Housekeeping, Service::Ingest, Service::Evaluator];
+    pub const ALL: &'static [Service] = &[
+        Service::Housekeeping,
+        Service::Ingest,
+        Service::Evaluator,
+        Service::Api,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Service::Housekeeping => "housekeeping",
             Service::Ingest => "ingest",
             Service::Evaluator => "evaluator",
+            Service::Api => "api",
         }
     }
 }
@@ -95,6 +102,13 @@ impl Application {
                 config.ingest.settings(&config.events),
             ));
         }
+        if services.contains(&Service::Api) {
+            router = router.merge(
+                slaproof_api::router(db.clone(), &config.api)
+                    .await
+                    .context("building the API")?,
+            );
+        }
         let router = router.layer(TraceLayer::new_for_http());
         Ok(Self {
             listener,
@@ -133,7 +147,7 @@ impl Application {
                     ));
                 }
                 // Serves requests only: its routes are in the router.
-                Service::Ingest => {}
+                Service::Ingest | Service::Api => {}
                 Service::Evaluator => {
                     // Names this process's job leases in the jobs table.
                     let worker = format!(

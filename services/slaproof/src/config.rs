@@ -29,6 +29,7 @@ const SECTIONS: &[&str] = &[
     "events",
     "ingest",
     "evaluator",
+    "api",
     "demo",
     "log",
 ];
@@ -43,6 +44,8 @@ pub struct Config {
     pub events: EventsConfig,
     pub ingest: IngestConfig,
     pub evaluator: slaproof_evaluator::Settings,
+    /// The API's token issuer, audience and verification keys.
+    pub api: slaproof_api::Settings,
     pub demo: DemoConfig,
     pub log: LogConfig,
 }
@@ -333,6 +336,7 @@ impl Config {
         self.evaluator
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
+        self.api.validate().map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -482,6 +486,10 @@ mod tests {
         assert_eq!(config.ingest.max_body_bytes, defaults.ingest.max_body_bytes);
         assert_eq!(config.ingest.max_in_flight, defaults.ingest.max_in_flight);
         assert_eq!(config.ingest.writers, defaults.ingest.writers);
+        assert_eq!(config.api.issuer, defaults.api.issuer);
+        assert_eq!(config.api.audience, defaults.api.audience);
+        assert_eq!(config.api.leeway_secs, defaults.api.leeway_secs);
+        assert!(config.api.keys.is_empty());
     }
 
     #[test]
@@ -518,6 +526,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("ingest.max_decoded_bytes"), "{err}");
+    }
+
+    #[test]
+    fn api_keys_are_pinned_and_checked() {
+        let err = with("[[api.keys]]\nid = \"k\"\nalgorithm = \"HS256\"\nsecret = \"short\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("api.keys.secret"), "{err}");
+        let err =
+            with("[[api.keys]]\nid = \"k\"\nalgorithm = \"RS256\"\npublic_key_pem = \"nope\"")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("api.keys.public_key_pem"), "{err}");
+        let err = with("[[api.keys]]\nid = \"k\"\nalgorithm = \"none\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("algorithm"), "{err}");
+        let config = with("[[api.keys]]\nid = \"k\"\nalgorithm = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"").unwrap();
+        assert!(!format!("{config:?}").contains("0123456789abcdef"));
     }
 
     #[test]

@@ -1,0 +1,399 @@
+//! Authentication: bearer JWTs checked against configured keys, turned into
+//! a [`Principal`] by an axum extractor so that no handler parses a token.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::{CustomerId, TenantId};
+
+use crate::settings::{Settings, SettingsError};
+
+/// Who is calling, as the token says: checked, not yet authorized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub subject: String,
+    pub tenant: TenantId,
+    pub roles: Vec<String>,
+    /// Set for a customer's user: such a caller sees that customer's SLAs
+    /// and nothing else.
+    pub customer: Option<CustomerId>,
+}
+
+/// The claims slaproof reads from a token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Claims {
+    pub sub: String,
+    pub iss: String,
+    pub aud: String,
+    pub exp: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
+    /// The tenant (`ten_…`): the casbin domain of every check.
+    pub tenant: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// The customer (`cus_…`) a customer's user acts for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer: Option<String>,
+}
+
+/// Why a token was refused. The messages are safe to show: they say what
+/// is wrong with the token, never anything about the keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("missing bearer token")]
+    Missing,
+    #[error("malformed token")]
+    Malformed,
+    #[error("token names an unknown key")]
+    UnknownKey,
+    #[error("token algorithm is not the one its key is pinned to")]
+    WrongAlgorithm,
+    #[error("token signature is invalid")]
+    BadSignature,
+    #[error("token has expired")]
+    Expired,
+    #[error("token is not valid yet")]
+    NotYetValid,
+    #[error("token issuer is not accepted")]
+    WrongIssuer,
+    #[error("token audience is not accepted")]
+    WrongAudience,
+    #[error("token claim {0} is invalid")]
+    BadClaim(&'static str),
+}
+
+#[derive(Debug)]
+struct VerifyingKey {
+    algorithm: Algorithm,
+    key: DecodingKey,
+    validation: Validation,
+}
+
+/// Checks tokens against the configured keys.
+#[derive(Debug)]
+pub struct Verifier {
+    keys: HashMap<String, VerifyingKey>,
+}
+
+impl Verifier {
+    pub fn new(settings: &Settings) -> Result<Self, SettingsError> {
+        settings.validate()?;
+        let mut keys = HashMap::new();
+        for k in &settings.keys {
+            let algorithm = k.algorithm.jwt();
+            let mut validation = Validation::new(algorithm);
+            validation.algorithms = vec![algorithm];
+            validation.leeway = settings.leeway_secs;
+            validation.validate_exp = true;
+            validation.validate_nbf = true;
+            validation.set_issuer(&[&settings.issuer]);
+            validation.set_audience(&[&settings.audience]);
+            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            keys.insert(
+                k.id.clone(),
+                VerifyingKey {
+                    algorithm,
+                    key: k.decoding_key()?,
+                    validation,
+                },
+            );
+        }
+        Ok(Self { keys })
+    }
+
+    /// Checks a compact JWS and reads its principal.
+    pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        // `alg: none` and unknown algorithms fail here: the header's
+        // algorithm must be one jsonwebtoken knows, and none is not.
+        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        let key = match &header.kid {
+            Some(kid) => self.keys.get(kid),
+            None if self.keys.len() == 1 => self.keys.values().next(),
+            None => None,
+        }
+        .ok_or(AuthError::UnknownKey)?;
+        if header.alg != key.algorithm {
+            return Err(AuthError::WrongAlgorithm);
+        }
+        let data = jsonwebtoken::decode::<Claims>(token, &key.key, &key.validation).map_err(
+            |e| match e.kind() {
+                ErrorKind::ExpiredSignature => AuthError::Expired,
+                ErrorKind::ImmatureSignature => AuthError::NotYetValid,
+                ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
+                ErrorKind::InvalidAudience => AuthError::WrongAudience,
+                ErrorKind::InvalidAlgorithm => AuthError::WrongAlgorithm,
+                ErrorKind::InvalidSignature => AuthError::BadSignature,
+                ErrorKind::MissingRequiredClaim(_) => AuthError::BadClaim("exp/iss/aud/sub"),
+                _ => AuthError::Malformed,
+            },
+        )?;
+        let claims = data.claims;
+        let tenant: TenantId = claims
+            .tenant
+            .parse()
+            .map_err(|_| AuthError::BadClaim("tenant"))?;
+        let customer = claims
+            .customer
+            .as_deref()
+            .map(str::parse::<CustomerId>)
+            .transpose()
+            .map_err(|_| AuthError::BadClaim("customer"))?;
+        if claims.sub.is_empty() || claims.sub.len() > 256 {
+            return Err(AuthError::BadClaim("sub"));
+        }
+        if claims.roles.len() > 32 || claims.roles.iter().any(|r| r.is_empty() || r.len() > 64) {
+            return Err(AuthError::BadClaim("roles"));
+        }
+        Ok(Principal {
+            subject: claims.sub,
+            tenant,
+            roles: claims.roles,
+            customer,
+        })
+    }
+}
+
+/// The bearer token of a request, if it carries one.
+pub fn bearer(parts: &Parts) -> Result<&str, AuthError> {
+    let value = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .ok_or(AuthError::Missing)?
+        .to_str()
+        .map_err(|_| AuthError::Malformed)?;
+    let (scheme, token) = value.split_once(' ').ok_or(AuthError::Malformed)?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(AuthError::Malformed);
+    }
+    Ok(token.trim())
+}
+
+impl<S> FromRequestParts<S> for Principal
+where
+    S: Send + Sync,
+    Arc<Verifier>: axum::extract::FromRef<S>,
+{
+    type Rejection = crate::rest::ApiProblem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let verifier = <Arc<Verifier> as axum::extract::FromRef<S>>::from_ref(state);
+        let token = bearer(parts)?;
+        Ok(verifier.verify(token)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use jsonwebtoken::{EncodingKey, Header};
+
+    use super::*;
+    use crate::settings::{KeyAlgorithm, KeySettings};
+
+    const RS_PRIVATE: &str = include_str!("../fixtures/rs256-private.pem");
+    const RS_PUBLIC: &str = include_str!("../fixtures/rs256-public.pem");
+    const ES_PRIVATE: &str = include_str!("../fixtures/es256-private.pem");
+    const ES_PUBLIC: &str = include_str!("../fixtures/es256-public.pem");
+    const ED_PRIVATE: &str = include_str!("../fixtures/eddsa-private.pem");
+    const ED_PUBLIC: &str = include_str!("../fixtures/eddsa-public.pem");
+    const OTHER_RS_PRIVATE: &str = include_str!("../fixtures/other-rs256-private.pem");
+    const SECRET: &str = "an-hs256-secret-of-at-least-32-bytes!";
+
+    fn key(
+        id: &str,
+        algorithm: KeyAlgorithm,
+        pem: Option<&str>,
+        secret: Option<&str>,
+    ) -> KeySettings {
+        KeySettings {
+            id: id.to_owned(),
+            algorithm,
+            public_key_pem: pem.map(str::to_owned),
+            secret: secret.map(|s| s.to_owned().into()),
+        }
+    }
+
+    fn verifier(with_hs: bool) -> Verifier {
+        let mut keys = vec![
+            key("rs", KeyAlgorithm::RS256, Some(RS_PUBLIC), None),
+            key("es", KeyAlgorithm::ES256, Some(ES_PUBLIC), None),
+            key("ed", KeyAlgorithm::EdDSA, Some(ED_PUBLIC), None),
+        ];
+        if with_hs {
+            keys.push(key("hs", KeyAlgorithm::HS256, None, Some(SECRET)));
+        }
+        Verifier::new(&Settings {
+            keys,
+            ..Settings::default()
+        })
+        .unwrap()
+    }
+
+    fn claims() -> Claims {
+        let now = jsonwebtoken::get_current_timestamp();
+        Claims {
+            sub: "user-1".into(),
+            iss: "slaproof".into(),
+            aud: "slaproof-api".into(),
+            exp: now + 600,
+            nbf: Some(now - 10),
+            tenant: TenantId::new().to_string(),
+            roles: vec!["provider_admin".into()],
+            customer: None,
+        }
+    }
+
+    fn sign(alg: Algorithm, kid: &str, key: &EncodingKey, claims: &Claims) -> String {
+        let mut header = Header::new(alg);
+        header.kid = Some(kid.to_owned());
+        jsonwebtoken::encode(&header, claims, key).unwrap()
+    }
+
+    fn rs() -> EncodingKey {
+        EncodingKey::from_rsa_pem(RS_PRIVATE.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn each_configured_algorithm_verifies_its_own_tokens() {
+        let v = verifier(true);
+        let c = claims();
+        let es = EncodingKey::from_ec_pem(ES_PRIVATE.as_bytes()).unwrap();
+        let ed = EncodingKey::from_ed_pem(ED_PRIVATE.as_bytes()).unwrap();
+        let hs = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
+        for token in [
+            sign(Algorithm::RS256, "rs", &rs(), &c),
+            sign(Algorithm::ES256, "es", &es, &c),
+            sign(Algorithm::EdDSA, "ed", &ed, &c),
+            sign(Algorithm::HS256, "hs", &hs, &c),
+        ] {
+            let p = v.verify(&token).unwrap();
+            assert_eq!(p.subject, "user-1");
+            assert_eq!(p.tenant.to_string(), c.tenant);
+        }
+    }
+
+    #[test]
+    fn alg_none_is_refused() {
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT","kid":"rs"}"#);
+        let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims()).unwrap());
+        for token in [format!("{header}.{body}."), format!("{header}.{body}")] {
+            assert_eq!(verifier(false).verify(&token), Err(AuthError::Malformed));
+        }
+    }
+
+    #[test]
+    fn hs256_signed_with_the_rsa_public_key_is_refused() {
+        // The classic confusion: the attacker knows the public key and signs
+        // HS256 with its PEM as the secret, naming the RSA key.
+        let forged = sign(
+            Algorithm::HS256,
+            "rs",
+            &EncodingKey::from_secret(RS_PUBLIC.as_bytes()).unwrap(),
+            &claims(),
+        );
+        assert_eq!(
+            verifier(true).verify(&forged),
+            Err(AuthError::WrongAlgorithm)
+        );
+        // And HS256 is not accepted at all when no secret is configured.
+        let hs = sign(
+            Algorithm::HS256,
+            "hs",
+            &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+            &claims(),
+        );
+        assert_eq!(verifier(false).verify(&hs), Err(AuthError::UnknownKey));
+    }
+
+    #[test]
+    fn wrong_key_and_tampering_are_refused() {
+        let other = EncodingKey::from_rsa_pem(OTHER_RS_PRIVATE.as_bytes()).unwrap();
+        let token = sign(Algorithm::RS256, "rs", &other, &claims());
+        assert_eq!(verifier(false).verify(&token), Err(AuthError::BadSignature));
+        let token = sign(Algorithm::RS256, "nobody", &rs(), &claims());
+        assert_eq!(verifier(false).verify(&token), Err(AuthError::UnknownKey));
+        // The payload of one token under the signature of another.
+        let good = sign(Algorithm::RS256, "rs", &rs(), &claims());
+        let mut evil = claims();
+        evil.roles = vec!["provider_admin".into(), "root".into()];
+        let evil = sign(Algorithm::RS256, "rs", &other, &evil);
+        let parts: Vec<&str> = good.split('.').collect();
+        let evil_parts: Vec<&str> = evil.split('.').collect();
+        let spliced = format!("{}.{}.{}", parts[0], evil_parts[1], parts[2]);
+        assert_eq!(
+            verifier(false).verify(&spliced),
+            Err(AuthError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn time_issuer_and_audience_are_checked() {
+        let v = verifier(false);
+        let now = jsonwebtoken::get_current_timestamp();
+        let mut c = claims();
+        c.exp = now - 120;
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::Expired)
+        );
+        let mut c = claims();
+        c.nbf = Some(now + 3600);
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::NotYetValid)
+        );
+        let mut c = claims();
+        c.iss = "someone-else".into();
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::WrongIssuer)
+        );
+        let mut c = claims();
+        c.aud = "another-api".into();
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::WrongAudience)
+        );
+        let mut c = claims();
+        c.tenant = "cus_00000000000000000000000000000000".into();
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::BadClaim("tenant"))
+        );
+    }
+
+    #[test]
+    fn a_token_without_kid_needs_exactly_one_key() {
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims(), &rs()).unwrap();
+        assert_eq!(verifier(false).verify(&token), Err(AuthError::UnknownKey));
+        let single = Verifier::new(&Settings {
+            keys: vec![key("rs", KeyAlgorithm::RS256, Some(RS_PUBLIC), None)],
+            ..Settings::default()
+        })
+        .unwrap();
+        assert!(single.verify(&token).is_ok());
+    }
+
+    #[test]
+    fn a_key_is_checked_against_its_algorithm_at_start() {
+        let err = Verifier::new(&Settings {
+            keys: vec![key("x", KeyAlgorithm::ES256, Some(RS_PUBLIC), None)],
+            ..Settings::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "api.keys.public_key_pem");
+        let err = Verifier::new(&Settings {
+            keys: vec![key("x", KeyAlgorithm::RS256, Some(RS_PUBLIC), Some(SECRET))],
+            ..Settings::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "api.keys.public_key_pem");
+    }
+}

@@ -1,0 +1,39 @@
+//! The provider and customer API: REST over one service layer, JWT bearer
+//! authentication against configured keys, and field-level RBAC with casbin.
+//!
+//! - [`auth`] checks tokens (the algorithm is pinned per key) and yields a
+//!   [`auth::Principal`] from an extractor;
+//! - [`authz`] turns roles into scopes with casbin, the tenant as domain;
+//! - [`service`] owns every operation and every rule, including which
+//!   fields a caller may see;
+//! - [`rest`] maps HTTP onto the service layer.
+
+pub mod auth;
+pub mod authz;
+pub mod rest;
+pub mod service;
+pub mod settings;
+
+use std::sync::Arc;
+
+use axum::Router;
+use slaproof_store::Database;
+
+pub use settings::{Settings, SettingsError};
+
+/// Why the API could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("invalid api configuration: {0}")]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Policy(#[from] authz::AuthzError),
+}
+
+/// The API's routes, ready to merge into the application's router.
+pub async fn router(db: Database, settings: &Settings) -> Result<Router, BuildError> {
+    let verifier = Arc::new(auth::Verifier::new(settings)?);
+    let authz = Arc::new(authz::Authorizer::with_default_policy().await?);
+    let service = service::Service::new(db, authz);
+    Ok(rest::router(rest::ApiState { verifier, service }))
+}

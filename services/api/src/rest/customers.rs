@@ -1,0 +1,104 @@
+//! `/v1/customers`: the provider's customers.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::CustomerId;
+use slaproof_store::customers::Customer;
+
+use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use crate::service::Caller;
+use crate::service::customers::NewCustomer;
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/customers", get(list).post(create))
+        .route("/v1/customers/{id}", get(show))
+}
+
+/// A customer to create.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerIn {
+    /// The customer's reference in the provider's own system; SLA
+    /// documents name customers by it.
+    pub external_ref: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CustomerOut {
+    pub id: CustomerId,
+    pub external_ref: String,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Customer> for CustomerOut {
+    fn from(c: Customer) -> Self {
+        Self {
+            id: c.id,
+            external_ref: c.external_ref,
+            name: c.name,
+            created_at: c.created_at,
+        }
+    }
+}
+
+async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Json<ListOut<CustomerOut>>, ApiProblem> {
+    let page = state.service.list_customers(&caller, &page(query)?).await?;
+    Ok(Json(ListOut {
+        data: page.items.into_iter().map(CustomerOut::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: CustomerIn = parse_body(&bytes)?;
+        let customer = state
+            .service
+            .create_customer(
+                &caller,
+                NewCustomer {
+                    external_ref: input.external_ref,
+                    name: input.name,
+                },
+            )
+            .await?;
+        Ok((StatusCode::CREATED, CustomerOut::from(customer)))
+    };
+    idempotent(&state, &caller, &headers, "POST /v1/customers", &bytes, run).await
+}
+
+async fn show(
+    State(state): State<ApiState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<CustomerOut>, ApiProblem> {
+    let Path(id) = id.map_err(|e| invalid("id", e.body_text()))?;
+    // An id that does not parse cannot name a customer: not found, like
+    // any other id the caller cannot see.
+    let id: CustomerId = id.parse().map_err(|_| {
+        ApiProblem::from(crate::service::ServiceError::NotFound {
+            what: "customer",
+            key: id.clone(),
+        })
+    })?;
+    Ok(Json(state.service.get_customer(&caller, id).await?.into()))
+}

@@ -1,0 +1,147 @@
+//! `/v1/slas`: SLA documents in (native or OpenSLO), views, versions,
+//! exports and compliance out.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use crate::service::Caller;
+use crate::service::compliance::ComplianceView;
+use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/slas", get(list).post(apply))
+        .route("/v1/slas/{name}", get(show))
+        .route("/v1/slas/{name}/versions", get(versions))
+        .route("/v1/slas/{name}/export", get(export))
+        .route("/v1/slas/{name}/compliance", get(compliance))
+}
+
+/// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
+/// JSON, as text. Applying an equal document again changes nothing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlaIn {
+    pub document: String,
+}
+
+/// The service layer's views are already the wire shapes; these aliases
+/// keep the REST naming.
+pub type SlaOut = SlaView;
+pub type SlaSummaryOut = SlaSummaryView;
+pub type SlaAppliedOut = AppliedView;
+pub type ComplianceOut = ComplianceView;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ShowQuery {
+    pub version: Option<i32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ExportQuery {
+    /// `native` (default) or `openslo`.
+    pub format: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionsOut {
+    pub data: Vec<SlaOut>,
+}
+
+fn name(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem> {
+    path.map(|Path(n)| n)
+        .map_err(|e| invalid("name", e.body_text()))
+}
+
+async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Json<ListOut<SlaSummaryOut>>, ApiProblem> {
+    let page = state.service.list_slas(&caller, &page(query)?).await?;
+    Ok(Json(ListOut {
+        data: page.items,
+        next_cursor: page.next_cursor,
+    }))
+}
+
+async fn apply(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: SlaIn = parse_body(&bytes)?;
+        let applied = state.service.apply_sla(&caller, &input.document).await?;
+        let status = if applied.outcome == "created" {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((status, applied))
+    };
+    idempotent(&state, &caller, &headers, "POST /v1/slas", &bytes, run).await
+}
+
+async fn show(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ShowQuery>, QueryRejection>,
+) -> Result<Json<SlaOut>, ApiProblem> {
+    let name = name(path)?;
+    let Query(query) = query.map_err(|e| invalid("version", e.body_text()))?;
+    Ok(Json(
+        state.service.get_sla(&caller, &name, query.version).await?,
+    ))
+}
+
+async fn versions(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<VersionsOut>, ApiProblem> {
+    let name = name(path)?;
+    Ok(Json(VersionsOut {
+        data: state.service.sla_versions(&caller, &name).await?,
+    }))
+}
+
+async fn export(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ExportQuery>, QueryRejection>,
+) -> Result<Response, ApiProblem> {
+    let name = name(path)?;
+    let Query(query) = query.map_err(|e| invalid("format", e.body_text()))?;
+    let format = match query.format.as_deref() {
+        None | Some("native") => ExportFormat::Native,
+        Some("openslo") => ExportFormat::OpenSlo,
+        Some(other) => {
+            return Err(invalid(
+                "format",
+                format!("must be `native` or `openslo`, got {other:?}"),
+            ));
+        }
+    };
+    let yaml = state.service.export_sla(&caller, &name, format).await?;
+    Ok(([(header::CONTENT_TYPE, "application/yaml")], yaml).into_response())
+}
+
+async fn compliance(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<ComplianceOut>, ApiProblem> {
+    let name = name(path)?;
+    Ok(Json(state.service.sla_compliance(&caller, &name).await?))
+}

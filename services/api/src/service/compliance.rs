@@ -1,0 +1,113 @@
+//! Compliance and error budgets of an SLA, read from the evaluator's
+//! latest evaluations, each objective's numbers shown only with the scope
+//! of its metric family.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use slaproof_evaluator::records;
+
+use super::slas::Family;
+use super::{Caller, Redaction, Service, ServiceError};
+
+/// The state of one SLA now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComplianceView {
+    pub sla: String,
+    pub version: i32,
+    pub objectives: Vec<ObjectiveCompliance>,
+    pub redacted: Vec<Redaction>,
+}
+
+/// The latest evaluation of one objective. `numbers` is absent when the
+/// caller lacks the objective's family scope, and before the first
+/// evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectiveCompliance {
+    pub objective: String,
+    pub family: Family,
+    pub numbers: Option<ComplianceNumbers>,
+}
+
+/// What the evaluator computed, exact integers as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ComplianceNumbers {
+    pub evaluated_at: DateTime<Utc>,
+    pub as_of: DateTime<Utc>,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub target_ppm: i32,
+    pub good: i64,
+    pub total: i64,
+    pub met: bool,
+    /// Absent while the period has no events.
+    pub compliance_ppm: Option<i32>,
+    pub budget_allowed: i64,
+    pub budget_consumed: i64,
+    pub budget_remaining: i64,
+    /// Burn rate in thousandths (1000 = burning exactly the budget).
+    pub burn_rate_milli: i64,
+    /// Seconds until the budget is gone at the current rate.
+    pub exhaustion_secs: Option<i64>,
+}
+
+impl Service {
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn sla_compliance(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<ComplianceView, ServiceError> {
+        let mut tx = self.tx(caller).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let latest = records::latest(&mut tx, stored.id).await?;
+        tx.commit().await?;
+        let mut redacted = Vec::new();
+        let objectives = stored
+            .definition
+            .objectives
+            .iter()
+            .map(|o| {
+                let family = Family::of(o);
+                let name = o.name.as_str().to_owned();
+                let numbers = if caller.has(family.scope()) {
+                    latest
+                        .iter()
+                        .find(|e| e.objective == name)
+                        .map(|e| ComplianceNumbers {
+                            evaluated_at: e.evaluated_at,
+                            as_of: e.as_of,
+                            period_start: e.period_start,
+                            period_end: e.period_end,
+                            target_ppm: e.target_ppm,
+                            good: e.good,
+                            total: e.total,
+                            met: e.met,
+                            compliance_ppm: e.compliance_ppm,
+                            budget_allowed: e.budget_allowed,
+                            budget_consumed: e.budget_consumed,
+                            budget_remaining: e.budget_remaining,
+                            burn_rate_milli: e.burn_rate_milli,
+                            exhaustion_secs: e.exhaustion_secs,
+                        })
+                } else {
+                    redacted.push(Redaction {
+                        field: format!("objectives[{name}].numbers"),
+                        scope: family.scope().as_str(),
+                    });
+                    None
+                };
+                ObjectiveCompliance {
+                    objective: name,
+                    family,
+                    numbers,
+                }
+            })
+            .collect();
+        Ok(ComplianceView {
+            sla: stored.definition.name.as_str().to_owned(),
+            version: stored.version,
+            objectives,
+            redacted,
+        })
+    }
+}

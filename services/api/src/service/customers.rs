@@ -1,0 +1,61 @@
+//! Customers: the provider's side only.
+
+use slaproof_domain::ids::CustomerId;
+use slaproof_store::customers::{self, Customer};
+
+use super::{Caller, Page, PageRequest, Service, ServiceError};
+use crate::authz::Scope;
+
+/// What creating a customer takes.
+#[derive(Debug, Clone)]
+pub struct NewCustomer {
+    pub external_ref: String,
+    pub name: String,
+}
+
+impl Service {
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn list_customers(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> Result<Page<Customer>, ServiceError> {
+        caller.require_provider(Scope::CustomerRead)?;
+        let mut tx = self.tx(caller).await?;
+        let all = customers::list(&mut tx).await?;
+        tx.commit().await?;
+        page.apply(all, |c| c.external_ref.as_str())
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn get_customer(
+        &self,
+        caller: &Caller,
+        id: CustomerId,
+    ) -> Result<Customer, ServiceError> {
+        caller.require_provider(Scope::CustomerRead)?;
+        let mut tx = self.tx(caller).await?;
+        let customer = customers::find(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(customer)
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_customer(
+        &self,
+        caller: &Caller,
+        new: NewCustomer,
+    ) -> Result<Customer, ServiceError> {
+        caller.require_provider(Scope::CustomerWrite)?;
+        slaproof_domain::sla::check_customer_ref(&new.external_ref)
+            .map_err(|e| ServiceError::invalid("external_ref", e.to_string()))?;
+        let name = new.name.trim();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(ServiceError::invalid("name", "must be 1-200 characters"));
+        }
+        let mut tx = self.tx(caller).await?;
+        let customer = customers::create(&mut tx, &new.external_ref, name).await?;
+        tx.commit().await?;
+        Ok(customer)
+    }
+}

@@ -1,0 +1,121 @@
+//! `Idempotency-Key` on creating requests: the first request claims the
+//! key, its answer is kept, and a retry gets the same answer back.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{Caller, Service, ServiceError};
+
+/// What a claimed key says about this request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The key is new: run the request, then [`Service::finish_idempotent`].
+    Fresh,
+    /// Done before: answer this again.
+    Replay { status: u16, body: Value },
+}
+
+/// The fingerprint of a request: its route and its body.
+pub fn fingerprint(route: &str, body: &[u8]) -> Vec<u8> {
+    let mut hash = Sha256::new();
+    hash.update(route.as_bytes());
+    hash.update([0]);
+    hash.update(body);
+    hash.finalize().to_vec()
+}
+
+impl Service {
+    /// Claims `key` for this request, or finds its earlier answer.
+    #[tracing::instrument(skip(self, caller, fingerprint), fields(tenant = %caller.tenant()))]
+    pub async fn claim_idempotent(
+        &self,
+        caller: &Caller,
+        key: &str,
+        fingerprint: &[u8],
+    ) -> Result<Claim, ServiceError> {
+        if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ServiceError::invalid(
+                "Idempotency-Key",
+                "must be 1-255 visible ASCII characters",
+            ));
+        }
+        let mut tx = self.tx(caller).await?;
+        let inserted = sqlx::query(
+            "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(caller.tenant().uuid())
+        .bind(&caller.principal.subject)
+        .bind(key)
+        .bind(fingerprint)
+        .execute(&mut *tx)
+        .await
+        .map_err(slaproof_store::StoreError::from)?
+        .rows_affected();
+        if inserted == 1 {
+            tx.commit().await?;
+            return Ok(Claim::Fresh);
+        }
+        let (stored, status, body): (Vec<u8>, Option<i16>, Option<Value>) = sqlx::query_as(
+            "SELECT fingerprint, status, response FROM api_idempotency_keys \
+             WHERE tenant_id = $1 AND subject = $2 AND key = $3",
+        )
+        .bind(caller.tenant().uuid())
+        .bind(&caller.principal.subject)
+        .bind(key)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(slaproof_store::StoreError::from)?;
+        tx.commit().await?;
+        if stored != fingerprint {
+            return Err(ServiceError::invalid(
+                "Idempotency-Key",
+                "was used before with a different request",
+            ));
+        }
+        match (status, body) {
+            (Some(status), Some(body)) => Ok(Claim::Replay {
+                status: u16::try_from(status).unwrap_or(500),
+                body,
+            }),
+            _ => Err(ServiceError::Conflict(
+                "a request with this Idempotency-Key is still running; retry later".to_owned(),
+            )),
+        }
+    }
+
+    /// Keeps the answer of a claimed key; a failed request frees the key so
+    /// that it can be retried.
+    #[tracing::instrument(skip(self, caller, answer), fields(tenant = %caller.tenant()))]
+    pub async fn finish_idempotent(
+        &self,
+        caller: &Caller,
+        key: &str,
+        answer: Option<(u16, &Value)>,
+    ) -> Result<(), ServiceError> {
+        let mut tx = self.tx(caller).await?;
+        let query = match answer {
+            Some((status, body)) => sqlx::query(
+                "UPDATE api_idempotency_keys SET status = $4, response = $5 \
+                 WHERE tenant_id = $1 AND subject = $2 AND key = $3",
+            )
+            .bind(caller.tenant().uuid())
+            .bind(&caller.principal.subject)
+            .bind(key)
+            .bind(i16::try_from(status).unwrap_or(500))
+            .bind(body),
+            None => sqlx::query(
+                "DELETE FROM api_idempotency_keys WHERE tenant_id = $1 AND subject = $2 AND key = $3",
+            )
+            .bind(caller.tenant().uuid())
+            .bind(&caller.principal.subject)
+            .bind(key),
+        };
+        query
+            .execute(&mut *tx)
+            .await
+            .map_err(slaproof_store::StoreError::from)?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

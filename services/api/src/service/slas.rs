@@ -1,0 +1,300 @@
+//! SLAs: documents in, views out, each objective shown only to callers
+//! holding the scope of its metric family, and a customer's users confined
+//! to that customer's SLAs.
+
+use serde::Serialize;
+use slaproof_domain::ids::{CustomerId, SlaId};
+use slaproof_domain::objective::{MeasuredField, Objective, Sli, SliceIndicator};
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_store::slas::{self, Applied, StoredSla};
+use slaproof_store::{TenantTx, customers};
+
+use super::{Caller, Page, PageRequest, Redaction, Service, ServiceError};
+use crate::authz::Scope;
+
+/// The metric family of an objective, which decides the scope that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Success ratios, available minutes, gauges: `sla:read:uptime`.
+    Uptime,
+    /// Latency, time to first token, time per output token: `sla:read:latency`.
+    Latency,
+}
+
+impl Family {
+    pub fn of(objective: &Objective) -> Family {
+        let latency = |field: &MeasuredField| {
+            matches!(
+                field,
+                MeasuredField::Latency | MeasuredField::Ttft | MeasuredField::Tpot
+            )
+        };
+        match &objective.sli {
+            Sli::Threshold(t) if latency(&t.field) => Family::Latency,
+            Sli::TimeSlices(t) => match &t.indicator {
+                SliceIndicator::Threshold(th) if latency(&th.field) => Family::Latency,
+                _ => Family::Uptime,
+            },
+            _ => Family::Uptime,
+        }
+    }
+
+    pub fn scope(self) -> Scope {
+        match self {
+            Family::Uptime => Scope::SlaReadUptime,
+            Family::Latency => Scope::SlaReadLatency,
+        }
+    }
+}
+
+/// An SLA as a caller may see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlaView {
+    pub id: SlaId,
+    pub name: String,
+    pub display_name: Option<String>,
+    pub service: String,
+    pub customer_ref: Option<String>,
+    pub version: i32,
+    pub current_version: i32,
+    pub objectives: Vec<ObjectiveView>,
+    pub redacted: Vec<Redaction>,
+}
+
+/// One objective; its promise (target, threshold, filter) only with the
+/// scope of its family.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectiveView {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub family: Family,
+    pub kind: &'static str,
+    /// Parts per million of good events promised.
+    pub target_ppm: Option<u32>,
+    /// The objective as in the native document (thresholds, filters).
+    pub definition: Option<serde_json::Value>,
+}
+
+/// A line of the SLA list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SlaSummaryView {
+    pub id: SlaId,
+    pub name: String,
+    pub current_version: i32,
+    pub customer_ref: Option<String>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// What applying a document did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppliedView {
+    pub id: SlaId,
+    pub name: String,
+    pub version: i32,
+    /// `created`, `updated` or `unchanged`.
+    pub outcome: &'static str,
+}
+
+/// The document formats an SLA exports to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Native,
+    OpenSlo,
+}
+
+/// Field-level view of a definition for a caller.
+pub fn view(caller: &Caller, stored: &StoredSla, customer_ref: Option<String>) -> SlaView {
+    let native = stored.definition.to_native_json();
+    let mut redacted = Vec::new();
+    let objectives = stored
+        .definition
+        .objectives
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let family = Family::of(o);
+            let visible = caller.has(family.scope());
+            if !visible {
+                for field in ["target_ppm", "definition"] {
+                    redacted.push(Redaction {
+                        field: format!("objectives[{}].{field}", o.name.as_str()),
+                        scope: family.scope().as_str(),
+                    });
+                }
+            }
+            ObjectiveView {
+                name: o.name.as_str().to_owned(),
+                display_name: o.display_name.clone(),
+                family,
+                kind: o.kind_name(),
+                target_ppm: visible.then(|| o.target.ppm()),
+                definition: visible
+                    .then(|| native["spec"]["objectives"].get(i).cloned())
+                    .flatten(),
+            }
+        })
+        .collect();
+    SlaView {
+        id: stored.id,
+        name: stored.definition.name.as_str().to_owned(),
+        display_name: stored.definition.display_name.clone(),
+        service: stored.definition.service.clone(),
+        customer_ref,
+        version: stored.version,
+        current_version: stored.current_version,
+        objectives,
+        redacted,
+    }
+}
+
+impl Service {
+    /// The SLA called `name` if the caller may see it at all: a customer's
+    /// user gets "not found" for any other customer's SLA, exactly as for
+    /// one that does not exist.
+    pub(super) async fn visible_sla(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        name: &str,
+        version: Option<i32>,
+    ) -> Result<(StoredSla, Option<String>), ServiceError> {
+        caller.require(Scope::SlaRead)?;
+        let stored = slas::find(tx, name, version).await?;
+        if let Some(own) = caller.customer()
+            && stored.customer != Some(own)
+        {
+            return Err(ServiceError::NotFound {
+                what: "SLA",
+                key: name.to_owned(),
+            });
+        }
+        let customer_ref = match stored.customer {
+            Some(c) => Some(customers::find(tx, c).await?.external_ref),
+            None => None,
+        };
+        Ok((stored, customer_ref))
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn list_slas(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> Result<Page<SlaSummaryView>, ServiceError> {
+        caller.require(Scope::SlaRead)?;
+        let mut tx = self.tx(caller).await?;
+        let own_ref = match caller.customer() {
+            Some(c) => Some(own_customer_ref(&mut tx, c).await?),
+            None => None,
+        };
+        let all = slas::list(&mut tx).await?;
+        tx.commit().await?;
+        let visible = all
+            .into_iter()
+            .filter(|s| own_ref.is_none() || s.customer_ref == own_ref)
+            .map(|s| SlaSummaryView {
+                id: s.id,
+                name: s.name,
+                current_version: s.current_version,
+                customer_ref: s.customer_ref,
+                updated_at: s.updated_at,
+            })
+            .collect();
+        page.apply(visible, |s| s.name.as_str())
+    }
+
+    /// One version of an SLA (the one in force by default). Older versions
+    /// are history: they need `sla:read:history`.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn get_sla(
+        &self,
+        caller: &Caller,
+        name: &str,
+        version: Option<i32>,
+    ) -> Result<SlaView, ServiceError> {
+        if version.is_some() {
+            caller.require(Scope::SlaReadHistory)?;
+        }
+        let mut tx = self.tx(caller).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, version).await?;
+        tx.commit().await?;
+        Ok(view(caller, &stored, customer_ref))
+    }
+
+    /// Every version of an SLA, newest first.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn sla_versions(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Vec<SlaView>, ServiceError> {
+        caller.require(Scope::SlaReadHistory)?;
+        let mut tx = self.tx(caller).await?;
+        let (current, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let mut versions = vec![view(caller, &current, customer_ref.clone())];
+        for v in (1..current.current_version).rev() {
+            let stored = slas::find(&mut tx, name, Some(v)).await?;
+            versions.push(view(caller, &stored, customer_ref.clone()));
+        }
+        tx.commit().await?;
+        Ok(versions)
+    }
+
+    /// The whole document: every objective's promise is in it, so it needs
+    /// `sla:export` and the scope of every family the SLA has.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn export_sla(
+        &self,
+        caller: &Caller,
+        name: &str,
+        format: ExportFormat,
+    ) -> Result<String, ServiceError> {
+        caller.require(Scope::SlaExport)?;
+        let mut tx = self.tx(caller).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        tx.commit().await?;
+        for o in &stored.definition.objectives {
+            caller.require(Family::of(o).scope())?;
+        }
+        Ok(match format {
+            ExportFormat::Native => stored.definition.to_native_yaml(),
+            ExportFormat::OpenSlo => stored.definition.to_openslo_yaml(),
+        })
+    }
+
+    /// Creates an SLA, or a new version of one, from a native `slaproof/v1`
+    /// or OpenSLO v1 document (YAML or JSON).
+    #[tracing::instrument(skip(self, caller, document), fields(tenant = %caller.tenant()))]
+    pub async fn apply_sla(
+        &self,
+        caller: &Caller,
+        document: &str,
+    ) -> Result<AppliedView, ServiceError> {
+        caller.require_provider(Scope::SlaWrite)?;
+        let definition = SlaDefinition::from_document(document)
+            .map_err(|e| ServiceError::invalid("document", e.to_string()))?;
+        let mut tx = self.tx(caller).await?;
+        let outcome = slas::apply(&mut tx, &definition).await?;
+        tx.commit().await?;
+        Ok(AppliedView {
+            id: outcome.sla,
+            name: definition.name.as_str().to_owned(),
+            version: outcome.version,
+            outcome: match outcome.applied {
+                Applied::Created => "created",
+                Applied::Updated => "updated",
+                Applied::Unchanged => "unchanged",
+            },
+        })
+    }
+}
+
+async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<String, ServiceError> {
+    // A token for a customer the tenant does not have sees nothing.
+    match customers::find(tx, customer).await {
+        Ok(c) => Ok(c.external_ref),
+        Err(slaproof_store::StoreError::NotFound { .. }) => Ok(String::new()),
+        Err(e) => Err(e.into()),
+    }
+}

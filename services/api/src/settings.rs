@@ -1,0 +1,166 @@
+//! The `[api]` configuration section: who issues tokens, for whom, and the
+//! keys their signatures are checked with.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// How tokens are checked. With no keys every request is refused: the API
+/// never trusts a token it cannot verify.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// The `aud` every token must carry (one of, when it is a list).
+    pub audience: String,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds.
+    pub leeway_secs: u64,
+    /// Keys tokens are signed with, each pinned to one algorithm.
+    pub keys: Vec<KeySettings>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            issuer: "slaproof".to_owned(),
+            audience: "slaproof-api".to_owned(),
+            leeway_secs: 30,
+            keys: Vec::new(),
+        }
+    }
+}
+
+/// One verification key. The algorithm is part of the key, not of the
+/// token: a token whose header names another algorithm is refused, which
+/// closes `alg: none` and HS256-with-the-RSA-public-key confusion.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySettings {
+    /// The `kid` tokens name this key by. A token without `kid` is checked
+    /// against the only key when exactly one is configured.
+    pub id: String,
+    pub algorithm: KeyAlgorithm,
+    /// The public key (SPKI PEM) for RS256, ES256 and EdDSA.
+    #[serde(default)]
+    pub public_key_pem: Option<String>,
+    /// The shared secret for HS256, at least 32 bytes. Only for deployments
+    /// whose token issuer cannot sign asymmetrically.
+    #[serde(default)]
+    pub secret: Option<SecretString>,
+}
+
+/// The algorithms a key may be pinned to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum KeyAlgorithm {
+    RS256,
+    ES256,
+    EdDSA,
+    HS256,
+}
+
+impl KeyAlgorithm {
+    pub fn jwt(self) -> jsonwebtoken::Algorithm {
+        match self {
+            KeyAlgorithm::RS256 => jsonwebtoken::Algorithm::RS256,
+            KeyAlgorithm::ES256 => jsonwebtoken::Algorithm::ES256,
+            KeyAlgorithm::EdDSA => jsonwebtoken::Algorithm::EdDSA,
+            KeyAlgorithm::HS256 => jsonwebtoken::Algorithm::HS256,
+        }
+    }
+}
+
+/// Why the section cannot be used; `key` names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {rule}")]
+pub struct SettingsError {
+    pub key: &'static str,
+    pub rule: String,
+}
+
+fn invalid(key: &'static str, rule: impl Into<String>) -> SettingsError {
+    SettingsError {
+        key,
+        rule: rule.into(),
+    }
+}
+
+/// The shortest HS256 secret accepted: RFC 7518 §3.2 asks for a key at
+/// least as long as the hash.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+impl Settings {
+    /// Checks every rule, including that each PEM parses as the key its
+    /// algorithm needs.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if self.issuer.trim().is_empty() {
+            return Err(invalid("api.issuer", "must not be empty"));
+        }
+        if self.audience.trim().is_empty() {
+            return Err(invalid("api.audience", "must not be empty"));
+        }
+        if self.leeway_secs > 300 {
+            return Err(invalid(
+                "api.leeway_secs",
+                format!("must be at most 300, got {}", self.leeway_secs),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for key in &self.keys {
+            if key.id.is_empty() || key.id.len() > 128 {
+                return Err(invalid("api.keys.id", "must be 1-128 characters"));
+            }
+            if !seen.insert(key.id.as_str()) {
+                return Err(invalid(
+                    "api.keys.id",
+                    format!("{:?} is used by two keys", key.id),
+                ));
+            }
+            key.decoding_key()?;
+        }
+        Ok(())
+    }
+}
+
+impl KeySettings {
+    /// The key signatures are checked with, built from the configured
+    /// material of the pinned algorithm and nothing else.
+    pub fn decoding_key(&self) -> Result<jsonwebtoken::DecodingKey, SettingsError> {
+        use jsonwebtoken::DecodingKey;
+        let id = &self.id;
+        match (self.algorithm, &self.public_key_pem, &self.secret) {
+            (KeyAlgorithm::HS256, None, Some(secret)) => {
+                let secret = secret.expose_secret().as_bytes();
+                if secret.len() < MIN_SECRET_BYTES {
+                    return Err(invalid(
+                        "api.keys.secret",
+                        format!("key {id:?}: must be at least {MIN_SECRET_BYTES} bytes"),
+                    ));
+                }
+                DecodingKey::from_secret(secret)
+                    .map_err(|e| invalid("api.keys.secret", format!("key {id:?}: {e}")))
+            }
+            (KeyAlgorithm::HS256, _, _) => Err(invalid(
+                "api.keys.secret",
+                format!("key {id:?}: HS256 needs `secret` and no `public_key_pem`"),
+            )),
+            (algorithm, Some(pem), None) => {
+                let pem = pem.as_bytes();
+                let key = match algorithm {
+                    KeyAlgorithm::RS256 => DecodingKey::from_rsa_pem(pem),
+                    KeyAlgorithm::ES256 => DecodingKey::from_ec_pem(pem),
+                    _ => DecodingKey::from_ed_pem(pem),
+                };
+                key.map_err(|e| {
+                    invalid(
+                        "api.keys.public_key_pem",
+                        format!("key {id:?}: not a {algorithm:?} public key in PEM: {e}"),
+                    )
+                })
+            }
+            (algorithm, _, _) => Err(invalid(
+                "api.keys.public_key_pem",
+                format!("key {id:?}: {algorithm:?} needs `public_key_pem` and no `secret`"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! The API over real HTTP: token attacks refused, tenants and customers
+//! walled off, and every role × sensitive field answered as the policy says.
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_api::settings::{KeyAlgorithm, KeySettings};
+use slaproof_domain::ids::{CustomerId, TenantId};
+use slaproof_store::{customers, tenants};
+use slaproof_tests::{TestApp, spawn_app_with};
+
+const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
+const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
+const OTHER_RS_PRIVATE: &str = include_str!("../../services/api/fixtures/other-rs256-private.pem");
+const DEMO_SLA: &str = include_str!("../../services/domain/fixtures/demo-sla.yaml");
+
+/// A running application trusting the RS256 fixture key, with one tenant,
+/// its customer `acme-corp` and the demo SLA for it.
+struct World {
+    app: TestApp,
+    http: reqwest::Client,
+    tenant: TenantId,
+    acme: CustomerId,
+    other_customer: CustomerId,
+}
+
+async fn world() -> World {
+    let app = spawn_app_with(|config| {
+        config.api.keys = vec![KeySettings {
+            id: "test".into(),
+            algorithm: KeyAlgorithm::RS256,
+            public_key_pem: Some(RS_PUBLIC.into()),
+            secret: None,
+        }];
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let acme = customers::create(&mut tx, "acme-corp", "Acme")
+        .await
+        .unwrap()
+        .id;
+    let other_customer = customers::create(&mut tx, "globex", "Globex")
+        .await
+        .unwrap()
+        .id;
+    tx.commit().await.unwrap();
+    let world = World {
+        app,
+        http: reqwest::Client::new(),
+        tenant,
+        acme,
+        other_customer,
+    };
+    let admin = world.token(&["provider_admin"], None);
+    let (status, body) = world
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": DEMO_SLA })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    world
+}
+
+fn now() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+fn sign(claims: &Value, key: &str, kid: &str) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_rsa_pem(key.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+impl World {
+    fn claims(&self, roles: &[&str], customer: Option<CustomerId>) -> Value {
+        let mut claims = json!({
+            "sub": "someone",
+            "iss": "slaproof",
+            "aud": "slaproof-api",
+            "exp": now() + 600,
+            "tenant": self.tenant.to_string(),
+            "roles": roles,
+        });
+        if let Some(c) = customer {
+            claims["customer"] = json!(c.to_string());
+        }
+        claims
+    }
+
+    fn token(&self, roles: &[&str], customer: Option<CustomerId>) -> String {
+        sign(&self.claims(roles, customer), RS_PRIVATE, "test")
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let url = format!("http://{}{path}", self.app.address);
+        let mut request = match method {
+            "POST" => self.http.post(url),
+            _ => self.http.get(url),
+        }
+        .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let is_problem = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .is_some_and(|v| v == "application/problem+json");
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if !status.is_success() {
+            assert!(
+                is_problem,
+                "{method} {path}: {status} without a problem document: {body}"
+            );
+        }
+        (status, body)
+    }
+}
+
+#[tokio::test]
+async fn token_attacks_are_refused_with_401() {
+    let w = world().await;
+    let good = w.claims(&["provider_admin"], None);
+    let b64 = |bytes: &[u8]| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    };
+    let none = format!(
+        "{}.{}.",
+        b64(br#"{"alg":"none","typ":"JWT","kid":"test"}"#),
+        b64(good.to_string().as_bytes())
+    );
+    let confused = {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("test".into());
+        jsonwebtoken::encode(
+            &header,
+            &good,
+            &EncodingKey::from_secret(RS_PUBLIC.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    let mut expired = good.clone();
+    expired["exp"] = json!(now() - 3600);
+    let mut early = good.clone();
+    early["nbf"] = json!(now() + 3600);
+    let mut issuer = good.clone();
+    issuer["iss"] = json!("evil");
+    let mut audience = good.clone();
+    audience["aud"] = json!("other");
+    let attacks = [
+        ("alg none", none),
+        ("HS256 with the RSA public key", confused),
+        ("wrong key", sign(&good, OTHER_RS_PRIVATE, "test")),
+        ("unknown kid", sign(&good, RS_PRIVATE, "other")),
+        ("expired", sign(&expired, RS_PRIVATE, "test")),
+        ("not yet valid", sign(&early, RS_PRIVATE, "test")),
+        ("wrong issuer", sign(&issuer, RS_PRIVATE, "test")),
+        ("wrong audience", sign(&audience, RS_PRIVATE, "test")),
+        ("garbage", "not.a.token".to_owned()),
+    ];
+    for (name, token) in attacks {
+        let (status, body) = w.call("GET", "/v1/slas", &token, None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}: {body}");
+        assert_eq!(body["status"], 401, "{name}");
+    }
+    let response = w
+        .http
+        .get(format!("http://{}/v1/slas", w.app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        response
+            .headers()
+            .contains_key(reqwest::header::WWW_AUTHENTICATE)
+    );
+    // The good token passes, so the refusals above were the attacks'.
+    let (status, _) = w
+        .call("GET", "/v1/slas", &sign(&good, RS_PRIVATE, "test"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn another_tenant_and_another_customer_see_nothing() {
+    let w = world().await;
+    let intruder = tenants::create(&w.app.db, "intruder", "Intruder")
+        .await
+        .unwrap()
+        .id;
+    let mut claims = w.claims(&["provider_admin"], None);
+    claims["tenant"] = json!(intruder.to_string());
+    let token = sign(&claims, RS_PRIVATE, "test");
+    let (status, body) = w.call("GET", "/v1/slas", &token, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"], json!([]));
+    for path in [
+        "/v1/slas/acme-enterprise".to_owned(),
+        "/v1/slas/acme-enterprise/compliance".to_owned(),
+        "/v1/slas/acme-enterprise/export".to_owned(),
+        format!("/v1/customers/{}", w.acme),
+    ] {
+        let (status, body) = w.call("GET", &path, &token, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert!(!body.to_string().contains("Acme"), "{path} leaks: {body}");
+    }
+
+    // A customer's user sees its own SLA and not another customer's.
+    let globex = w.token(&["customer_admin"], Some(w.other_customer));
+    let (status, body) = w.call("GET", "/v1/slas", &globex, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"], json!([]));
+    let (status, _) = w
+        .call("GET", "/v1/slas/acme-enterprise", &globex, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let (status, body) = w.call("GET", "/v1/slas", &acme, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["data"][0]["name"], "acme-enterprise");
+    // Provider resources are not a customer's, whatever its roles say.
+    let sneaky = w.token(&["provider_admin"], Some(w.acme));
+    let (status, body) = w.call("GET", "/v1/customers", &sneaky, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+}
+
+/// What a role may do with each sensitive field of the demo SLA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Allowed,
+    Refused,
+}
+use Cell::{Allowed, Refused};
+
+#[tokio::test]
+async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
+    let w = world().await;
+    // Fields, in the order of each row below.
+    let fields = [
+        "uptime target (sla:read:uptime)",
+        "latency target (sla:read:latency)",
+        "uptime compliance (sla:read:uptime)",
+        "latency compliance (sla:read:latency)",
+        "export (sla:export)",
+        "versions (sla:read:history)",
+        "apply document (sla:write)",
+        "customers (customer:read)",
+    ];
+    let matrix: [(&str, bool, [Cell; 8]); 4] = [
+        ("provider_admin", false, [Allowed; 8]),
+        (
+            "customer_admin",
+            true,
+            [
+                Allowed, Allowed, Allowed, Allowed, Allowed, Allowed, Refused, Refused,
+            ],
+        ),
+        (
+            "operations_viewer",
+            false,
+            [
+                Allowed, Allowed, Allowed, Allowed, Refused, Refused, Refused, Refused,
+            ],
+        ),
+        ("auditor", false, [Refused; 8]),
+    ];
+    for (role, is_customer, row) in matrix {
+        let token = w.token(&[role], is_customer.then_some(w.acme));
+        let sla = w
+            .call("GET", "/v1/slas/acme-enterprise", &token, None)
+            .await;
+        let compliance = w
+            .call("GET", "/v1/slas/acme-enterprise/compliance", &token, None)
+            .await;
+        let objective = |answer: &(StatusCode, Value), name: &str, field: &str| -> Cell {
+            if answer.0 != StatusCode::OK {
+                return Refused;
+            }
+            let objective = answer.1["objectives"]
+                .as_array()
+                .and_then(|o| {
+                    o.iter()
+                        .find(|o| o["name"] == name || o["objective"] == name)
+                })
+                .cloned()
+                .unwrap_or(Value::Null);
+            let redacted = answer.1["redacted"].as_array().is_some_and(|r| {
+                r.iter()
+                    .any(|r| r["field"].as_str().is_some_and(|f| f.contains(name)))
+            });
+            match (objective.get(field).is_some(), redacted) {
+                (true, false) => Allowed,
+                (false, true) => Refused,
+                other => panic!(
+                    "{role} {name}.{field}: shown and redacted disagree: {other:?} in {}",
+                    answer.1
+                ),
+            }
+        };
+        let status = |s: StatusCode| if s.is_success() { Allowed } else { Refused };
+        let export = w
+            .call(
+                "GET",
+                "/v1/slas/acme-enterprise/export?format=openslo",
+                &token,
+                None,
+            )
+            .await
+            .0;
+        let versions = w
+            .call("GET", "/v1/slas/acme-enterprise/versions", &token, None)
+            .await
+            .0;
+        let apply = w
+            .call(
+                "POST",
+                "/v1/slas",
+                &token,
+                Some(json!({ "document": DEMO_SLA })),
+            )
+            .await
+            .0;
+        let customers = w.call("GET", "/v1/customers", &token, None).await.0;
+        for s in [export, versions, apply, customers] {
+            assert!(s.is_success() || s == StatusCode::FORBIDDEN, "{role}: {s}");
+        }
+        let got = [
+            objective(&sla, "availability", "target_ppm"),
+            objective(&sla, "latency-p99", "target_ppm"),
+            objective(&compliance, "availability", "numbers"),
+            objective(&compliance, "latency-p99", "numbers"),
+            status(export),
+            status(versions),
+            status(apply),
+            status(customers),
+        ];
+        for ((field, expected), got) in fields.iter().zip(row).zip(got) {
+            assert_eq!(got, expected, "{role} × {field}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn forbidden_answers_name_the_missing_scope() {
+    let w = world().await;
+    let viewer = w.token(&["operations_viewer"], None);
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/export", &viewer, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "sla:export");
+    assert_eq!(body["type"], "https://slaproof.dev/problems/missing-scope");
+}
+
+#[tokio::test]
+async fn customers_and_slas_round_trip_with_pages_and_exports() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    for i in 0..3 {
+        let (status, body) = w
+            .call(
+                "POST",
+                "/v1/customers",
+                &admin,
+                Some(json!({ "external_ref": format!("c-{i}"), "name": format!("C {i}") })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert!(body["id"].as_str().unwrap().starts_with("cus_"));
+    }
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/customers",
+            &admin,
+            Some(json!({ "external_ref": "c-0", "name": "again" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/customers",
+            &admin,
+            Some(json!({ "external_ref": "bad ref!", "name": "x" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    // 5 customers (acme, globex, c-0..2), two at a time.
+    let mut cursor: Option<String> = None;
+    let mut refs = Vec::new();
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/customers?limit=2&cursor={c}"),
+            None => "/v1/customers?limit=2".to_owned(),
+        };
+        let (status, body) = w.call("GET", &path, &admin, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        refs.extend(
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["external_ref"].as_str().unwrap().to_owned()),
+        );
+        match body["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(refs, ["acme-corp", "c-0", "c-1", "c-2", "globex"]);
+
+    // Applying the same document again changes nothing; its OpenSLO export
+    // applies as the same definition.
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": DEMO_SLA })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["outcome"], "unchanged");
+    let (status, openslo) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/export?format=openslo",
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let openslo = openslo.as_str().unwrap().to_owned();
+    assert!(openslo.contains("openslo/v1"), "{openslo}");
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": openslo })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/versions", &admin, None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!body["data"].as_array().unwrap().is_empty());
+
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": "kind: nonsense" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, _) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/export?format=pdf",
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = w.call("GET", "/v1/slas?limit=0", &admin, None).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_creates_once_and_replays_the_answer() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let post = |key: &'static str, body: Value| {
+        w.http
+            .post(format!("http://{}/v1/customers", w.app.address))
+            .bearer_auth(&admin)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+    };
+    let first = post(
+        "k-1",
+        json!({ "external_ref": "initech", "name": "Initech" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(!first.headers().contains_key("idempotent-replayed"));
+    let first: Value = first.json().await.unwrap();
+    let again = post(
+        "k-1",
+        json!({ "external_ref": "initech", "name": "Initech" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status(), StatusCode::CREATED);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], first["id"]);
+
+    // The same key with another request is a client bug.
+    let other = post("k-1", json!({ "external_ref": "hooli", "name": "Hooli" }))
+        .await
+        .unwrap();
+    assert_eq!(other.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    // A failed request frees its key for the corrected retry.
+    let bad = post("k-2", json!({ "external_ref": "bad ref", "name": "x" }))
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let bad = post("k-2", json!({ "external_ref": "bad ref", "name": "x" }))
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, body) = w.call("GET", "/v1/customers", &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let initech = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["external_ref"] == "initech")
+        .count();
+    assert_eq!(initech, 1);
+}
