@@ -750,3 +750,68 @@ async fn loadgen_traffic_is_acknowledged_and_stored_exactly() {
     let errors = rows.iter().filter(|r| r.status != Some(200)).count();
     assert!(errors > 300, "the incident shows: {errors} errors");
 }
+
+#[tokio::test]
+async fn with_connections_cut_while_sending_every_acknowledged_event_is_stored_once() {
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let service_role = app.database.service.get_username().to_owned();
+    // Cuts every service connection of this database every 50 ms: commits
+    // fail, some after Postgres made them durable but before the answer.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killer = {
+        let stop = stop.clone();
+        let mut owner = app.database.owner_connection().await;
+        tokio::spawn(async move {
+            let mut cut = 0i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND usename = $1",
+                )
+                .bind(&service_role)
+                .fetch_one(&mut owner)
+                .await
+                .unwrap();
+                cut += n;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            cut
+        })
+    };
+
+    let report = slaproof_ingest::loadgen::run(slaproof_ingest::loadgen::LoadPlan {
+        url: format!("http://{}", app.address),
+        key,
+        rate: None,
+        duration: None,
+        events: Some(10_000),
+        batch: 200,
+        connections: 4,
+        incident: None,
+        diurnal: false,
+    })
+    .await
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let cut = killer.await.unwrap();
+
+    assert!(cut > 0, "no connection was cut");
+    assert!(
+        report.throttled > 0,
+        "no batch had to be retried: {report:?}"
+    );
+    assert_eq!(report.acknowledged, 10_000, "{report:?}");
+    assert_eq!((report.failed, report.rejected), (0, 0), "{report:?}");
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let (rows, distinct): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(DISTINCT request_id) FROM events")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!(
+        (rows, distinct),
+        (10_000, 10_000),
+        "each event exactly once"
+    );
+}
