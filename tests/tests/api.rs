@@ -113,6 +113,7 @@ impl World {
         let url = format!("http://{}{path}", self.app.address);
         let mut request = match method {
             "POST" => self.http.post(url),
+            "DELETE" => self.http.delete(url),
             _ => self.http.get(url),
         }
         .bearer_auth(token);
@@ -549,4 +550,118 @@ async fn an_idempotency_key_creates_once_and_replays_the_answer() {
         .filter(|c| c["external_ref"] == "initech")
         .count();
     assert_eq!(initech, 1);
+}
+
+#[tokio::test]
+async fn ingest_keys_show_their_secret_once_and_revoke() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let (status, created) = w
+        .call(
+            "POST",
+            "/v1/ingest-keys",
+            &admin,
+            Some(json!({ "name": "gateway" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let secret = created["key"].as_str().unwrap().to_owned();
+    let prefix = created["prefix"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with(&prefix));
+    let (status, listed) = w.call("GET", "/v1/ingest-keys", &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !listed.to_string().contains(&secret),
+        "the secret is shown once only"
+    );
+    assert_eq!(listed["data"][0]["prefix"], prefix.as_str());
+    let (status, revoked) = w
+        .call(
+            "DELETE",
+            &format!("/v1/ingest-keys/{}", created["id"].as_str().unwrap()),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{revoked}");
+    assert!(revoked["revoked_at"].is_string());
+    let (status, _) = w
+        .call("DELETE", "/v1/ingest-keys/spk_nothing", &admin, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let viewer = w.token(&["operations_viewer"], None);
+    let (status, body) = w.call("GET", "/v1/ingest-keys", &viewer, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "ingest_key:manage");
+}
+
+#[tokio::test]
+async fn maintenance_windows_are_planned_listed_and_cancelled() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let start = chrono::Utc::now() + chrono::Duration::hours(1);
+    let window = json!({
+        "sla": "acme-enterprise",
+        "starts_at": start,
+        "ends_at": start + chrono::Duration::hours(2),
+        "description": "database upgrade",
+    });
+    let (status, created) = w
+        .call("POST", "/v1/maintenance-windows", &admin, Some(window))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert!(created["id"].as_str().unwrap().starts_with("mw_"));
+    let backwards = json!({ "starts_at": start, "ends_at": start - chrono::Duration::hours(1), "description": "x" });
+    let (status, body) = w
+        .call("POST", "/v1/maintenance-windows", &admin, Some(backwards))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "ends_at");
+
+    // The customer sees the windows of its own SLA.
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let (status, listed) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/maintenance-windows",
+            &acme,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["data"][0]["description"], "database upgrade");
+    let (status, _) = w
+        .call(
+            "POST",
+            &format!(
+                "/v1/maintenance-windows/{}/cancel",
+                created["id"].as_str().unwrap()
+            ),
+            &acme,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, cancelled) = w
+        .call(
+            "POST",
+            &format!(
+                "/v1/maintenance-windows/{}/cancel",
+                created["id"].as_str().unwrap()
+            ),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(cancelled["cancelled_at"].is_string());
+    let (_, listed) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/maintenance-windows",
+            &acme,
+            None,
+        )
+        .await;
+    assert_eq!(listed["data"], json!([]));
 }

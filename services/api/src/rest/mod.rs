@@ -10,6 +10,8 @@
 //! same rule.
 
 pub mod customers;
+pub mod ingest_keys;
+pub mod maintenance;
 pub mod slas;
 
 use std::sync::Arc;
@@ -37,6 +39,8 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .merge(customers::router())
         .merge(slas::router())
+        .merge(maintenance::router())
+        .merge(ingest_keys::router())
         .with_state(state)
 }
 

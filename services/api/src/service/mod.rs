@@ -10,6 +10,8 @@
 pub mod compliance;
 pub mod customers;
 pub mod idempotency;
+pub mod ingest_keys;
+pub mod maintenance;
 pub mod slas;
 
 use std::sync::Arc;

@@ -1,0 +1,119 @@
+//! `/v1/ingest-keys`: telemetry credentials, shown once at creation.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::IngestKeyId;
+use slaproof_store::ingest_keys::IngestKey;
+
+use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use crate::service::Caller;
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/ingest-keys", get(list).post(create))
+        .route("/v1/ingest-keys/{id}", delete(revoke))
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngestKeyIn {
+    /// What the key is for, e.g. `eu-west gateway`.
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestKeyOut {
+    pub id: IngestKeyId,
+    /// The key's public part, enough to tell keys apart in logs.
+    pub prefix: String,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<IngestKey> for IngestKeyOut {
+    fn from(k: IngestKey) -> Self {
+        Self {
+            id: k.id,
+            prefix: k.prefix,
+            name: k.name,
+            created_at: k.created_at,
+            revoked_at: k.revoked_at,
+        }
+    }
+}
+
+/// A key just created: `key` is shown this once and never again.
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestKeyCreatedOut {
+    #[serde(flatten)]
+    pub ingest_key: IngestKeyOut,
+    pub key: String,
+}
+
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: IngestKeyIn = parse_body(&bytes)?;
+        let created = state
+            .service
+            .create_ingest_key(&caller, &input.name)
+            .await?;
+        Ok((
+            StatusCode::CREATED,
+            IngestKeyCreatedOut {
+                ingest_key: created.key.into(),
+                key: created.secret,
+            },
+        ))
+    };
+    // A replay hands the secret out again, to the same subject only, which
+    // is what a retried request that lost its answer needs.
+    idempotent(
+        &state,
+        &caller,
+        &headers,
+        "POST /v1/ingest-keys",
+        &bytes,
+        run,
+    )
+    .await
+}
+
+async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Json<ListOut<IngestKeyOut>>, ApiProblem> {
+    let page = state
+        .service
+        .list_ingest_keys(&caller, &page(query)?)
+        .await?;
+    Ok(Json(ListOut {
+        data: page.items.into_iter().map(Into::into).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+async fn revoke(
+    State(state): State<ApiState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<IngestKeyOut>, ApiProblem> {
+    let Path(id) = id.map_err(|e| invalid("id", e.body_text()))?;
+    Ok(Json(
+        state.service.revoke_ingest_key(&caller, &id).await?.into(),
+    ))
+}

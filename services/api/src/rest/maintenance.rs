@@ -1,0 +1,139 @@
+//! `/v1/maintenance-windows` and `/v1/slas/{name}/maintenance-windows`.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_store::maintenance::StoredMaintenanceWindow;
+
+use super::{ApiProblem, ApiState, idempotent, invalid, parse_body};
+use crate::service::maintenance::NewWindow;
+use crate::service::{Caller, ServiceError};
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/maintenance-windows", post(create))
+        .route("/v1/maintenance-windows/{id}/cancel", post(cancel))
+        .route("/v1/slas/{name}/maintenance-windows", get(list))
+}
+
+/// A window to plan.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaintenanceWindowIn {
+    /// The SLA's name; absent: every SLA of the tenant.
+    #[serde(default)]
+    pub sla: Option<String>,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MaintenanceWindowOut {
+    pub id: MaintenanceWindowId,
+    /// Absent for a tenant-wide window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sla: Option<SlaId>,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<DateTime<Utc>>,
+}
+
+impl From<StoredMaintenanceWindow> for MaintenanceWindowOut {
+    fn from(w: StoredMaintenanceWindow) -> Self {
+        Self {
+            id: w.id,
+            sla: w.sla,
+            starts_at: w.starts_at,
+            ends_at: w.ends_at,
+            description: w.description,
+            cancelled_at: w.cancelled_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MaintenanceWindowsOut {
+    pub data: Vec<MaintenanceWindowOut>,
+}
+
+/// `?from=…&to=…`; by default the last 30 days and the next 90.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RangeQuery {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+}
+
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: MaintenanceWindowIn = parse_body(&bytes)?;
+        let window = state
+            .service
+            .create_window(
+                &caller,
+                NewWindow {
+                    sla: input.sla,
+                    starts_at: input.starts_at,
+                    ends_at: input.ends_at,
+                    description: input.description,
+                },
+            )
+            .await?;
+        Ok((StatusCode::CREATED, MaintenanceWindowOut::from(window)))
+    };
+    idempotent(
+        &state,
+        &caller,
+        &headers,
+        "POST /v1/maintenance-windows",
+        &bytes,
+        run,
+    )
+    .await
+}
+
+async fn cancel(
+    State(state): State<ApiState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<MaintenanceWindowOut>, ApiProblem> {
+    let Path(id) = id.map_err(|e| invalid("id", e.body_text()))?;
+    let id: MaintenanceWindowId = id.parse().map_err(|_| {
+        ApiProblem::from(ServiceError::NotFound {
+            what: "maintenance window",
+            key: id.clone(),
+        })
+    })?;
+    Ok(Json(state.service.cancel_window(&caller, id).await?.into()))
+}
+
+async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    name: Result<Path<String>, PathRejection>,
+    query: Result<Query<RangeQuery>, QueryRejection>,
+) -> Result<Json<MaintenanceWindowsOut>, ApiProblem> {
+    let Path(name) = name.map_err(|e| invalid("name", e.body_text()))?;
+    let Query(range) = query.map_err(|e| invalid("query", e.body_text()))?;
+    let now = Utc::now();
+    let from = range.from.unwrap_or(now - Duration::days(30));
+    let to = range.to.unwrap_or(now + Duration::days(90));
+    let windows = state.service.sla_windows(&caller, &name, from, to).await?;
+    Ok(Json(MaintenanceWindowsOut {
+        data: windows.into_iter().map(Into::into).collect(),
+    }))
+}

@@ -1,0 +1,64 @@
+//! Ingest keys: the credentials providers send telemetry with.
+
+use slaproof_store::ingest_keys::{self, IngestKey};
+
+use super::{Caller, Page, PageRequest, Service, ServiceError};
+use crate::authz::Scope;
+
+/// A key just created, with its secret: shown this once, never stored.
+#[derive(Debug, Clone)]
+pub struct CreatedKey {
+    pub key: IngestKey,
+    pub secret: String,
+}
+
+impl Service {
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_ingest_key(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<CreatedKey, ServiceError> {
+        caller.require_provider(Scope::IngestKeyManage)?;
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(ServiceError::invalid("name", "must be 1-200 characters"));
+        }
+        let mut tx = self.tx(caller).await?;
+        let created = ingest_keys::create(&mut tx, name).await?;
+        tx.commit().await?;
+        Ok(CreatedKey {
+            secret: created.reveal().to_owned(),
+            key: created.key,
+        })
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn list_ingest_keys(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> Result<Page<IngestKey>, ServiceError> {
+        caller.require_provider(Scope::IngestKeyManage)?;
+        let mut tx = self.tx(caller).await?;
+        let mut keys = ingest_keys::list(&mut tx).await?;
+        tx.commit().await?;
+        // Pages need a stable order: prefixes are unique.
+        keys.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        page.apply(keys, |k| k.prefix.as_str())
+    }
+
+    /// Revokes a key by id or prefix; revoking twice keeps the first time.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn revoke_ingest_key(
+        &self,
+        caller: &Caller,
+        id_or_prefix: &str,
+    ) -> Result<IngestKey, ServiceError> {
+        caller.require_provider(Scope::IngestKeyManage)?;
+        let mut tx = self.tx(caller).await?;
+        let key = ingest_keys::revoke(&mut tx, id_or_prefix).await?;
+        tx.commit().await?;
+        Ok(key)
+    }
+}
