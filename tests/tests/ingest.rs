@@ -815,3 +815,81 @@ async fn with_connections_cut_while_sending_every_acknowledged_event_is_stored_o
         "each event exactly once"
     );
 }
+
+/// A venv with the OpenTelemetry Python SDK (tests/otel/requirements.txt),
+/// made once under the cargo target folder.
+fn otel_python() -> std::path::PathBuf {
+    let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("otel-venv");
+    let python = venv.join("bin/python");
+    let requirements =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("otel/requirements.txt");
+    let run = |cmd: &mut std::process::Command| {
+        let status = cmd
+            .status()
+            .unwrap_or_else(|e| panic!("running {cmd:?}: {e}; python3 with venv is needed"));
+        assert!(status.success(), "{cmd:?} failed");
+    };
+    if !python.exists() {
+        run(std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv));
+    }
+    run(std::process::Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements));
+    python
+}
+
+#[tokio::test]
+async fn spans_from_the_official_python_sdk_are_stored_as_events() {
+    let python = tokio::task::spawn_blocking(otel_python).await.unwrap();
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("otel/send_genai_spans.py");
+
+    let output = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg("5")
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("http://{}/v1/traces", app.address),
+        )
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            format!("Authorization=Bearer%20{key}"),
+        )
+        .env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")
+        .output()
+        .await
+        .unwrap();
+
+    assert!(
+        output.status.success(),
+        "the SDK's export failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows = stored(&app.db, tenant).await;
+    assert_eq!(
+        rows.len(),
+        5,
+        "five GenAI spans; the db.query spans are not events"
+    );
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.request_id.as_deref(), Some(format!("py-{i}").as_str()));
+        assert_eq!(row.service, "py-gateway");
+        assert_eq!(row.model.as_deref(), Some("llama-3.1-8b"));
+        assert_eq!(row.status, Some(200));
+        assert_eq!(row.ttft_us, Some(50_000));
+        assert_eq!(row.streaming, Some(true));
+        assert_eq!(row.input_tokens, Some(100 + i as i32));
+        assert_eq!(row.output_tokens, Some(10 + i as i32));
+        assert!(row.latency_us.is_some());
+    }
+}
