@@ -786,3 +786,78 @@ async fn alerts_breaches_and_period_close_are_told_once_and_corrections_supersed
     tx.commit().await.unwrap();
     assert_eq!(revisions, vec![(1, 3600), (2, 3240)]);
 }
+
+#[tokio::test]
+async fn time_slices_are_good_when_their_ratio_meets_the_slice_target_and_maintenance_weighs_nothing()
+ {
+    const SLICES: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: minutes
+spec:
+  service: chat
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: good-minutes
+    target: 99%
+    timeSlices:
+      sliceLength: 1m
+      budgeting: Timeslices
+      sliceTarget: 95%
+      ratio: {good: status < 500}
+"#;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLICES]).await;
+    let base = at("2026-11-10T10:00:00Z");
+    let mut events = Vec::new();
+    for minute in 0..10i64 {
+        for i in 0..20i64 {
+            let occurred_at = base + Duration::minutes(minute) + Duration::seconds(3 * i);
+            let bad = match minute {
+                3 => i < 2,                 // 90%: a bad slice
+                5 => i == 0,                // 95% exactly: a good slice
+                7 => true,                  // all bad, but under maintenance
+                8 => (10..13).contains(&i), // bad only inside the cut maintenance
+                _ => false,
+            };
+            events.push(Ev {
+                occurred_at,
+                received_at: occurred_at,
+                service: "chat",
+                model: "big",
+                status: if bad { 500 } else { 200 },
+                latency_us: Some(1),
+            });
+        }
+    }
+    insert_events(&db, tenant, &events).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "minutes", None).await.unwrap();
+    for (start, end) in [
+        ("2026-11-10T10:07:00Z", "2026-11-10T10:08:00Z"),
+        ("2026-11-10T10:08:30Z", "2026-11-10T10:08:39Z"),
+    ] {
+        maintenance::create(&mut tx, Some(sla.id), at(start), at(end), "m")
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at("2026-11-10T10:30:00Z")))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let e = &run.evaluations[0];
+    assert_eq!(e.objective, "good-minutes");
+    assert_eq!(e.budget.tally, Tally { good: 8, total: 9 });
+    assert_eq!(e.excluded.total, 20 + 3);
+    assert!(!e.budget.met());
+}

@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
-use slaproof_domain::objective::{EventVerdict, Objective, Sli};
+use slaproof_domain::objective::{EventVerdict, Objective, Sli, SliceBudgeting, TimeSlicesSli};
 use slaproof_domain::window::Period;
 use slaproof_store::{TenantTx, maintenance};
 
@@ -296,10 +296,103 @@ pub async fn maintenance_periods(
     ))
 }
 
-/// Whether an objective is evaluated on event counts (time slices and
-/// gauges are judged differently and are not evaluated yet).
+/// Whether an objective is judged on event counts (time slices are judged
+/// on slices, see [`counted_slices`]; gauges are not evaluated yet).
 pub fn is_event_ratio(objective: &Objective) -> bool {
     matches!(objective.sli, Sli::Ratio(_) | Sli::Threshold(_))
+}
+
+/// The time-slice SLI of an objective budgeted by good slices
+/// (`Timeslices`); `RatioTimeslices` (a mean of ratios) is not evaluated yet.
+pub fn counted_slices(objective: &Objective) -> Option<&TimeSlicesSli> {
+    match &objective.sli {
+        Sli::TimeSlices(t) if matches!(t.budgeting, SliceBudgeting::Timeslices { .. }) => Some(t),
+        _ => None,
+    }
+}
+
+/// Good and total slices of a time-slice objective over `[from, to)`.
+///
+/// Slices are `slice_length` long and aligned to the Unix epoch (so they
+/// are whole groups of rollup minutes); a slice straddling `from` or `to`
+/// is judged on its minutes inside. Events during maintenance are taken
+/// out first (whole minutes by leaving their rollups out, cut minutes by
+/// subtracting their recount), so a slice wholly in maintenance is empty
+/// and, like any empty slice, weighs nothing.
+#[tracing::instrument(skip(tx, sla, sli, windows))]
+#[allow(clippy::too_many_arguments)]
+pub async fn slice_tally(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    objective: &str,
+    sli: &TimeSlicesSli,
+    windows: &[Period],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Tally, EvaluatorError> {
+    if from >= to {
+        return Ok(Tally::default());
+    }
+    let length = i64::try_from(sli.slice_length.seconds())
+        .unwrap_or(86_400)
+        .max(60);
+    let (whole, cut) = maintenance_minutes(windows, from, to);
+    let (starts, ends): (Vec<_>, Vec<_>) = whole.into_iter().unzip();
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT extract(epoch FROM r.minute)::int8 / $7, sum(r.good)::int8, sum(r.total)::int8 \
+         FROM evaluator_rollups r \
+         WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 AND r.minute >= $4 AND r.minute < $5 \
+           AND r.objective = $6 \
+           AND NOT EXISTS (SELECT 1 FROM unnest($8::timestamptz[], $9::timestamptz[]) AS w(s, e) \
+                           WHERE r.minute >= w.s AND r.minute < w.e) \
+         GROUP BY 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.id.uuid())
+    .bind(sla.version)
+    .bind(from)
+    .bind(to)
+    .bind(objective)
+    .bind(length)
+    .bind(&starts)
+    .bind(&ends)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("summing time slices")?;
+    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+    let mut slices: BTreeMap<i64, Tally> = rows
+        .into_iter()
+        .map(|(slice, good, total)| {
+            (
+                slice,
+                Tally {
+                    good: unsigned(good),
+                    total: unsigned(total),
+                },
+            )
+        })
+        .collect();
+    if let Some(minutes) = recount_cut_minutes(tx, sla, windows, &cut, as_of, grace)
+        .await?
+        .remove(objective)
+    {
+        for (minute, out) in minutes {
+            if let Some(t) = slices.get_mut(&minute.timestamp().div_euclid(length)) {
+                t.good = t.good.saturating_sub(out.good);
+                t.total = t.total.saturating_sub(out.total);
+            }
+        }
+    }
+    let mut tally = Tally::default();
+    for t in slices.values() {
+        if let Some(good) = sli.slice_is_good(t.good, t.total) {
+            tally.total += 1;
+            tally.good += u64::from(good);
+        }
+    }
+    Ok(tally)
 }
 
 /// Evaluates every event-count objective of one SLA as of `as_of` (a
@@ -349,7 +442,36 @@ pub async fn evaluate_period(
         let c = period_counts(tx, sla, &windows, from, as_of, as_of, grace).await?;
         recent_counts.insert(lookback, c);
     }
+    // Time-slice objectives count slices, over the period and each lookback.
+    let mut slice_counts: HashMap<(String, Option<Duration>), Tally> = HashMap::new();
+    for objective in &sla.definition.objectives {
+        let Some(sli) = counted_slices(objective) else {
+            continue;
+        };
+        let name = objective.name.as_str();
+        let t = slice_tally(
+            tx,
+            sla,
+            name,
+            sli,
+            &windows,
+            period_start,
+            until,
+            as_of,
+            grace,
+        )
+        .await?;
+        slice_counts.insert((name.to_owned(), None), t);
+        for lookback in recent_counts.keys().copied().collect::<Vec<_>>() {
+            let from = (as_of - lookback).max(sla.covers_from);
+            let t = slice_tally(tx, sla, name, sli, &windows, from, as_of, as_of, grace).await?;
+            slice_counts.insert((name.to_owned(), Some(lookback)), t);
+        }
+    }
     let over = |lookback: Duration, objective: &str| {
+        if let Some(t) = slice_counts.get(&(objective.to_owned(), Some(lookback))) {
+            return *t;
+        }
         recent_counts
             .get(&lookback)
             .and_then(|c| c.get(objective))
@@ -360,13 +482,18 @@ pub async fn evaluate_period(
         .definition
         .objectives
         .iter()
-        .filter(|o| is_event_ratio(o))
+        .filter(|o| is_event_ratio(o) || counted_slices(o).is_some())
     {
         let name = objective.name.as_str();
         let Some(c) = counts.get(name) else {
             continue;
         };
-        let budget = ErrorBudget::new(objective.target, c.tally);
+        // Slices for time-slice objectives, events for the others.
+        let tally = slice_counts
+            .get(&(name.to_owned(), None))
+            .copied()
+            .unwrap_or(c.tally);
+        let budget = ErrorBudget::new(objective.target, tally);
         let last_hour = over(Duration::hours(1), name);
         let burn_rate = BurnRate::of(last_hour, objective.target);
         let alerts = rules
