@@ -861,3 +861,78 @@ spec:
     assert_eq!(e.excluded.total, 20 + 3);
     assert!(!e.budget.met());
 }
+
+#[tokio::test]
+async fn attribution_names_the_values_with_the_most_bad_events() {
+    use slaproof_evaluator::attribution::{Dimension, attribute};
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    let base = at("2026-11-10T10:00:00Z");
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    for i in 0..60i64 {
+        let (model, region, status) = match i % 3 {
+            0 => ("big", "eu", if i % 2 == 0 { 503 } else { 200 }), // 10 bad of 20
+            1 => ("small", "us", if i % 10 == 1 { 503 } else { 200 }), // 2 bad of 20
+            _ => ("small", "eu", 200),
+        };
+        sqlx::query(
+            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, \
+                 latency_us, attributes) VALUES ($1, $2, $3, $2, 'provider', 'chat', $4, $5, 1000, $6)",
+        )
+        .bind(tenant.uuid())
+        .bind(base + Duration::seconds(i))
+        .bind(uuid::Uuid::now_v7())
+        .bind(model)
+        .bind(status)
+        .bind(serde_json::json!({ "region": region }))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let as_of = at("2026-11-10T11:00:00Z");
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let (tracked, _) = rollup::track(&mut tx, as_of).await.unwrap();
+    let top = |d: &str| Dimension::parse(d).unwrap();
+    let by_model = attribute(
+        &mut tx,
+        &tracked[0],
+        "availability",
+        &top("model"),
+        base,
+        as_of,
+        as_of,
+        settings().grace(),
+        5,
+    )
+    .await
+    .unwrap();
+    assert_eq!(by_model[0].value.as_deref(), Some("big"));
+    assert_eq!((by_model[0].bad, by_model[0].total), (10, 20));
+    assert_eq!((by_model[1].bad, by_model[1].total), (2, 40));
+    let by_region = attribute(
+        &mut tx,
+        &tracked[0],
+        "availability",
+        &top("attr.region"),
+        base,
+        as_of,
+        as_of,
+        settings().grace(),
+        1,
+    )
+    .await
+    .unwrap();
+    assert_eq!(by_region.len(), 1);
+    assert_eq!(by_region[0].value.as_deref(), Some("eu"));
+    assert_eq!((by_region[0].bad, by_region[0].total), (10, 40));
+    assert!(Dimension::parse("attr.re gion").is_err());
+    tx.commit().await.unwrap();
+}

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 //! The evaluator service: exact rollups, evaluations, budgets and burn-rate alerts per tenant.
 
+pub mod attribution;
 pub mod error;
 pub mod evaluate;
 pub mod events;
