@@ -665,3 +665,18 @@ async fn maintenance_windows_are_planned_listed_and_cancelled() {
         .await;
     assert_eq!(listed["data"], json!([]));
 }
+
+#[tokio::test]
+async fn the_served_openapi_document_is_the_committed_one() {
+    let w = world().await;
+    let served = w
+        .http
+        .get(format!("http://{}/openapi.json", w.app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), StatusCode::OK);
+    let served = served.text().await.unwrap();
+    let committed = include_str!("../../docs/openapi.json");
+    assert_eq!(served, committed);
+}

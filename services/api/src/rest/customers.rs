@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 use slaproof_store::customers::Customer;
 
-use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use super::{
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+};
 use crate::service::Caller;
 use crate::service::customers::NewCustomer;
 
@@ -23,7 +25,7 @@ pub fn router() -> Router<ApiState> {
 }
 
 /// A customer to create.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerIn {
     /// The customer's reference in the provider's own system; SLA
@@ -32,8 +34,9 @@ pub struct CustomerIn {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CustomerOut {
+    #[schema(value_type = String, example = "cus_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: CustomerId,
     pub external_ref: String,
     pub name: String,
@@ -51,7 +54,20 @@ impl From<Customer> for CustomerOut {
     }
 }
 
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/v1/customers",
+    operation_id = "customers_list",
+    tag = "customers",
+    summary = "List customers",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "OK", body = ListOut<CustomerOut>),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -63,7 +79,21 @@ async fn list(
     }))
 }
 
-async fn create(
+#[utoipa::path(
+    post,
+    path = "/v1/customers",
+    operation_id = "customers_create",
+    tag = "customers",
+    summary = "Create a customer",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = CustomerIn,
+    responses(
+        (status = 201, description = "Created", body = CustomerOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -86,7 +116,20 @@ async fn create(
     idempotent(&state, &caller, &headers, "POST /v1/customers", &bytes, run).await
 }
 
-async fn show(
+#[utoipa::path(
+    get,
+    path = "/v1/customers/{id}",
+    operation_id = "customers_show",
+    tag = "customers",
+    summary = "Get a customer",
+    params(("id" = String, Path, description = "`cus_…`")),
+    responses(
+        (status = 200, description = "OK", body = CustomerOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn show(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,

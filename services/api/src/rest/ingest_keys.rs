@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::IngestKeyId;
 use slaproof_store::ingest_keys::IngestKey;
 
-use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use super::{
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+};
 use crate::service::Caller;
 
 pub fn router() -> Router<ApiState> {
@@ -21,15 +23,16 @@ pub fn router() -> Router<ApiState> {
         .route("/v1/ingest-keys/{id}", delete(revoke))
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IngestKeyIn {
     /// What the key is for, e.g. `eu-west gateway`.
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct IngestKeyOut {
+    #[schema(value_type = String, example = "key_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: IngestKeyId,
     /// The key's public part, enough to tell keys apart in logs.
     pub prefix: String,
@@ -52,14 +55,28 @@ impl From<IngestKey> for IngestKeyOut {
 }
 
 /// A key just created: `key` is shown this once and never again.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct IngestKeyCreatedOut {
     #[serde(flatten)]
     pub ingest_key: IngestKeyOut,
     pub key: String,
 }
 
-async fn create(
+#[utoipa::path(
+    post,
+    path = "/v1/ingest-keys",
+    operation_id = "ingest_keys_create",
+    tag = "ingest-keys",
+    summary = "Create an ingest key (its secret is shown once)",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = IngestKeyIn,
+    responses(
+        (status = 201, description = "Created", body = IngestKeyCreatedOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -92,7 +109,20 @@ async fn create(
     .await
 }
 
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/v1/ingest-keys",
+    operation_id = "ingest_keys_list",
+    tag = "ingest-keys",
+    summary = "List ingest keys",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "OK", body = ListOut<IngestKeyOut>),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -107,7 +137,20 @@ async fn list(
     }))
 }
 
-async fn revoke(
+#[utoipa::path(
+    delete,
+    path = "/v1/ingest-keys/{id}",
+    operation_id = "ingest_keys_revoke",
+    tag = "ingest-keys",
+    summary = "Revoke an ingest key by id or prefix",
+    params(("id" = String, Path, description = "`key_…` or the key prefix")),
+    responses(
+        (status = 200, description = "OK", body = IngestKeyOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn revoke(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
 use slaproof_store::maintenance::StoredMaintenanceWindow;
 
-use super::{ApiProblem, ApiState, idempotent, invalid, parse_body};
+use super::{ApiProblem, ApiState, ProblemOut, idempotent, invalid, parse_body};
 use crate::service::maintenance::NewWindow;
 use crate::service::{Caller, ServiceError};
 
@@ -24,7 +24,7 @@ pub fn router() -> Router<ApiState> {
 }
 
 /// A window to plan.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaintenanceWindowIn {
     /// The SLA's name; absent: every SLA of the tenant.
@@ -35,11 +35,13 @@ pub struct MaintenanceWindowIn {
     pub description: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MaintenanceWindowOut {
+    #[schema(value_type = String, example = "mw_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: MaintenanceWindowId,
     /// Absent for a tenant-wide window.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub sla: Option<SlaId>,
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
@@ -61,19 +63,34 @@ impl From<StoredMaintenanceWindow> for MaintenanceWindowOut {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MaintenanceWindowsOut {
     pub data: Vec<MaintenanceWindowOut>,
 }
 
 /// `?from=…&to=…`; by default the last 30 days and the next 90.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RangeQuery {
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
 }
 
-async fn create(
+#[utoipa::path(
+    post,
+    path = "/v1/maintenance-windows",
+    operation_id = "maintenance_windows_create",
+    tag = "maintenance",
+    summary = "Plan a maintenance window",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = MaintenanceWindowIn,
+    responses(
+        (status = 201, description = "Created", body = MaintenanceWindowOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -106,7 +123,20 @@ async fn create(
     .await
 }
 
-async fn cancel(
+#[utoipa::path(
+    post,
+    path = "/v1/maintenance-windows/{id}/cancel",
+    operation_id = "maintenance_windows_cancel",
+    tag = "maintenance",
+    summary = "Cancel a maintenance window",
+    params(("id" = String, Path, description = "`mw_…`")),
+    responses(
+        (status = 200, description = "OK", body = MaintenanceWindowOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn cancel(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
@@ -121,7 +151,20 @@ async fn cancel(
     Ok(Json(state.service.cancel_window(&caller, id).await?.into()))
 }
 
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/maintenance-windows",
+    operation_id = "maintenance_windows_list",
+    tag = "maintenance",
+    summary = "Maintenance windows of an SLA in a range",
+    params(("name" = String, Path, description = "The SLA's name"), RangeQuery),
+    responses(
+        (status = 200, description = "OK", body = MaintenanceWindowsOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     name: Result<Path<String>, PathRejection>,

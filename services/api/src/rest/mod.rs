@@ -34,9 +34,10 @@ pub struct ApiState {
     pub service: Service,
 }
 
-/// Every REST route.
+/// Every REST route, and the OpenAPI document at `/openapi.json`.
 pub fn router(state: ApiState) -> Router {
     Router::new()
+        .route("/openapi.json", axum::routing::get(openapi_json))
         .merge(customers::router())
         .merge(slas::router())
         .merge(maintenance::router())
@@ -136,9 +137,13 @@ impl axum::extract::FromRef<ApiState> for Arc<Verifier> {
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Items per page, 1-200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
 }
 
@@ -152,7 +157,7 @@ impl PageQuery {
 }
 
 /// A page of a list as answered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ListOut<T> {
     pub data: Vec<T>,
     /// Pass as `cursor` for the next page; absent on the last page.
@@ -238,5 +243,122 @@ where
                 Err(problem)
             }
         },
+    }
+}
+
+/// The shape of every error answer, for the OpenAPI document; answers are
+/// built by `slaproof_http::Problem`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ProblemOut {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: Option<String>,
+    /// 403: the scope the caller lacks.
+    pub scope: Option<String>,
+    /// 422: the field or parameter that is wrong.
+    pub field: Option<String>,
+}
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI 3.1 document, generated from the handlers and their types.
+#[derive(Debug, utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "slaproof API",
+        version = "1",
+        description = "Providers manage customers, SLAs, maintenance windows and ingest keys; customers read their SLAs' compliance. Bearer JWTs; fields a caller lacks the scope for are omitted and listed in `redacted`, operations it lacks the scope for answer 403 naming the scope."
+    ),
+    paths(
+        customers::list,
+        customers::create,
+        customers::show,
+        slas::list,
+        slas::apply,
+        slas::show,
+        slas::versions,
+        slas::export,
+        slas::compliance,
+        maintenance::create,
+        maintenance::cancel,
+        maintenance::list,
+        ingest_keys::create,
+        ingest_keys::list,
+        ingest_keys::revoke,
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+)]
+pub struct ApiDoc;
+
+/// The document as served and committed: pretty JSON with a final newline.
+pub fn openapi_document() -> String {
+    use utoipa::OpenApi;
+    let mut text = ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
+async fn openapi_json() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        openapi_document(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CI fails when the committed document differs from what the code
+    /// generates; `SLAPROOF_UPDATE_OPENAPI=1` rewrites it.
+    #[test]
+    fn the_committed_openapi_document_matches_the_code() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+        let generated = openapi_document();
+        if std::env::var_os("SLAPROOF_UPDATE_OPENAPI").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "docs/openapi.json differs from the code; run \
+             `SLAPROOF_UPDATE_OPENAPI=1 cargo test -p slaproof-api openapi` and commit it"
+        );
+    }
+
+    #[test]
+    fn the_document_is_openapi_3_1_with_every_route() {
+        let doc: serde_json::Value = serde_json::from_str(&openapi_document()).unwrap();
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+        for path in [
+            "/v1/customers",
+            "/v1/slas/{name}/compliance",
+            "/v1/ingest-keys/{id}",
+        ] {
+            assert!(doc["paths"].get(path).is_some(), "{path}");
+        }
     }
 }

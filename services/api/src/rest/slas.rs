@@ -10,7 +10,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiProblem, ApiState, ListOut, PageQuery, idempotent, invalid, page, parse_body};
+use super::{
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+};
 use crate::service::Caller;
 use crate::service::compliance::ComplianceView;
 use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
@@ -26,7 +28,7 @@ pub fn router() -> Router<ApiState> {
 
 /// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
 /// JSON, as text. Applying an equal document again changes nothing.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlaIn {
     pub document: String,
@@ -39,18 +41,22 @@ pub type SlaSummaryOut = SlaSummaryView;
 pub type SlaAppliedOut = AppliedView;
 pub type ComplianceOut = ComplianceView;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ShowQuery {
+    /// An older version (needs `sla:read:history`); default: the one in force.
+    #[param(minimum = 1)]
     pub version: Option<i32>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `native` (default) or `openslo`.
     pub format: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct VersionsOut {
     pub data: Vec<SlaOut>,
 }
@@ -60,7 +66,20 @@ fn name(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem>
         .map_err(|e| invalid("name", e.body_text()))
 }
 
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/v1/slas",
+    operation_id = "slas_list",
+    tag = "slas",
+    summary = "List SLAs (a customer's user: its own)",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "OK", body = ListOut<SlaSummaryView>),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -72,7 +91,22 @@ async fn list(
     }))
 }
 
-async fn apply(
+#[utoipa::path(
+    post,
+    path = "/v1/slas",
+    operation_id = "slas_apply",
+    tag = "slas",
+    summary = "Create an SLA or a new version from a native or OpenSLO document",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = SlaIn,
+    responses(
+        (status = 201, description = "Created", body = AppliedView),
+        (status = 200, description = "A new version, or unchanged", body = AppliedView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn apply(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -91,7 +125,20 @@ async fn apply(
     idempotent(&state, &caller, &headers, "POST /v1/slas", &bytes, run).await
 }
 
-async fn show(
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}",
+    operation_id = "slas_show",
+    tag = "slas",
+    summary = "Get an SLA, fields limited by scope",
+    params(("name" = String, Path, description = "The SLA's name"), ShowQuery),
+    responses(
+        (status = 200, description = "OK", body = SlaView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn show(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -104,7 +151,20 @@ async fn show(
     ))
 }
 
-async fn versions(
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/versions",
+    operation_id = "slas_versions",
+    tag = "slas",
+    summary = "Every version of an SLA, newest first",
+    params(("name" = String, Path, description = "The SLA's name")),
+    responses(
+        (status = 200, description = "OK", body = VersionsOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn versions(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -115,7 +175,20 @@ async fn versions(
     }))
 }
 
-async fn export(
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/export",
+    operation_id = "slas_export",
+    tag = "slas",
+    summary = "Export an SLA document",
+    params(("name" = String, Path, description = "The SLA's name"), ExportQuery),
+    responses(
+        (status = 200, description = "The document", body = String, content_type = "application/yaml"),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn export(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -137,7 +210,20 @@ async fn export(
     Ok(([(header::CONTENT_TYPE, "application/yaml")], yaml).into_response())
 }
 
-async fn compliance(
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/compliance",
+    operation_id = "slas_compliance",
+    tag = "slas",
+    summary = "Current compliance and error budgets, per objective",
+    params(("name" = String, Path, description = "The SLA's name")),
+    responses(
+        (status = 200, description = "OK", body = ComplianceView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn compliance(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,

@@ -10,7 +10,7 @@ use super::slas::Family;
 use super::{Caller, Redaction, Service, ServiceError};
 
 /// The state of one SLA now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ComplianceView {
     pub sla: String,
     pub version: i32,
@@ -21,15 +21,18 @@ pub struct ComplianceView {
 /// The latest evaluation of one objective. `numbers` is absent when the
 /// caller lacks the objective's family scope, and before the first
 /// evaluation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ObjectiveCompliance {
     pub objective: String,
     pub family: Family,
-    pub numbers: Option<ComplianceNumbers>,
+    /// `null` before the first evaluation; absent (and listed in
+    /// `redacted`) without the family's scope.
+    #[serde(skip_serializing_if = "is_redacted")]
+    pub numbers: Option<Option<ComplianceNumbers>>,
 }
 
 /// What the evaluator computed, exact integers as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ComplianceNumbers {
     pub evaluated_at: DateTime<Utc>,
     pub as_of: DateTime<Utc>,
@@ -48,6 +51,10 @@ pub struct ComplianceNumbers {
     pub burn_rate_milli: i64,
     /// Seconds until the budget is gone at the current rate.
     pub exhaustion_secs: Option<i64>,
+}
+
+fn is_redacted(numbers: &Option<Option<ComplianceNumbers>>) -> bool {
+    numbers.is_none()
 }
 
 impl Service {
@@ -70,7 +77,7 @@ impl Service {
                 let family = Family::of(o);
                 let name = o.name.as_str().to_owned();
                 let numbers = if caller.has(family.scope()) {
-                    latest
+                    Some(latest
                         .iter()
                         .find(|e| e.objective == name)
                         .map(|e| ComplianceNumbers {
@@ -88,7 +95,7 @@ impl Service {
                             budget_remaining: e.budget_remaining,
                             burn_rate_milli: e.burn_rate_milli,
                             exhaustion_secs: e.exhaustion_secs,
-                        })
+                        }))
                 } else {
                     redacted.push(Redaction {
                         field: format!("objectives[{name}].numbers"),

@@ -65,9 +65,12 @@ impl Caller {
 }
 
 /// A field left out of an answer, and the scope that would show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Redaction {
+    /// The field left out, e.g. `objectives[latency-p99].target_ppm`.
     pub field: String,
+    /// The scope that would show it, e.g. `sla:read:latency`.
+    #[schema(value_type = String)]
     pub scope: &'static str,
 }
 

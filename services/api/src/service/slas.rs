@@ -13,7 +13,7 @@ use super::{Caller, Page, PageRequest, Redaction, Service, ServiceError};
 use crate::authz::Scope;
 
 /// The metric family of an objective, which decides the scope that reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
     /// Success ratios, available minutes, gauges: `sla:read:uptime`.
@@ -49,8 +49,9 @@ impl Family {
 }
 
 /// An SLA as a caller may see it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SlaView {
+    #[schema(value_type = String, example = "sla_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: SlaId,
     pub name: String,
     pub display_name: Option<String>,
@@ -64,21 +65,27 @@ pub struct SlaView {
 
 /// One objective; its promise (target, threshold, filter) only with the
 /// scope of its family.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ObjectiveView {
     pub name: String,
     pub display_name: Option<String>,
     pub family: Family,
+    /// `ratio`, `threshold`, `time_slices` or `gauge`.
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// Parts per million of good events promised.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_ppm: Option<u32>,
     /// The objective as in the native document (thresholds, filters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub definition: Option<serde_json::Value>,
 }
 
 /// A line of the SLA list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SlaSummaryView {
+    #[schema(value_type = String, example = "sla_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: SlaId,
     pub name: String,
     pub current_version: i32,
@@ -87,12 +94,14 @@ pub struct SlaSummaryView {
 }
 
 /// What applying a document did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AppliedView {
+    #[schema(value_type = String, example = "sla_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: SlaId,
     pub name: String,
     pub version: i32,
     /// `created`, `updated` or `unchanged`.
+    #[schema(value_type = String)]
     pub outcome: &'static str,
 }
 
