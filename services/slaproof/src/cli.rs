@@ -230,7 +230,8 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
             let started = std::time::Instant::now();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(250));
-                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs().is_multiple_of(5) {
+                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs().is_multiple_of(5)
+                {
                     eprintln!("  setup running, {} s so far", started.elapsed().as_secs());
                     std::thread::sleep(std::time::Duration::from_secs(1));
                 }
