@@ -680,3 +680,208 @@ async fn the_served_openapi_document_is_the_committed_one() {
     let committed = include_str!("../../docs/openapi.json");
     assert_eq!(served, committed);
 }
+
+impl World {
+    async fn graphql(&self, token: &str, query: &str) -> Value {
+        let (status, body) = self
+            .call("POST", "/graphql", token, Some(json!({ "query": query })))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+}
+
+/// The scopes named by a GraphQL answer's errors.
+fn refused_scopes(answer: &Value) -> Vec<String> {
+    answer["errors"]
+        .as_array()
+        .map(|errors| {
+            errors
+                .iter()
+                .filter_map(|e| e["extensions"]["scope"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn every_role_and_sensitive_field_is_answered_alike_over_graphql() {
+    let w = world().await;
+    // (field, query, scope that refuses it)
+    let fields = [
+        (
+            "uptime target",
+            r#"{ sla(name: "acme-enterprise") { objectives { name family targetPpm } } }"#,
+            "sla:read:uptime",
+        ),
+        (
+            "latency target",
+            r#"{ sla(name: "acme-enterprise") { objectives { name family targetPpm } } }"#,
+            "sla:read:latency",
+        ),
+        (
+            "export",
+            r#"{ sla(name: "acme-enterprise") { export } }"#,
+            "sla:export",
+        ),
+        (
+            "versions",
+            r#"{ sla(name: "acme-enterprise") { versions { version } } }"#,
+            "sla:read:history",
+        ),
+        (
+            "customers",
+            "{ customers { edges { node { externalRef } } } }",
+            "customer:read",
+        ),
+    ];
+    let matrix: [(&str, bool, [Cell; 5]); 4] = [
+        ("provider_admin", false, [Allowed; 5]),
+        (
+            "customer_admin",
+            true,
+            [Allowed, Allowed, Allowed, Allowed, Refused],
+        ),
+        (
+            "operations_viewer",
+            false,
+            [Allowed, Allowed, Refused, Refused, Refused],
+        ),
+        ("auditor", false, [Refused; 5]),
+    ];
+    for (role, is_customer, row) in matrix {
+        let token = w.token(&[role], is_customer.then_some(w.acme));
+        for ((field, query, scope), expected) in fields.iter().zip(row) {
+            let answer = w.graphql(&token, query).await;
+            let refused = refused_scopes(&answer);
+            // The auditor lacks sla:read, so it is refused before any field.
+            let got = if refused.iter().any(|s| s == scope || s == "sla:read") {
+                Refused
+            } else {
+                assert!(answer["errors"].is_null(), "{role} {field}: {answer}");
+                Allowed
+            };
+            assert_eq!(got, expected, "{role} × {field} over GraphQL: {answer}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn graphql_hides_unheld_fields_from_introspection_and_limits_depth() {
+    let w = world().await;
+    let fields_of = |answer: &Value| -> Vec<String> {
+        answer["data"]["__type"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let query = r#"{ __type(name: "Sla") { fields { name } } }"#;
+    let admin = fields_of(&w.graphql(&w.token(&["provider_admin"], None), query).await);
+    assert!(
+        admin.contains(&"export".to_owned()) && admin.contains(&"versions".to_owned()),
+        "{admin:?}"
+    );
+    let viewer = fields_of(
+        &w.graphql(&w.token(&["operations_viewer"], None), query)
+            .await,
+    );
+    assert!(
+        !viewer.contains(&"export".to_owned()) && !viewer.contains(&"versions".to_owned()),
+        "{viewer:?}"
+    );
+    assert!(viewer.contains(&"objectives".to_owned()));
+
+    let deep = format!(
+        r#"{{ sla(name: "acme-enterprise") {{ {} name {} }} }}"#,
+        "versions { ".repeat(12),
+        "}".repeat(12)
+    );
+    let answer = w.graphql(&w.token(&["provider_admin"], None), &deep).await;
+    assert!(
+        answer["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested too deep"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn introspection_can_be_turned_off() {
+    let app = spawn_app_with(|config| {
+        config.api.graphql_introspection = false;
+        config.api.keys = vec![KeySettings {
+            id: "test".into(),
+            algorithm: KeyAlgorithm::RS256,
+            public_key_pem: Some(RS_PUBLIC.into()),
+            secret: None,
+        }];
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let claims = json!({
+        "sub": "someone", "iss": "slaproof", "aud": "slaproof-api", "exp": now() + 600,
+        "tenant": tenant.to_string(), "roles": ["provider_admin"],
+    });
+    let answer: Value = reqwest::Client::new()
+        .post(format!("http://{}/graphql", app.address))
+        .bearer_auth(sign(&claims, RS_PRIVATE, "test"))
+        .json(&json!({ "query": "{ __schema { types { name } } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // async-graphql answers a disabled introspection with nothing.
+    assert!(answer["data"]["__schema"].is_null(), "{answer}");
+    assert!(answer.to_string().len() < 100, "{answer}");
+}
+
+#[tokio::test]
+async fn budget_status_is_cacheable_and_revalidates_with_its_etag() {
+    let w = world().await;
+    let token = w.token(&["operations_viewer"], None);
+    let url = format!(
+        "http://{}/v1/slas/acme-enterprise/budget-status",
+        w.app.address
+    );
+    let first = w.http.get(&url).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let etag = first.headers()[reqwest::header::ETAG]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        first.headers()[reqwest::header::CACHE_CONTROL],
+        "private, max-age=10"
+    );
+    let body: Value = first.json().await.unwrap();
+    assert_eq!(body["exhausted"], false);
+    assert_eq!(body["objectives"].as_array().unwrap().len(), 4, "{body}");
+    let again = w
+        .http
+        .get(&url)
+        .bearer_auth(&token)
+        .header(reqwest::header::IF_NONE_MATCH, &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(again.headers()[reqwest::header::ETAG], etag.as_str());
+    let (status, body) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/budget-status",
+            &w.token(&["auditor"], None),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "sla:read");
+}

@@ -1,4 +1,4 @@
-//! The provider and customer API: REST over one service layer, JWT bearer
+//! The provider and customer API: REST and GraphQL over one service layer, JWT bearer
 //! authentication against configured keys, and field-level RBAC with casbin.
 //!
 //! - [`auth`] checks tokens (the algorithm is pinned per key) and yields a
@@ -6,10 +6,11 @@
 //! - [`authz`] turns roles into scopes with casbin, the tenant as domain;
 //! - [`service`] owns every operation and every rule, including which
 //!   fields a caller may see;
-//! - [`rest`] maps HTTP onto the service layer.
+//! - [`rest`] and [`graphql`] map their shapes onto the service layer.
 
 pub mod auth;
 pub mod authz;
+pub mod graphql;
 pub mod rest;
 pub mod service;
 pub mod settings;
@@ -35,5 +36,17 @@ pub async fn router(db: Database, settings: &Settings) -> Result<Router, BuildEr
     let verifier = Arc::new(auth::Verifier::new(settings)?);
     let authz = Arc::new(authz::Authorizer::with_default_policy().await?);
     let service = service::Service::new(db, authz);
-    Ok(rest::router(rest::ApiState { verifier, service }))
+    let schema = graphql::schema(
+        service.clone(),
+        graphql::Limits {
+            max_depth: settings.graphql_max_depth,
+            max_complexity: settings.graphql_max_complexity,
+            introspection: settings.graphql_introspection,
+        },
+    );
+    Ok(rest::router(rest::ApiState {
+        verifier,
+        service,
+        schema,
+    }))
 }

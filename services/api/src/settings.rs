@@ -17,6 +17,13 @@ pub struct Settings {
     pub leeway_secs: u64,
     /// Keys tokens are signed with, each pinned to one algorithm.
     pub keys: Vec<KeySettings>,
+    /// Whether GraphQL answers introspection queries (each caller sees only
+    /// the fields its scopes allow).
+    pub graphql_introspection: bool,
+    /// Deepest GraphQL query accepted.
+    pub graphql_max_depth: usize,
+    /// Most complex GraphQL query accepted (one point per field).
+    pub graphql_max_complexity: usize,
 }
 
 impl Default for Settings {
@@ -26,6 +33,9 @@ impl Default for Settings {
             audience: "slaproof-api".to_owned(),
             leeway_secs: 30,
             keys: Vec::new(),
+            graphql_introspection: true,
+            graphql_max_depth: 10,
+            graphql_max_complexity: 500,
         }
     }
 }
@@ -102,6 +112,21 @@ impl Settings {
             return Err(invalid(
                 "api.leeway_secs",
                 format!("must be at most 300, got {}", self.leeway_secs),
+            ));
+        }
+        if !(2..=64).contains(&self.graphql_max_depth) {
+            return Err(invalid(
+                "api.graphql_max_depth",
+                format!("must be between 2 and 64, got {}", self.graphql_max_depth),
+            ));
+        }
+        if !(10..=100_000).contains(&self.graphql_max_complexity) {
+            return Err(invalid(
+                "api.graphql_max_complexity",
+                format!(
+                    "must be between 10 and 100000, got {}",
+                    self.graphql_max_complexity
+                ),
             ));
         }
         let mut seen = std::collections::HashSet::new();

@@ -490,6 +490,15 @@ mod tests {
         assert_eq!(config.api.audience, defaults.api.audience);
         assert_eq!(config.api.leeway_secs, defaults.api.leeway_secs);
         assert!(config.api.keys.is_empty());
+        assert_eq!(
+            config.api.graphql_introspection,
+            defaults.api.graphql_introspection
+        );
+        assert_eq!(config.api.graphql_max_depth, defaults.api.graphql_max_depth);
+        assert_eq!(
+            config.api.graphql_max_complexity,
+            defaults.api.graphql_max_complexity
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod slas;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -28,16 +28,27 @@ use crate::auth::{AuthError, Principal, Verifier};
 use crate::service::{Caller, PageRequest, Service, ServiceError};
 
 /// What every handler can reach.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ApiState {
     pub verifier: Arc<Verifier>,
     pub service: Service,
+    pub schema: crate::graphql::ApiSchema,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState")
+            .field("verifier", &self.verifier)
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Every REST route, and the OpenAPI document at `/openapi.json`.
 pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/openapi.json", axum::routing::get(openapi_json))
+        .route("/graphql", axum::routing::post(graphql))
         .merge(customers::router())
         .merge(slas::router())
         .merge(maintenance::router())
@@ -182,6 +193,17 @@ pub fn body<T>(
         .map_err(|e| invalid("body", e.body_text()))
 }
 
+/// `POST /graphql`: the caller is authenticated like any REST request and
+/// handed to the resolvers; GraphQL errors answer 200 as the spec says.
+async fn graphql(
+    State(state): State<ApiState>,
+    caller: Caller,
+    bytes: axum::body::Bytes,
+) -> Result<axum::Json<async_graphql::Response>, ApiProblem> {
+    let request: async_graphql::Request = parse_body(&bytes)?;
+    Ok(axum::Json(state.schema.execute(request.data(caller)).await))
+}
+
 /// The header naming a creating request's idempotency key.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
@@ -298,6 +320,7 @@ impl utoipa::Modify for BearerAuth {
         slas::versions,
         slas::export,
         slas::compliance,
+        slas::budget_status,
         maintenance::create,
         maintenance::cancel,
         maintenance::list,

@@ -9,12 +9,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
 };
 use crate::service::Caller;
-use crate::service::compliance::ComplianceView;
+use crate::service::compliance::{BudgetStatusView, ComplianceView};
 use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
 pub fn router() -> Router<ApiState> {
@@ -24,6 +25,7 @@ pub fn router() -> Router<ApiState> {
         .route("/v1/slas/{name}/versions", get(versions))
         .route("/v1/slas/{name}/export", get(export))
         .route("/v1/slas/{name}/compliance", get(compliance))
+        .route("/v1/slas/{name}/budget-status", get(budget_status))
 }
 
 /// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
@@ -230,4 +232,60 @@ pub async fn compliance(
 ) -> Result<Json<ComplianceOut>, ApiProblem> {
     let name = name(path)?;
     Ok(Json(state.service.sla_compliance(&caller, &name).await?))
+}
+
+/// Seconds a gateway may reuse a budget status: the evaluator refreshes it
+/// every round (30 s by default), so a shorter age would only add load.
+pub const BUDGET_STATUS_MAX_AGE_SECS: u32 = 10;
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/budget-status",
+    operation_id = "slas_budget_status",
+    tag = "slas",
+    summary = "Remaining error budget and burn rate, cacheable, for gateways",
+    params(
+        ("name" = String, Path, description = "The SLA's name"),
+        ("If-None-Match" = Option<String>, Header, description = "The ETag of a status already held"),
+    ),
+    responses(
+        (status = 200, description = "OK", body = BudgetStatusView),
+        (status = 304, description = "Unchanged since the ETag given"),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn budget_status(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiProblem> {
+    let name = name(path)?;
+    let status = state.service.budget_status(&caller, &name).await?;
+    let body = serde_json::to_vec(&status)
+        .map_err(|e| ApiProblem::from(crate::service::ServiceError::Internal(Box::new(e))))?;
+    // A strong validator of exactly these bytes; the answer depends on the
+    // caller's scopes, so caches must keep it private.
+    let etag = format!("\"{}\"", hex::encode(&sha2::Sha256::digest(&body)[..16]));
+    let cache = format!("private, max-age={BUDGET_STATUS_MAX_AGE_SECS}");
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let headers = [
+        (header::ETAG, etag),
+        (header::CACHE_CONTROL, cache),
+        (header::VARY, "authorization".to_owned()),
+    ];
+    if matches {
+        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+    }
+    Ok((
+        StatusCode::OK,
+        headers,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
 }

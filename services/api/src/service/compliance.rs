@@ -76,33 +76,33 @@ impl Service {
             .map(|o| {
                 let family = Family::of(o);
                 let name = o.name.as_str().to_owned();
-                let numbers = if caller.has(family.scope()) {
-                    Some(latest
-                        .iter()
-                        .find(|e| e.objective == name)
-                        .map(|e| ComplianceNumbers {
-                            evaluated_at: e.evaluated_at,
-                            as_of: e.as_of,
-                            period_start: e.period_start,
-                            period_end: e.period_end,
-                            target_ppm: e.target_ppm,
-                            good: e.good,
-                            total: e.total,
-                            met: e.met,
-                            compliance_ppm: e.compliance_ppm,
-                            budget_allowed: e.budget_allowed,
-                            budget_consumed: e.budget_consumed,
-                            budget_remaining: e.budget_remaining,
-                            burn_rate_milli: e.burn_rate_milli,
-                            exhaustion_secs: e.exhaustion_secs,
+                let numbers =
+                    if caller.has(family.scope()) {
+                        Some(latest.iter().find(|e| e.objective == name).map(|e| {
+                            ComplianceNumbers {
+                                evaluated_at: e.evaluated_at,
+                                as_of: e.as_of,
+                                period_start: e.period_start,
+                                period_end: e.period_end,
+                                target_ppm: e.target_ppm,
+                                good: e.good,
+                                total: e.total,
+                                met: e.met,
+                                compliance_ppm: e.compliance_ppm,
+                                budget_allowed: e.budget_allowed,
+                                budget_consumed: e.budget_consumed,
+                                budget_remaining: e.budget_remaining,
+                                burn_rate_milli: e.burn_rate_milli,
+                                exhaustion_secs: e.exhaustion_secs,
+                            }
                         }))
-                } else {
-                    redacted.push(Redaction {
-                        field: format!("objectives[{name}].numbers"),
-                        scope: family.scope().as_str(),
-                    });
-                    None
-                };
+                    } else {
+                        redacted.push(Redaction {
+                            field: format!("objectives[{name}].numbers"),
+                            scope: family.scope().as_str(),
+                        });
+                        None
+                    };
                 ObjectiveCompliance {
                     objective: name,
                     family,
@@ -115,6 +115,64 @@ impl Service {
             version: stored.version,
             objectives,
             redacted,
+        })
+    }
+}
+
+/// What a gateway needs to admit or shed traffic: per objective, whether
+/// budget is left and how fast it burns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct BudgetStatusView {
+    pub sla: String,
+    /// True when any objective the caller may see has no budget left: shed
+    /// load.
+    pub exhausted: bool,
+    pub objectives: Vec<ObjectiveBudget>,
+    pub redacted: Vec<Redaction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ObjectiveBudget {
+    pub objective: String,
+    /// Events (or slices) still allowed to fail this period; absent before
+    /// the first evaluation.
+    pub budget_remaining: Option<i64>,
+    /// Thousandths of the sustainable burn rate.
+    pub burn_rate_milli: Option<i64>,
+    pub exhausted: bool,
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+impl Service {
+    /// The small, cacheable read a provider's gateway consults before
+    /// admitting traffic.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn budget_status(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<BudgetStatusView, ServiceError> {
+        let view = self.sla_compliance(caller, name).await?;
+        let objectives: Vec<ObjectiveBudget> = view
+            .objectives
+            .into_iter()
+            .filter_map(|o| {
+                // Redacted objectives stay out, and are named in `redacted`.
+                let numbers = o.numbers?;
+                Some(ObjectiveBudget {
+                    objective: o.objective,
+                    budget_remaining: numbers.as_ref().map(|n| n.budget_remaining),
+                    burn_rate_milli: numbers.as_ref().map(|n| n.burn_rate_milli),
+                    exhausted: numbers.as_ref().is_some_and(|n| n.budget_remaining <= 0),
+                    as_of: numbers.as_ref().map(|n| n.as_of),
+                })
+            })
+            .collect();
+        Ok(BudgetStatusView {
+            sla: view.sla,
+            exhausted: objectives.iter().any(|o| o.exhausted),
+            objectives,
+            redacted: view.redacted,
         })
     }
 }

@@ -1,0 +1,386 @@
+//! GraphQL over the service layer: resolvers map shapes and call in, so
+//! every rule is the REST one. A field the caller lacks the scope for is
+//! refused with an error naming the scope (`extensions.scope`), and fields
+//! guarded by a fixed scope are hidden from that caller's introspection.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{
+    Context, EmptySubscription, ErrorExtensions, Json, Object, Schema, SimpleObject,
+};
+
+use crate::authz::Scope;
+use crate::service::compliance::{ComplianceNumbers, ComplianceView};
+use crate::service::slas::{ExportFormat, Family, ObjectiveView, SlaSummaryView, SlaView};
+use crate::service::{Caller, PageRequest, Service, ServiceError};
+
+pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
+
+/// Limits on what one query may ask, so that a query cannot cost more
+/// than a page of REST calls.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_depth: usize,
+    pub max_complexity: usize,
+    pub introspection: bool,
+}
+
+/// The schema with its limits; the caller is added to each request.
+pub fn schema(service: Service, limits: Limits) -> ApiSchema {
+    let builder = Schema::build(Query, Mutation, EmptySubscription)
+        .data(service)
+        .limit_depth(limits.max_depth)
+        .limit_complexity(limits.max_complexity);
+    if limits.introspection {
+        builder.finish()
+    } else {
+        builder.disable_introspection().finish()
+    }
+}
+
+/// A service error as a GraphQL error: the message, a `code`, and the
+/// missing `scope` when that is why.
+fn refuse(err: ServiceError) -> async_graphql::Error {
+    let code = match &err {
+        ServiceError::MissingScope(_) => "FORBIDDEN",
+        ServiceError::NotFound { .. } => "NOT_FOUND",
+        ServiceError::Conflict(_) => "CONFLICT",
+        ServiceError::Invalid { .. } => "INVALID",
+        ServiceError::Internal(source) => {
+            tracing::error!(error = %source, "internal error");
+            "INTERNAL"
+        }
+    };
+    let message = match &err {
+        ServiceError::Internal(_) => "internal error".to_owned(),
+        other => other.to_string(),
+    };
+    async_graphql::Error::new(message).extend_with(|_, e| {
+        e.set("code", code);
+        if let ServiceError::MissingScope(scope) = &err {
+            e.set("scope", scope.as_str());
+        }
+    })
+}
+
+fn parts<'a>(ctx: &'a Context<'_>) -> async_graphql::Result<(&'a Service, &'a Caller)> {
+    Ok((ctx.data::<Service>()?, ctx.data::<Caller>()?))
+}
+
+/// Whether the caller of this request holds `scope`: decides what its
+/// introspection shows.
+fn holds(ctx: &Context<'_>, scope: Scope) -> bool {
+    ctx.data_opt::<Caller>().is_some_and(|c| c.has(scope))
+}
+
+fn holds_history(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadHistory)
+}
+
+fn holds_export(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaExport)
+}
+
+fn holds_customers(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::CustomerRead)
+}
+
+fn holds_a_metric(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadUptime) || holds(ctx, Scope::SlaReadLatency)
+}
+
+fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<PageRequest> {
+    let limit = first
+        .map(u32::try_from)
+        .transpose()
+        .map_err(|_| refuse(ServiceError::invalid("first", "must not be negative")))?;
+    Ok(PageRequest {
+        cursor: after,
+        limit,
+    })
+}
+
+#[derive(Debug)]
+pub struct Query;
+
+#[Object]
+impl Query {
+    /// SLAs the caller may see, by name (a customer's user: its own).
+    async fn slas(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, SlaSummary>> {
+        let (service, caller) = parts(ctx)?;
+        let page = service
+            .list_slas(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for item in page.items {
+            connection
+                .edges
+                .push(Edge::new(hex_cursor(&item.name), SlaSummary(item)));
+        }
+        Ok(connection)
+    }
+
+    /// One SLA, the version in force unless `version` is given.
+    async fn sla(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+        version: Option<i32>,
+    ) -> async_graphql::Result<Sla> {
+        let (service, caller) = parts(ctx)?;
+        let view = service
+            .get_sla(caller, &name, version)
+            .await
+            .map_err(refuse)?;
+        Ok(Sla(view))
+    }
+
+    /// The provider's customers.
+    #[graphql(visible = "holds_customers")]
+    async fn customers(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, Customer>> {
+        let (service, caller) = parts(ctx)?;
+        let page = service
+            .list_customers(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for c in page.items {
+            connection.edges.push(Edge::new(
+                hex_cursor(&c.external_ref),
+                Customer {
+                    id: c.id.to_string(),
+                    external_ref: c.external_ref,
+                    name: c.name,
+                },
+            ));
+        }
+        Ok(connection)
+    }
+}
+
+/// Cursors are those of the REST pages, so both APIs page alike.
+fn hex_cursor(key: &str) -> String {
+    hex::encode(key)
+}
+
+#[derive(Debug)]
+pub struct Mutation;
+
+#[Object]
+impl Mutation {
+    /// Creates an SLA or a new version from a native or OpenSLO document;
+    /// answers `created`, `updated` or `unchanged`.
+    async fn apply_sla(
+        &self,
+        ctx: &Context<'_>,
+        document: String,
+    ) -> async_graphql::Result<String> {
+        let (service, caller) = parts(ctx)?;
+        let applied = service.apply_sla(caller, &document).await.map_err(refuse)?;
+        Ok(applied.outcome.to_owned())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct Customer {
+    pub id: String,
+    pub external_ref: String,
+    pub name: String,
+}
+
+#[derive(Debug)]
+pub struct SlaSummary(SlaSummaryView);
+
+#[Object]
+impl SlaSummary {
+    async fn id(&self) -> String {
+        self.0.id.to_string()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn current_version(&self) -> i32 {
+        self.0.current_version
+    }
+    async fn customer_ref(&self) -> Option<&str> {
+        self.0.customer_ref.as_deref()
+    }
+}
+
+#[derive(Debug)]
+pub struct Sla(SlaView);
+
+#[Object]
+impl Sla {
+    async fn id(&self) -> String {
+        self.0.id.to_string()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn display_name(&self) -> Option<&str> {
+        self.0.display_name.as_deref()
+    }
+    async fn service(&self) -> &str {
+        &self.0.service
+    }
+    async fn customer_ref(&self) -> Option<&str> {
+        self.0.customer_ref.as_deref()
+    }
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    async fn current_version(&self) -> i32 {
+        self.0.current_version
+    }
+    async fn objectives(&self) -> Vec<Objective> {
+        self.0.objectives.iter().cloned().map(Objective).collect()
+    }
+
+    /// Compliance and error budgets now, per objective.
+    async fn compliance(
+        &self,
+        ctx: &Context<'_>,
+    ) -> async_graphql::Result<Vec<ObjectiveCompliance>> {
+        let (service, caller) = parts(ctx)?;
+        let view: ComplianceView = service
+            .sla_compliance(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .objectives
+            .into_iter()
+            .map(|o| ObjectiveCompliance {
+                objective: o.objective,
+                family: o.family,
+                numbers: o.numbers,
+            })
+            .collect())
+    }
+
+    /// Every version, newest first.
+    #[graphql(visible = "holds_history")]
+    async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Sla>> {
+        let (service, caller) = parts(ctx)?;
+        let versions = service
+            .sla_versions(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(versions.into_iter().map(Sla).collect())
+    }
+
+    /// The document, `native` or `openslo` YAML.
+    #[graphql(visible = "holds_export")]
+    async fn export(
+        &self,
+        ctx: &Context<'_>,
+        openslo: Option<bool>,
+    ) -> async_graphql::Result<String> {
+        let (service, caller) = parts(ctx)?;
+        let format = if openslo.unwrap_or(false) {
+            ExportFormat::OpenSlo
+        } else {
+            ExportFormat::Native
+        };
+        service
+            .export_sla(caller, &self.0.name, format)
+            .await
+            .map_err(refuse)
+    }
+}
+
+#[derive(Debug)]
+pub struct Objective(ObjectiveView);
+
+fn family_name(family: Family) -> &'static str {
+    match family {
+        Family::Uptime => "uptime",
+        Family::Latency => "latency",
+    }
+}
+
+#[Object]
+impl Objective {
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn display_name(&self) -> Option<&str> {
+        self.0.display_name.as_deref()
+    }
+    /// `uptime` or `latency`: which scope reads this objective's numbers.
+    async fn family(&self) -> &'static str {
+        family_name(self.0.family)
+    }
+    async fn kind(&self) -> &'static str {
+        self.0.kind
+    }
+    /// Needs the scope of the objective's family.
+    #[graphql(visible = "holds_a_metric")]
+    async fn target_ppm(&self) -> async_graphql::Result<u32> {
+        self.0
+            .target_ppm
+            .ok_or_else(|| refuse(ServiceError::MissingScope(self.0.family.scope())))
+    }
+    /// The objective as in the native document; needs the family's scope.
+    #[graphql(visible = "holds_a_metric")]
+    async fn definition(&self) -> async_graphql::Result<Json<serde_json::Value>> {
+        self.0
+            .definition
+            .clone()
+            .map(Json)
+            .ok_or_else(|| refuse(ServiceError::MissingScope(self.0.family.scope())))
+    }
+}
+
+#[derive(Debug)]
+pub struct ObjectiveCompliance {
+    objective: String,
+    family: Family,
+    numbers: Option<Option<ComplianceNumbers>>,
+}
+
+#[Object]
+impl ObjectiveCompliance {
+    async fn objective(&self) -> &str {
+        &self.objective
+    }
+    async fn family(&self) -> &'static str {
+        family_name(self.family)
+    }
+    /// `null` before the first evaluation; needs the family's scope.
+    #[graphql(visible = "holds_a_metric")]
+    async fn met(&self) -> async_graphql::Result<Option<bool>> {
+        Ok(self.numbers()?.map(|n| n.met))
+    }
+    #[graphql(visible = "holds_a_metric")]
+    async fn compliance_ppm(&self) -> async_graphql::Result<Option<i32>> {
+        Ok(self.numbers()?.and_then(|n| n.compliance_ppm))
+    }
+    #[graphql(visible = "holds_a_metric")]
+    async fn budget_remaining(&self) -> async_graphql::Result<Option<i64>> {
+        Ok(self.numbers()?.map(|n| n.budget_remaining))
+    }
+    #[graphql(visible = "holds_a_metric")]
+    async fn burn_rate_milli(&self) -> async_graphql::Result<Option<i64>> {
+        Ok(self.numbers()?.map(|n| n.burn_rate_milli))
+    }
+}
+
+impl ObjectiveCompliance {
+    fn numbers(&self) -> async_graphql::Result<Option<&ComplianceNumbers>> {
+        match &self.numbers {
+            Some(n) => Ok(n.as_ref()),
+            None => Err(refuse(ServiceError::MissingScope(self.family.scope()))),
+        }
+    }
+}
