@@ -936,3 +936,72 @@ async fn attribution_names_the_values_with_the_most_bad_events() {
     assert!(Dimension::parse("attr.re gion").is_err());
     tx.commit().await.unwrap();
 }
+
+/// The watermark never passes the start of an ingest transaction that is
+/// still running: its events carry that start as `received_at` and become
+/// visible only at commit. Waits for a minute boundary, so it takes up to
+/// a minute.
+#[tokio::test]
+async fn the_watermark_waits_for_ingest_transactions_still_running() {
+    use chrono::Timelike;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let today = Utc::now().date_naive();
+    ensure_days(
+        &db,
+        today - chrono::Days::new(1),
+        today + chrono::Days::new(1),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    // Start the ingest transaction two seconds before a minute ends.
+    let second = Utc::now().second();
+    if second != 58 {
+        let wait = (58 + 60 - i64::from(second)) % 60;
+        tokio::time::sleep(std::time::Duration::from_secs(wait as u64)).await;
+    }
+    let mut ingest = db.tenant_tx(tenant).await.unwrap();
+    let started: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&mut *ingest)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO events (tenant_id, occurred_at, id, source, service, status) \
+         VALUES ($1, now() - interval '2 minutes', $2, 'provider', 'chat', 500)",
+    )
+    .bind(tenant.uuid())
+    .bind(uuid::Uuid::now_v7())
+    .execute(&mut *ingest)
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let settings = Settings {
+        settle_secs: 0,
+        ..Settings::default()
+    };
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = slaproof_evaluator::evaluate_tenant(&mut tx, &settings)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(
+        run.advance.as_of <= started,
+        "the watermark {} passed a running transaction started at {started}",
+        run.advance.as_of
+    );
+    ingest.commit().await.unwrap();
+    // Once committed, the next round moves past it and counts the event.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = slaproof_evaluator::evaluate_tenant(&mut tx, &settings)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(run.advance.as_of > started);
+    let availability = run
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "availability")
+        .unwrap();
+    assert_eq!(availability.budget.tally, Tally { good: 0, total: 1 });
+}

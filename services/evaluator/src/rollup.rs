@@ -223,7 +223,24 @@ pub async fn advance(
     settings: &Settings,
 ) -> Result<(Advance, Vec<TrackedSla>), EvaluatorError> {
     let now = database_now(tx).await?;
-    advance_to(tx, settings, floor_minute(now - settings.settle())).await
+    // `received_at` is stamped when an ingest transaction starts, and its
+    // events become visible only when it commits: never move past the
+    // start of a transaction still running. Sessions of other roles are
+    // not visible here; `settle_secs` covers those. Each later statement
+    // takes a fresh snapshot (read committed), so a transaction that
+    // committed after this look is seen by the event reads below.
+    let running: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() \
+         AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL",
+    )
+    .fetch_one(&mut **tx)
+    .await
+    .doing("looking for running transactions")?;
+    let mut target = now - settings.settle();
+    if let Some(running) = running {
+        target = target.min(running);
+    }
+    advance_to(tx, settings, floor_minute(target)).await
 }
 
 /// Advances the tenant's rollups to `target` (rounded down to a minute;

@@ -17,8 +17,10 @@ pub struct Settings {
     pub grace_secs: u64,
     /// How far behind the clock the watermark stays, so that an ingest
     /// transaction that started (and stamped `received_at`) before the
-    /// watermark has committed before the evaluator reads past it. Must
-    /// exceed the longest ingest transaction.
+    /// watermark has committed before the evaluator reads past it. The
+    /// watermark also never passes the start of a transaction still
+    /// running in a session the evaluator's role can see; for ingest
+    /// running as another role this must exceed its longest transaction.
     pub settle_secs: u64,
     /// How long a worker holds a tenant's job before another may take it over.
     pub lease_secs: u64,
