@@ -238,6 +238,10 @@ pub async fn advance(
     .doing("looking for running transactions")?;
     let mut target = now - settings.settle();
     if let Some(running) = running {
+        if running < now - Duration::minutes(5) {
+            // A session left idle in a transaction holds every tenant back.
+            tracing::warn!(%running, "a transaction running since {running} holds the evaluator's watermark back");
+        }
         target = target.min(running);
     }
     advance_to(tx, settings, floor_minute(target)).await
