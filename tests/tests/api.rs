@@ -114,6 +114,7 @@ impl World {
         let mut request = match method {
             "POST" => self.http.post(url),
             "DELETE" => self.http.delete(url),
+            "PUT" => self.http.put(url),
             _ => self.http.get(url),
         }
         .bearer_auth(token);
@@ -884,4 +885,100 @@ async fn budget_status_is_cacheable_and_revalidates_with_its_etag() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["scope"], "sla:read");
+}
+
+#[tokio::test]
+async fn embed_tokens_are_short_read_only_and_framed_by_the_tenants_origins() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let (status, body) = w
+        .call(
+            "PUT",
+            "/v1/embed-origins",
+            &admin,
+            Some(json!({ "origins": ["https://console.example.com"] })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = w
+        .call(
+            "PUT",
+            "/v1/embed-origins",
+            &admin,
+            Some(json!({ "origins": ["https://x.example.com; script-src *"] })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let ask = |scopes: Value, ttl: u32| json!({ "customer": w.acme.to_string(), "dashboard": "overview", "scopes": scopes, "ttl_secs": ttl });
+    let (status, created) = w
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &admin,
+            Some(ask(json!(["sla:read", "sla:read:uptime"]), 600)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    for (scopes, ttl) in [
+        (json!(["sla:read"]), 7200),
+        (json!(["sla:write"]), 600),
+        (json!(["nonsense"]), 600),
+    ] {
+        let (status, body) = w
+            .call("POST", "/v1/embed-tokens", &admin, Some(ask(scopes, ttl)))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    }
+    // Not for a customer's users, and never more than the issuer holds.
+    let (status, _) = w
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &w.token(&["customer_admin"], Some(w.acme)),
+            Some(ask(json!(["sla:read"]), 600)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let embed = created["token"].as_str().unwrap().to_owned();
+    let response = w
+        .http
+        .get(format!("http://{}/v1/slas/acme-enterprise", w.app.address))
+        .bearer_auth(&embed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[reqwest::header::CONTENT_SECURITY_POLICY],
+        "frame-ancestors https://console.example.com"
+    );
+    let sla: Value = response.json().await.unwrap();
+    let target = |name: &str| {
+        sla["objectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap()["target_ppm"]
+            .clone()
+    };
+    assert_eq!(target("availability"), 999_000);
+    assert!(
+        target("latency-p99").is_null(),
+        "latency is not in the token's scopes: {sla}"
+    );
+    // A user's token gets no CSP; an embed token reaches nothing else.
+    let (status, _) = w.call("GET", "/v1/customers", &embed, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = w
+        .call("GET", "/v1/slas/acme-enterprise/export", &embed, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let mut forged = embed.clone();
+    forged.pop();
+    forged.push(if embed.ends_with('A') { 'B' } else { 'A' });
+    let (status, _) = w.call("GET", "/v1/slas", &forged, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

@@ -77,6 +77,12 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
         .await
         .unwrap();
+    // The API's embed origins.
+    sqlx::query("INSERT INTO api_embed_origins (tenant_id, origin) VALUES ($1, 'https://console.example.com')")
+        .bind(tenant.uuid())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     // The API's idempotency keys.
     sqlx::query(
         "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, status, response) \

@@ -11,7 +11,10 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::{CustomerId, TenantId};
 
-use crate::settings::{Settings, SettingsError};
+use secrecy::ExposeSecret;
+
+use crate::authz::{Scope, ScopeSet};
+use crate::settings::{EMBED_KEY_ID, Settings, SettingsError};
 
 /// Who is calling, as the token says: checked, not yet authorized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +25,49 @@ pub struct Principal {
     /// Set for a customer's user: such a caller sees that customer's SLAs
     /// and nothing else.
     pub customer: Option<CustomerId>,
+    /// Set for an embed token: its scopes replace what roles would grant.
+    pub embed: Option<EmbedGrant>,
+}
+
+/// What an embed token allows: fixed when the provider asked for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedGrant {
+    pub dashboard: String,
+    pub scopes: ScopeSet,
+}
+
+/// The claims of an embed token, which slaproof signs itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmbedClaims {
+    pub sub: String,
+    pub iss: String,
+    pub aud: String,
+    pub exp: u64,
+    pub iat: u64,
+    pub tenant: String,
+    pub customer: String,
+    pub dashboard: String,
+    pub scopes: Vec<String>,
+}
+
+/// Embed tokens have their own audience, so that no other verifier of the
+/// issuer's tokens mistakes one for a user's token.
+pub const EMBED_AUDIENCE: &str = "slaproof-embed";
+
+struct EmbedKey {
+    encoding: jsonwebtoken::EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+    issuer: String,
+}
+
+impl std::fmt::Debug for EmbedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("EmbedKey")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The claims slaproof reads from a token.
@@ -79,6 +125,7 @@ struct VerifyingKey {
 #[derive(Debug)]
 pub struct Verifier {
     keys: HashMap<String, VerifyingKey>,
+    embed: EmbedKey,
 }
 
 impl Verifier {
@@ -104,7 +151,79 @@ impl Verifier {
                 },
             );
         }
-        Ok(Self { keys })
+        let secret: Vec<u8> = match &settings.embed_secret {
+            Some(s) => s.expose_secret().as_bytes().to_vec(),
+            None => rand::random::<[u8; 32]>().to_vec(),
+        };
+        let embed_error = |e: jsonwebtoken::errors::Error| SettingsError {
+            key: "api.embed_secret",
+            rule: e.to_string(),
+        };
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.algorithms = vec![Algorithm::HS256];
+        validation.leeway = settings.leeway_secs;
+        validation.set_issuer(&[&settings.issuer]);
+        validation.set_audience(&[EMBED_AUDIENCE]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let embed = EmbedKey {
+            encoding: jsonwebtoken::EncodingKey::from_secret(&secret).map_err(embed_error)?,
+            decoding: DecodingKey::from_secret(&secret).map_err(embed_error)?,
+            validation,
+            issuer: settings.issuer.clone(),
+        };
+        Ok(Self { keys, embed })
+    }
+
+    /// The issuer embed tokens carry.
+    pub fn issuer(&self) -> &str {
+        &self.embed.issuer
+    }
+
+    /// Signs an embed token.
+    pub fn sign_embed(&self, claims: &EmbedClaims) -> Result<String, jsonwebtoken::errors::Error> {
+        let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
+        header.kid = Some(EMBED_KEY_ID.to_owned());
+        jsonwebtoken::encode(&header, claims, &self.embed.encoding)
+    }
+
+    fn verify_embed(&self, token: &str) -> Result<Principal, AuthError> {
+        let data = jsonwebtoken::decode::<EmbedClaims>(
+            token,
+            &self.embed.decoding,
+            &self.embed.validation,
+        )
+        .map_err(|e| match e.kind() {
+            ErrorKind::ExpiredSignature => AuthError::Expired,
+            ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
+            ErrorKind::InvalidAudience => AuthError::WrongAudience,
+            ErrorKind::InvalidAlgorithm => AuthError::WrongAlgorithm,
+            ErrorKind::InvalidSignature => AuthError::BadSignature,
+            _ => AuthError::Malformed,
+        })?;
+        let c = data.claims;
+        let tenant: TenantId = c
+            .tenant
+            .parse()
+            .map_err(|_| AuthError::BadClaim("tenant"))?;
+        let customer: CustomerId = c
+            .customer
+            .parse()
+            .map_err(|_| AuthError::BadClaim("customer"))?;
+        let scopes = c
+            .scopes
+            .iter()
+            .map(|s| Scope::parse(s).ok_or(AuthError::BadClaim("scopes")))
+            .collect::<Result<ScopeSet, _>>()?;
+        Ok(Principal {
+            subject: c.sub,
+            tenant,
+            roles: Vec::new(),
+            customer: Some(customer),
+            embed: Some(EmbedGrant {
+                dashboard: c.dashboard,
+                scopes,
+            }),
+        })
     }
 
     /// Checks a compact JWS and reads its principal.
@@ -112,6 +231,12 @@ impl Verifier {
         // `alg: none` and unknown algorithms fail here: the header's
         // algorithm must be one jsonwebtoken knows, and none is not.
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        if header.kid.as_deref() == Some(EMBED_KEY_ID) {
+            if header.alg != Algorithm::HS256 {
+                return Err(AuthError::WrongAlgorithm);
+            }
+            return self.verify_embed(token);
+        }
         let key = match &header.kid {
             Some(kid) => self.keys.get(kid),
             None if self.keys.len() == 1 => self.keys.values().next(),
@@ -155,6 +280,7 @@ impl Verifier {
             tenant,
             roles: claims.roles,
             customer,
+            embed: None,
         })
     }
 }

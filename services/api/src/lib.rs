@@ -35,7 +35,7 @@ pub enum BuildError {
 pub async fn router(db: Database, settings: &Settings) -> Result<Router, BuildError> {
     let verifier = Arc::new(auth::Verifier::new(settings)?);
     let authz = Arc::new(authz::Authorizer::with_default_policy().await?);
-    let service = service::Service::new(db, authz);
+    let service = service::Service::new(db, authz, verifier.clone());
     let schema = graphql::schema(
         service.clone(),
         graphql::Limits {

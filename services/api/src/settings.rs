@@ -24,6 +24,10 @@ pub struct Settings {
     pub graphql_max_depth: usize,
     /// Most complex GraphQL query accepted (one point per field).
     pub graphql_max_complexity: usize,
+    /// The HS256 secret (32+ bytes) slaproof signs embed tokens with. Every
+    /// replica must share it; unset, each process makes one at start, which
+    /// suits a single process.
+    pub embed_secret: Option<SecretString>,
 }
 
 impl Default for Settings {
@@ -36,6 +40,7 @@ impl Default for Settings {
             graphql_introspection: true,
             graphql_max_depth: 10,
             graphql_max_complexity: 500,
+            embed_secret: None,
         }
     }
 }
@@ -94,6 +99,9 @@ fn invalid(key: &'static str, rule: impl Into<String>) -> SettingsError {
     }
 }
 
+/// The `kid` of embed tokens, which slaproof signs itself.
+pub const EMBED_KEY_ID: &str = "slaproof-embed";
+
 /// The shortest HS256 secret accepted: RFC 7518 §3.2 asks for a key at
 /// least as long as the hash.
 pub const MIN_SECRET_BYTES: usize = 32;
@@ -129,10 +137,24 @@ impl Settings {
                 ),
             ));
         }
+        if let Some(secret) = &self.embed_secret
+            && secret.expose_secret().len() < MIN_SECRET_BYTES
+        {
+            return Err(invalid(
+                "api.embed_secret",
+                format!("must be at least {MIN_SECRET_BYTES} bytes"),
+            ));
+        }
         let mut seen = std::collections::HashSet::new();
         for key in &self.keys {
             if key.id.is_empty() || key.id.len() > 128 {
                 return Err(invalid("api.keys.id", "must be 1-128 characters"));
+            }
+            if key.id == EMBED_KEY_ID {
+                return Err(invalid(
+                    "api.keys.id",
+                    format!("{EMBED_KEY_ID:?} is reserved for embed tokens"),
+                ));
             }
             if !seen.insert(key.id.as_str()) {
                 return Err(invalid(

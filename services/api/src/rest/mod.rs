@@ -10,6 +10,7 @@
 //! same rule.
 
 pub mod customers;
+pub mod embed;
 pub mod ingest_keys;
 pub mod maintenance;
 pub mod slas;
@@ -53,6 +54,11 @@ pub fn router(state: ApiState) -> Router {
         .merge(slas::router())
         .merge(maintenance::router())
         .merge(ingest_keys::router())
+        .merge(embed::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            embed::frame_ancestors,
+        ))
         .with_state(state)
 }
 
@@ -327,6 +333,9 @@ impl utoipa::Modify for BearerAuth {
         ingest_keys::create,
         ingest_keys::list,
         ingest_keys::revoke,
+        embed::create,
+        embed::origins,
+        embed::set_origins,
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),

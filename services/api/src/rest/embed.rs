@@ -1,0 +1,194 @@
+//! `/v1/embed-tokens` and `/v1/embed-origins`, and the CSP
+//! `frame-ancestors` header on every answer to an embed token.
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::CustomerId;
+
+use super::{ApiProblem, ApiState, ProblemOut, idempotent, parse_body};
+use crate::auth::bearer;
+use crate::service::Caller;
+use crate::service::embed::EmbedRequest;
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/embed-tokens", post(create))
+        .route("/v1/embed-origins", get(origins).put(set_origins))
+}
+
+/// A token for one customer's dashboard.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedTokenIn {
+    #[schema(value_type = String, example = "cus_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
+    pub customer: CustomerId,
+    /// Which dashboard, e.g. `overview`.
+    pub dashboard: String,
+    /// Read scopes only, each held by the caller, e.g. `sla:read:uptime`.
+    pub scopes: Vec<String>,
+    /// 60-3600 seconds; 900 by default.
+    pub ttl_secs: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct EmbedTokenOut {
+    pub token: String,
+    pub expires_at: DateTime<Utc>,
+    pub scopes: Vec<String>,
+}
+
+/// The origins allowed to frame embedded dashboards.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedOriginsIn {
+    /// `https://console.example.com`; scheme, host and port only.
+    pub origins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct EmbedOriginsOut {
+    pub origins: Vec<String>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/embed-tokens",
+    operation_id = "embed_tokens_create",
+    tag = "embed",
+    summary = "Sign an embed token for a customer's dashboard (at most an hour)",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = EmbedTokenIn,
+    responses(
+        (status = 201, description = "Created", body = EmbedTokenOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: EmbedTokenIn = parse_body(&bytes)?;
+        let token = state
+            .service
+            .create_embed_token(
+                &caller,
+                EmbedRequest {
+                    customer: input.customer,
+                    dashboard: input.dashboard,
+                    scopes: input.scopes,
+                    ttl_secs: input.ttl_secs,
+                },
+            )
+            .await?;
+        Ok((
+            StatusCode::CREATED,
+            EmbedTokenOut {
+                token: token.token,
+                expires_at: token.expires_at,
+                scopes: token.scopes.into_iter().map(str::to_owned).collect(),
+            },
+        ))
+    };
+    idempotent(
+        &state,
+        &caller,
+        &headers,
+        "POST /v1/embed-tokens",
+        &bytes,
+        run,
+    )
+    .await
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/embed-origins",
+    operation_id = "embed_origins_get",
+    tag = "embed",
+    summary = "Origins allowed to frame embedded dashboards",
+    responses(
+        (status = 200, description = "OK", body = EmbedOriginsOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn origins(
+    State(state): State<ApiState>,
+    caller: Caller,
+) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
+    caller
+        .require_provider(crate::authz::Scope::EmbedTokenCreate)
+        .map_err(ApiProblem::from)?;
+    let origins = state.service.frame_ancestors(caller.tenant()).await?;
+    Ok(Json(EmbedOriginsOut { origins }))
+}
+
+#[utoipa::path(
+    put,
+    path = "/v1/embed-origins",
+    operation_id = "embed_origins_set",
+    tag = "embed",
+    summary = "Replace the origins allowed to frame embedded dashboards",
+    request_body = EmbedOriginsIn,
+    responses(
+        (status = 200, description = "OK", body = EmbedOriginsOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn set_origins(
+    State(state): State<ApiState>,
+    caller: Caller,
+    bytes: Bytes,
+) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
+    let input: EmbedOriginsIn = parse_body(&bytes)?;
+    let origins = state
+        .service
+        .set_embed_origins(&caller, input.origins)
+        .await?;
+    Ok(Json(EmbedOriginsOut { origins }))
+}
+
+/// Adds `Content-Security-Policy: frame-ancestors …` to every answer to a
+/// valid embed token: only the tenant's own origins may frame it.
+pub async fn frame_ancestors(
+    State(state): State<ApiState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let principal = bearer(&parts)
+        .ok()
+        .and_then(|token| state.verifier.verify(token).ok())
+        .filter(|p| p.embed.is_some());
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    if let Some(principal) = principal {
+        let origins = state
+            .service
+            .frame_ancestors(principal.tenant)
+            .await
+            .unwrap_or_default();
+        let policy = if origins.is_empty() {
+            "frame-ancestors 'none'".to_owned()
+        } else {
+            format!("frame-ancestors {}", origins.join(" "))
+        };
+        if let Ok(value) = HeaderValue::from_str(&policy) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_SECURITY_POLICY, value);
+        }
+    }
+    response
+}
