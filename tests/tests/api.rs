@@ -982,3 +982,84 @@ async fn embed_tokens_are_short_read_only_and_framed_by_the_tenants_origins() {
     let (status, _) = w.call("GET", "/v1/slas", &forged, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn compliance_series_alerts_and_breaches_come_from_the_evaluators_records() {
+    use slaproof_store::events::{EventSource, StoredEvent};
+    let w = world().await;
+    let today = chrono::Utc::now().date_naive();
+    slaproof_store::partitions::ensure(&w.app.db, today, today)
+        .await
+        .unwrap();
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    for i in 0..20 {
+        slaproof_store::events::insert(
+            &mut tx,
+            &StoredEvent {
+                id: Default::default(),
+                occurred_at: chrono::Utc::now() - chrono::Duration::seconds(90),
+                source: EventSource::Provider,
+                service: "chat-completions".into(),
+                model: None,
+                request_id: Some(format!("r-{i}")),
+                status: Some(200),
+                error_class: None,
+                latency_us: Some(100_000),
+                ttft_us: Some(30_000),
+                tpot_us: Some(9_000),
+                input_tokens: Some(100),
+                output_tokens: Some(20),
+                streaming: Some(true),
+                attributes: json!({}),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    slaproof_evaluator::evaluate_tenant_up_to(
+        &mut tx,
+        &slaproof_evaluator::Settings::default(),
+        Some(chrono::Utc::now() + chrono::Duration::minutes(2)),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let series = "/v1/slas/acme-enterprise/compliance/series?objective=availability";
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let (status, body) = w.call("GET", series, &acme, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!body["points"].as_array().unwrap().is_empty(), "{body}");
+    assert!(body["points"][0]["budget_remaining"].is_i64());
+    let viewer = w.token(&["operations_viewer"], None);
+    let (status, body) = w.call("GET", series, &viewer, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "sla:read:history");
+    let (status, _) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/compliance/series?objective=nope",
+            &acme,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/alerts", &acme, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["alerts"].is_array());
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/alerts", &viewer, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "alert:read");
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/breaches", &acme, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["breaches"], json!([]));
+}

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::service::Caller;
 use crate::service::compliance::{BudgetStatusView, ComplianceView};
+use crate::service::history::{AlertsView, BreachesView, SeriesView};
 use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
 pub fn router() -> Router<ApiState> {
@@ -26,6 +27,9 @@ pub fn router() -> Router<ApiState> {
         .route("/v1/slas/{name}/export", get(export))
         .route("/v1/slas/{name}/compliance", get(compliance))
         .route("/v1/slas/{name}/budget-status", get(budget_status))
+        .route("/v1/slas/{name}/compliance/series", get(series))
+        .route("/v1/slas/{name}/alerts", get(alerts))
+        .route("/v1/slas/{name}/breaches", get(breaches))
 }
 
 /// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
@@ -288,4 +292,89 @@ pub async fn budget_status(
         body,
     )
         .into_response())
+}
+
+/// `?objective=…&from=…&to=…`; by default the last day.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SeriesQuery {
+    /// The objective's name.
+    pub objective: String,
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/compliance/series",
+    operation_id = "slas_compliance_series",
+    tag = "slas",
+    summary = "Compliance and budget of one objective over time (every evaluation)",
+    params(("name" = String, Path, description = "The SLA's name"), SeriesQuery),
+    responses(
+        (status = 200, description = "OK", body = SeriesView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn series(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<SeriesQuery>, QueryRejection>,
+) -> Result<Json<SeriesView>, ApiProblem> {
+    let name = name(path)?;
+    let Query(query) = query.map_err(|e| invalid("query", e.body_text()))?;
+    let to = query.to.unwrap_or_else(chrono::Utc::now);
+    let from = query.from.unwrap_or(to - chrono::Duration::days(1));
+    Ok(Json(
+        state
+            .service
+            .compliance_series(&caller, &name, &query.objective, from, to)
+            .await?,
+    ))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/alerts",
+    operation_id = "slas_alerts",
+    tag = "slas",
+    summary = "Burn-rate alerts of an SLA",
+    params(("name" = String, Path, description = "The SLA's name")),
+    responses(
+        (status = 200, description = "OK", body = AlertsView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn alerts(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<AlertsView>, ApiProblem> {
+    let name = name(path)?;
+    Ok(Json(state.service.sla_alerts(&caller, &name).await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/breaches",
+    operation_id = "slas_breaches",
+    tag = "slas",
+    summary = "Closed periods not met, in their revision in force",
+    params(("name" = String, Path, description = "The SLA's name")),
+    responses(
+        (status = 200, description = "OK", body = BreachesView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn breaches(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<BreachesView>, ApiProblem> {
+    let name = name(path)?;
+    Ok(Json(state.service.sla_breaches(&caller, &name).await?))
 }

@@ -10,6 +10,7 @@
 pub mod compliance;
 pub mod customers;
 pub mod embed;
+pub mod history;
 pub mod idempotency;
 pub mod ingest_keys;
 pub mod maintenance;
