@@ -269,24 +269,25 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
         "versions (sla:read:history)",
         "apply document (sla:write)",
         "customers (customer:read)",
+        "change a target (sla:write:thresholds)",
     ];
-    let matrix: [(&str, bool, [Cell; 8]); 4] = [
-        ("provider_admin", false, [Allowed; 8]),
+    let matrix: [(&str, bool, [Cell; 9]); 4] = [
+        ("provider_admin", false, [Allowed; 9]),
         (
             "customer_admin",
             true,
             [
-                Allowed, Allowed, Allowed, Allowed, Allowed, Allowed, Refused, Refused,
+                Allowed, Allowed, Allowed, Allowed, Allowed, Allowed, Refused, Refused, Allowed,
             ],
         ),
         (
             "operations_viewer",
             false,
             [
-                Allowed, Allowed, Allowed, Allowed, Refused, Refused, Refused, Refused,
+                Allowed, Allowed, Allowed, Allowed, Refused, Refused, Refused, Refused, Refused,
             ],
         ),
-        ("auditor", false, [Refused; 8]),
+        ("auditor", false, [Refused; 9]),
     ];
     for (role, is_customer, row) in matrix {
         let token = w.token(&[role], is_customer.then_some(w.acme));
@@ -345,7 +346,16 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
             .await
             .0;
         let customers = w.call("GET", "/v1/customers", &token, None).await.0;
-        for s in [export, versions, apply, customers] {
+        let target = w
+            .call(
+                "PUT",
+                "/v1/slas/acme-enterprise/objectives/availability/target",
+                &token,
+                Some(json!({ "target_ppm": 995000 })),
+            )
+            .await
+            .0;
+        for s in [export, versions, apply, customers, target] {
             assert!(s.is_success() || s == StatusCode::FORBIDDEN, "{role}: {s}");
         }
         let got = [
@@ -357,6 +367,7 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
             status(versions),
             status(apply),
             status(customers),
+            status(target),
         ];
         for ((field, expected), got) in fields.iter().zip(row).zip(got) {
             assert_eq!(got, expected, "{role} × {field}");

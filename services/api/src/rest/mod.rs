@@ -158,6 +158,7 @@ impl axum::extract::FromRef<ApiState> for Arc<Verifier> {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// The `next_cursor` of the previous page.
+    #[param(pattern = "^([0-9a-f]{2})+$")]
     pub cursor: Option<String>,
     /// Items per page, 1-200 (default 50).
     #[param(minimum = 1, maximum = 200)]
@@ -330,6 +331,7 @@ impl utoipa::Modify for BearerAuth {
         slas::series,
         slas::alerts,
         slas::breaches,
+        slas::change_target,
         maintenance::create,
         maintenance::cancel,
         maintenance::list,

@@ -30,6 +30,10 @@ pub fn router() -> Router<ApiState> {
         .route("/v1/slas/{name}/compliance/series", get(series))
         .route("/v1/slas/{name}/alerts", get(alerts))
         .route("/v1/slas/{name}/breaches", get(breaches))
+        .route(
+            "/v1/slas/{name}/objectives/{objective}/target",
+            axum::routing::put(change_target),
+        )
 }
 
 /// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
@@ -377,4 +381,46 @@ pub async fn breaches(
 ) -> Result<Json<BreachesView>, ApiProblem> {
     let name = name(path)?;
     Ok(Json(state.service.sla_breaches(&caller, &name).await?))
+}
+
+/// A new target for one objective.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetIn {
+    /// Parts per million of good events, 1-999999 (999000 = 99.9%).
+    #[schema(minimum = 1, maximum = 999999)]
+    pub target_ppm: u32,
+}
+
+#[utoipa::path(
+    put,
+    path = "/v1/slas/{name}/objectives/{objective}/target",
+    operation_id = "slas_change_target",
+    tag = "slas",
+    summary = "Change one objective's target, as a new version",
+    params(
+        ("name" = String, Path, description = "The SLA's name"),
+        ("objective" = String, Path, description = "The objective's name"),
+    ),
+    request_body = TargetIn,
+    responses(
+        (status = 200, description = "OK", body = AppliedView),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn change_target(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Result<Json<AppliedView>, ApiProblem> {
+    let Path((name, objective)) = path.map_err(|e| invalid("path", e.body_text()))?;
+    let input: TargetIn = parse_body(&bytes)?;
+    Ok(Json(
+        state
+            .service
+            .change_target(&caller, &name, &objective, input.target_ppm)
+            .await?,
+    ))
 }

@@ -307,3 +307,46 @@ async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<Str
         Err(e) => Err(e.into()),
     }
 }
+
+impl Service {
+    /// Changes one objective's target, as a new version of the SLA. A
+    /// customer admin may do this on its own SLA (`sla:write:thresholds`);
+    /// the new target must be one the caller may read, too.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn change_target(
+        &self,
+        caller: &Caller,
+        name: &str,
+        objective: &str,
+        target_ppm: u32,
+    ) -> Result<AppliedView, ServiceError> {
+        caller.require(Scope::SlaWriteThresholds)?;
+        let target = slaproof_domain::quantity::TargetPpm::from_ppm(target_ppm)
+            .map_err(|e| ServiceError::invalid("target_ppm", e.to_string()))?;
+        let mut tx = self.tx(caller).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let mut definition = stored.definition;
+        let found = definition
+            .objectives
+            .iter_mut()
+            .find(|o| o.name.as_str() == objective)
+            .ok_or_else(|| ServiceError::NotFound {
+                what: "objective",
+                key: objective.to_owned(),
+            })?;
+        caller.require(Family::of(found).scope())?;
+        found.target = target;
+        let outcome = slas::apply(&mut tx, &definition).await?;
+        tx.commit().await?;
+        Ok(AppliedView {
+            id: outcome.sla,
+            name: name.to_owned(),
+            version: outcome.version,
+            outcome: match outcome.applied {
+                Applied::Created => "created",
+                Applied::Updated => "updated",
+                Applied::Unchanged => "unchanged",
+            },
+        })
+    }
+}
