@@ -1074,3 +1074,51 @@ async fn compliance_series_alerts_and_breaches_come_from_the_evaluators_records(
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["breaches"], json!([]));
 }
+
+#[tokio::test]
+async fn tenants_are_for_operators_only() {
+    let w = world().await;
+    let operator = w.token(&["operator"], None);
+    let (status, created) = w
+        .call(
+            "POST",
+            "/v1/tenants",
+            &operator,
+            Some(json!({ "name": "globex-ai", "display_name": "Globex AI" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert!(created["id"].as_str().unwrap().starts_with("ten_"));
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/tenants",
+            &operator,
+            Some(json!({ "name": "Not Valid!", "display_name": "x" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, listed) = w.call("GET", "/v1/tenants", &operator, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"globex-ai") && names.contains(&"provider"),
+        "{names:?}"
+    );
+    // A provider admin runs its own tenant, not the others.
+    let (status, body) = w
+        .call(
+            "GET",
+            "/v1/tenants",
+            &w.token(&["provider_admin"], None),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["scope"], "tenant:admin");
+}

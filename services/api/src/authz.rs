@@ -36,6 +36,8 @@ pub enum Scope {
     EmbedTokenCreate,
     AlertRead,
     AttestationRead,
+    /// Operators of slaproof itself: every tenant.
+    TenantAdmin,
 }
 
 impl Scope {
@@ -56,6 +58,7 @@ impl Scope {
         Scope::EmbedTokenCreate,
         Scope::AlertRead,
         Scope::AttestationRead,
+        Scope::TenantAdmin,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +79,7 @@ impl Scope {
             Scope::EmbedTokenCreate => "embed_token:create",
             Scope::AlertRead => "alert:read",
             Scope::AttestationRead => "attestation:read",
+            Scope::TenantAdmin => "tenant:admin",
         }
     }
 
@@ -132,6 +136,7 @@ impl FromIterator<Scope> for ScopeSet {
 
 /// The default roles.
 pub const DEFAULT_ROLES: &[&str] = &[
+    "operator",
     "provider_admin",
     "customer_admin",
     "operations_viewer",
@@ -225,7 +230,16 @@ mod tests {
     #[tokio::test]
     async fn default_roles_grant_what_the_issue_says() {
         let admin = scopes("provider_admin").await;
-        assert!(Scope::ALL.iter().all(|s| admin.contains(*s)));
+        // Everything in its tenant, nothing across tenants.
+        assert!(
+            Scope::ALL
+                .iter()
+                .all(|s| admin.contains(*s) == (*s != Scope::TenantAdmin))
+        );
+        assert_eq!(
+            scopes("operator").await.iter().collect::<Vec<_>>(),
+            [Scope::TenantAdmin]
+        );
 
         let customer = scopes("customer_admin").await;
         for s in [
@@ -258,6 +272,6 @@ mod tests {
         for s in Scope::ALL {
             assert_eq!(Scope::parse(s.as_str()), Some(*s));
         }
-        assert_eq!(Scope::ALL.len(), 16);
+        assert_eq!(Scope::ALL.len(), 17);
     }
 }

@@ -14,6 +14,7 @@ pub mod embed;
 pub mod ingest_keys;
 pub mod maintenance;
 pub mod slas;
+pub mod tenants;
 
 use std::sync::Arc;
 
@@ -55,6 +56,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(maintenance::router())
         .merge(ingest_keys::router())
         .merge(embed::router())
+        .merge(tenants::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             embed::frame_ancestors,
@@ -341,6 +343,8 @@ impl utoipa::Modify for BearerAuth {
         embed::create,
         embed::origins,
         embed::set_origins,
+        tenants::list,
+        tenants::create,
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),

@@ -15,6 +15,7 @@ pub mod idempotency;
 pub mod ingest_keys;
 pub mod maintenance;
 pub mod slas;
+pub mod tenants;
 
 use std::sync::Arc;
 

@@ -1,0 +1,104 @@
+//! `/v1/tenants`: slaproof's operators only.
+
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use slaproof_domain::ids::TenantId;
+use slaproof_store::tenants::Tenant;
+
+use super::{ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, page, parse_body};
+use crate::service::Caller;
+
+pub fn router() -> Router<ApiState> {
+    Router::new().route("/v1/tenants", get(list).post(create))
+}
+
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantIn {
+    /// 1-63 characters of a-z, 0-9 and '-'.
+    pub name: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TenantOut {
+    #[schema(value_type = String, example = "ten_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
+    pub id: TenantId,
+    pub name: String,
+    pub display_name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Tenant> for TenantOut {
+    fn from(t: Tenant) -> Self {
+        Self {
+            id: t.id,
+            name: t.name,
+            display_name: t.display_name,
+            created_at: t.created_at,
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/tenants",
+    operation_id = "tenants_list",
+    tag = "tenants",
+    summary = "List tenants (operators only)",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "OK", body = ListOut<TenantOut>),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Json<ListOut<TenantOut>>, ApiProblem> {
+    let page = state.service.list_tenants(&caller, &page(query)?).await?;
+    Ok(Json(ListOut {
+        data: page.items.into_iter().map(Into::into).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/tenants",
+    operation_id = "tenants_create",
+    tag = "tenants",
+    summary = "Create a tenant (operators only)",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
+    request_body = TenantIn,
+    responses(
+        (status = 201, description = "Created", body = TenantOut),
+        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
+        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let run = async {
+        let input: TenantIn = parse_body(&bytes)?;
+        let tenant = state
+            .service
+            .create_tenant(&caller, &input.name, &input.display_name)
+            .await?;
+        Ok((StatusCode::CREATED, TenantOut::from(tenant)))
+    };
+    idempotent(&state, &caller, &headers, "POST /v1/tenants", &bytes, run).await
+}
