@@ -746,20 +746,25 @@ async fn every_role_and_sensitive_field_is_answered_alike_over_graphql() {
             "{ customers { edges { node { externalRef } } } }",
             "customer:read",
         ),
+        (
+            "change a target",
+            r#"mutation { changeTarget(sla: "acme-enterprise", objective: "availability", targetPpm: 995000) }"#,
+            "sla:write:thresholds",
+        ),
     ];
-    let matrix: [(&str, bool, [Cell; 5]); 4] = [
-        ("provider_admin", false, [Allowed; 5]),
+    let matrix: [(&str, bool, [Cell; 6]); 4] = [
+        ("provider_admin", false, [Allowed; 6]),
         (
             "customer_admin",
             true,
-            [Allowed, Allowed, Allowed, Allowed, Refused],
+            [Allowed, Allowed, Allowed, Allowed, Refused, Allowed],
         ),
         (
             "operations_viewer",
             false,
-            [Allowed, Allowed, Refused, Refused, Refused],
+            [Allowed, Allowed, Refused, Refused, Refused, Refused],
         ),
-        ("auditor", false, [Refused; 5]),
+        ("auditor", false, [Refused; 6]),
     ];
     for (role, is_customer, row) in matrix {
         let token = w.token(&[role], is_customer.then_some(w.acme));
@@ -1121,4 +1126,39 @@ async fn tenants_are_for_operators_only() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["scope"], "tenant:admin");
+}
+
+#[tokio::test]
+async fn graphql_reads_budget_status_alerts_and_breaches_through_the_same_rules() {
+    let w = world().await;
+    let query = r#"{ sla(name: "acme-enterprise") { budgetStatus { exhausted objectives { objective } } alerts { rule } breaches { objective } } }"#;
+    let answer = w
+        .graphql(&w.token(&["customer_admin"], Some(w.acme)), query)
+        .await;
+    assert!(answer["errors"].is_null(), "{answer}");
+    assert_eq!(answer["data"]["sla"]["budgetStatus"]["exhausted"], false);
+    assert_eq!(
+        answer["data"]["sla"]["budgetStatus"]["objectives"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let answer = w
+        .graphql(&w.token(&["operations_viewer"], None), query)
+        .await;
+    assert_eq!(refused_scopes(&answer), ["alert:read"], "{answer}");
+    let answer = w
+        .graphql(
+            &w.token(&["provider_admin"], None),
+            r#"mutation { createCustomer(externalRef: "initech", name: "Initech") { id } }"#,
+        )
+        .await;
+    assert!(
+        answer["data"]["createCustomer"]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("cus_"),
+        "{answer}"
+    );
 }

@@ -189,6 +189,91 @@ impl Mutation {
         let applied = service.apply_sla(caller, &document).await.map_err(refuse)?;
         Ok(applied.outcome.to_owned())
     }
+
+    /// Creates a customer of the tenant.
+    async fn create_customer(
+        &self,
+        ctx: &Context<'_>,
+        external_ref: String,
+        name: String,
+    ) -> async_graphql::Result<Customer> {
+        let (service, caller) = parts(ctx)?;
+        let c = service
+            .create_customer(
+                caller,
+                crate::service::customers::NewCustomer { external_ref, name },
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(Customer {
+            id: c.id.to_string(),
+            external_ref: c.external_ref,
+            name: c.name,
+        })
+    }
+
+    /// Changes one objective's target as a new version; answers `updated`
+    /// or `unchanged`.
+    async fn change_target(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        objective: String,
+        target_ppm: u32,
+    ) -> async_graphql::Result<String> {
+        let (service, caller) = parts(ctx)?;
+        let applied = service
+            .change_target(caller, &sla, &objective, target_ppm)
+            .await
+            .map_err(refuse)?;
+        Ok(applied.outcome.to_owned())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct BudgetStatus {
+    /// True when an objective the caller may read has no budget left.
+    pub exhausted: bool,
+    pub objectives: Vec<ObjectiveBudget>,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct ObjectiveBudget {
+    pub objective: String,
+    pub budget_remaining: Option<i64>,
+    pub burn_rate_milli: Option<i64>,
+    pub exhausted: bool,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct Alert {
+    pub objective: String,
+    pub rule: String,
+    pub firing: bool,
+    /// RFC 3339.
+    pub changed_at: String,
+    pub long_burn_milli: i64,
+    pub short_burn_milli: i64,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct Breach {
+    pub objective: String,
+    pub period_start: String,
+    pub period_end: String,
+    pub revision: i32,
+    pub target_ppm: i32,
+    pub compliance_ppm: Option<i32>,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct SeriesPoint {
+    /// RFC 3339.
+    pub evaluated_at: String,
+    pub met: bool,
+    pub compliance_ppm: Option<i32>,
+    pub budget_remaining: i64,
+    pub burn_rate_milli: i64,
 }
 
 #[derive(Debug, SimpleObject)]
@@ -264,6 +349,111 @@ impl Sla {
                 objective: o.objective,
                 family: o.family,
                 numbers: o.numbers,
+            })
+            .collect())
+    }
+
+    /// Remaining budget and burn per objective, as gateways read it.
+    async fn budget_status(&self, ctx: &Context<'_>) -> async_graphql::Result<BudgetStatus> {
+        let (service, caller) = parts(ctx)?;
+        let view = service
+            .budget_status(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(BudgetStatus {
+            exhausted: view.exhausted,
+            objectives: view
+                .objectives
+                .into_iter()
+                .map(|o| ObjectiveBudget {
+                    objective: o.objective,
+                    budget_remaining: o.budget_remaining,
+                    burn_rate_milli: o.burn_rate_milli,
+                    exhausted: o.exhausted,
+                })
+                .collect(),
+        })
+    }
+
+    /// Burn-rate alerts, of the objectives the caller may read.
+    async fn alerts(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Alert>> {
+        let (service, caller) = parts(ctx)?;
+        let view = service
+            .sla_alerts(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .alerts
+            .into_iter()
+            .map(|a| Alert {
+                objective: a.objective,
+                rule: a.rule,
+                firing: a.firing,
+                changed_at: a.changed_at.to_rfc3339(),
+                long_burn_milli: a.long_burn_milli,
+                short_burn_milli: a.short_burn_milli,
+            })
+            .collect())
+    }
+
+    /// Closed periods not met, of the objectives the caller may read.
+    async fn breaches(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Breach>> {
+        let (service, caller) = parts(ctx)?;
+        let view = service
+            .sla_breaches(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .breaches
+            .into_iter()
+            .map(|b| Breach {
+                objective: b.objective,
+                period_start: b.period_start.to_rfc3339(),
+                period_end: b.period_end.to_rfc3339(),
+                revision: b.revision,
+                target_ppm: b.target_ppm,
+                compliance_ppm: b.compliance_ppm,
+            })
+            .collect())
+    }
+
+    /// One objective's budget over the last `hours` (default 24, at most
+    /// 2000 points).
+    #[graphql(visible = "holds_history")]
+    async fn series(
+        &self,
+        ctx: &Context<'_>,
+        objective: String,
+        hours: Option<i32>,
+    ) -> async_graphql::Result<Vec<SeriesPoint>> {
+        let (service, caller) = parts(ctx)?;
+        let hours = hours.unwrap_or(24);
+        if !(1..=24 * 400).contains(&hours) {
+            return Err(refuse(ServiceError::invalid(
+                "hours",
+                "must be between 1 and 9600",
+            )));
+        }
+        let to = chrono::Utc::now();
+        let view = service
+            .compliance_series(
+                caller,
+                &self.0.name,
+                &objective,
+                to - chrono::Duration::hours(i64::from(hours)),
+                to,
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .points
+            .into_iter()
+            .map(|p| SeriesPoint {
+                evaluated_at: p.evaluated_at.to_rfc3339(),
+                met: p.met,
+                compliance_ppm: p.compliance_ppm,
+                budget_remaining: p.budget_remaining,
+                burn_rate_milli: p.burn_rate_milli,
             })
             .collect())
     }
