@@ -6,6 +6,10 @@ use sha2::{Digest, Sha256};
 
 use super::{Caller, Service, ServiceError};
 
+/// Seconds after which an unfinished claim counts as abandoned: longer than
+/// any request may run.
+pub const ABANDONED_AFTER_SECS: f64 = 300.0;
+
 /// What a claimed key says about this request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
@@ -41,13 +45,19 @@ impl Service {
         }
         let mut tx = self.tx(caller).await?;
         let inserted = sqlx::query(
+            // A claim whose request never finished (its process died) is
+            // taken over after a while rather than blocking the key forever.
             "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT DO NOTHING",
+             ON CONFLICT (tenant_id, subject, key) DO UPDATE \
+               SET fingerprint = EXCLUDED.fingerprint, created_at = now() \
+               WHERE api_idempotency_keys.status IS NULL \
+                 AND api_idempotency_keys.created_at < now() - make_interval(secs => $5)",
         )
         .bind(caller.tenant().uuid())
         .bind(&caller.principal.subject)
         .bind(key)
         .bind(fingerprint)
+        .bind(ABANDONED_AFTER_SECS)
         .execute(&mut *tx)
         .await
         .map_err(slaproof_store::StoreError::from)?
