@@ -1216,3 +1216,32 @@ async fn a_key_left_pending_by_a_dead_request_is_taken_over_after_a_while() {
         StatusCode::CONFLICT
     );
 }
+
+#[tokio::test]
+async fn nul_characters_are_refused_before_they_reach_postgres() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let start = chrono::Utc::now();
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/maintenance-windows",
+            &admin,
+            Some(json!({ "description": "a\u{0}b", "starts_at": start, "ends_at": start + chrono::Duration::minutes(1) })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    for path in [
+        "/v1/slas/%00",
+        "/v1/slas/acme-enterprise/compliance/series?objective=%00",
+        "/v1/ingest-keys/%00",
+    ] {
+        let method = if path.starts_with("/v1/ingest-keys") {
+            "DELETE"
+        } else {
+            "GET"
+        };
+        let (status, body) = w.call(method, path, &admin, None).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
+    }
+}

@@ -61,6 +61,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             embed::frame_ancestors,
         ))
+        .layer(axum::middleware::from_fn(refuse_nul_in_uri))
         .with_state(state)
 }
 
@@ -160,7 +161,6 @@ impl axum::extract::FromRef<ApiState> for Arc<Verifier> {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// The `next_cursor` of the previous page.
-    #[param(pattern = "^([0-9a-f]{2})+$")]
     pub cursor: Option<String>,
     /// Items per page, 1-200 (default 50).
     #[param(minimum = 1, maximum = 200)]
@@ -219,7 +219,33 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Parses a JSON body taken as bytes (kept whole for the idempotency
 /// fingerprint).
 pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiProblem> {
+    refuse_nul(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| invalid("body", e.to_string()))
+}
+
+/// Postgres text cannot hold NUL, so a NUL in a body (only possible as the
+/// JSON escape) would fail deep in a query as a 500; it is refused up front.
+fn refuse_nul(bytes: &[u8]) -> Result<(), ApiProblem> {
+    if bytes.windows(6).any(|w| w == b"\\u0000") {
+        return Err(invalid("body", "text must not contain NUL (\\u0000)"));
+    }
+    Ok(())
+}
+
+/// The same for paths and query strings (`%00`), for every route at once.
+async fn refuse_nul_in_uri(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let uri = request.uri().to_string();
+    if uri
+        .as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"%00"))
+    {
+        return invalid("uri", "must not contain NUL (%00)").into_response();
+    }
+    next.run(request).await
 }
 
 /// Runs a creating request at most once per `Idempotency-Key`: a retry
