@@ -13,7 +13,8 @@ use slaproof_domain::ids::CustomerId;
 use slaproof_store::customers::Customer;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
+    parse_body,
 };
 use crate::service::Caller;
 use crate::service::customers::NewCustomer;
@@ -63,8 +64,7 @@ impl From<Customer> for CustomerOut {
     params(PageQuery),
     responses(
         (status = 200, description = "OK", body = ListOut<CustomerOut>),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn list(
@@ -89,8 +89,7 @@ pub async fn list(
     request_body = CustomerIn,
     responses(
         (status = 201, description = "Created", body = CustomerOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn create(
@@ -125,8 +124,7 @@ pub async fn create(
     params(("id" = String, Path, description = "`cus_…`")),
     responses(
         (status = 200, description = "OK", body = CustomerOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn show(

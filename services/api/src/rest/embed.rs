@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 
-use super::{ApiProblem, ApiState, ProblemOut, idempotent, parse_body};
+use super::{ApiProblem, ApiState, ProblemResponses, idempotent, parse_body};
 use crate::auth::bearer;
 use crate::service::Caller;
 use crate::service::embed::EmbedRequest;
@@ -67,8 +67,7 @@ pub struct EmbedOriginsOut {
     request_body = EmbedTokenIn,
     responses(
         (status = 201, description = "Created", body = EmbedTokenOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn create(
@@ -119,8 +118,7 @@ pub async fn create(
     summary = "Origins allowed to frame embedded dashboards",
     responses(
         (status = 200, description = "OK", body = EmbedOriginsOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn origins(
@@ -143,8 +141,7 @@ pub async fn origins(
     request_body = EmbedOriginsIn,
     responses(
         (status = 200, description = "OK", body = EmbedOriginsOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn set_origins(

@@ -13,7 +13,8 @@ use slaproof_domain::ids::IngestKeyId;
 use slaproof_store::ingest_keys::IngestKey;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
+    parse_body,
 };
 use crate::service::Caller;
 
@@ -72,8 +73,7 @@ pub struct IngestKeyCreatedOut {
     request_body = IngestKeyIn,
     responses(
         (status = 201, description = "Created", body = IngestKeyCreatedOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn create(
@@ -118,8 +118,7 @@ pub async fn create(
     params(PageQuery),
     responses(
         (status = 200, description = "OK", body = ListOut<IngestKeyOut>),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn list(
@@ -146,8 +145,7 @@ pub async fn list(
     params(("id" = String, Path, description = "`key_…` or the key prefix")),
     responses(
         (status = 200, description = "OK", body = IngestKeyOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn revoke(

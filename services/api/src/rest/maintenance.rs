@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
 use slaproof_store::maintenance::StoredMaintenanceWindow;
 
-use super::{ApiProblem, ApiState, ProblemOut, idempotent, invalid, parse_body};
+use super::{ApiProblem, ApiState, ProblemResponses, idempotent, invalid, parse_body};
 use crate::service::maintenance::NewWindow;
 use crate::service::{Caller, ServiceError};
 
@@ -86,8 +86,7 @@ pub struct RangeQuery {
     request_body = MaintenanceWindowIn,
     responses(
         (status = 201, description = "Created", body = MaintenanceWindowOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn create(
@@ -132,8 +131,7 @@ pub async fn create(
     params(("id" = String, Path, description = "`mw_…`")),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn cancel(
@@ -160,8 +158,7 @@ pub async fn cancel(
     params(("name" = String, Path, description = "The SLA's name"), RangeQuery),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowsOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn list(

@@ -319,6 +319,40 @@ pub struct ProblemOut {
     pub field: Option<String>,
 }
 
+/// The error answers every operation may give, declared once for all of
+/// them: `responses((status = 200, …), ProblemResponses)`.
+#[derive(Debug)]
+pub struct ProblemResponses;
+
+impl utoipa::IntoResponses for ProblemResponses {
+    fn responses() -> std::collections::BTreeMap<
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::response::Response>,
+    > {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let problem = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ProblemOut")))
+                        .build(),
+                )
+                .build()
+                .into()
+        };
+        [
+            (
+                "4XX".to_owned(),
+                problem("A problem document (RFC 9457); 403 names the missing `scope`"),
+            ),
+            ("5XX".to_owned(), problem("A problem document (RFC 9457)")),
+        ]
+        .into()
+    }
+}
+
 struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
@@ -372,6 +406,7 @@ impl utoipa::Modify for BearerAuth {
         tenants::list,
         tenants::create,
     ),
+    components(schemas(ProblemOut)),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
 )]

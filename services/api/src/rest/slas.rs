@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, invalid, page, parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
+    parse_body,
 };
 use crate::service::Caller;
 use crate::service::compliance::{BudgetStatusView, ComplianceView};
@@ -85,8 +86,7 @@ fn name(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem>
     params(PageQuery),
     responses(
         (status = 200, description = "OK", body = ListOut<SlaSummaryView>),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn list(
@@ -112,8 +112,7 @@ pub async fn list(
     responses(
         (status = 201, description = "Created", body = AppliedView),
         (status = 200, description = "A new version, or unchanged", body = AppliedView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn apply(
@@ -144,8 +143,7 @@ pub async fn apply(
     params(("name" = String, Path, description = "The SLA's name"), ShowQuery),
     responses(
         (status = 200, description = "OK", body = SlaView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn show(
@@ -170,8 +168,7 @@ pub async fn show(
     params(("name" = String, Path, description = "The SLA's name")),
     responses(
         (status = 200, description = "OK", body = VersionsOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn versions(
@@ -194,8 +191,7 @@ pub async fn versions(
     params(("name" = String, Path, description = "The SLA's name"), ExportQuery),
     responses(
         (status = 200, description = "The document", body = String, content_type = "application/yaml"),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn export(
@@ -229,8 +225,7 @@ pub async fn export(
     params(("name" = String, Path, description = "The SLA's name")),
     responses(
         (status = 200, description = "OK", body = ComplianceView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn compliance(
@@ -259,8 +254,7 @@ pub const BUDGET_STATUS_MAX_AGE_SECS: u32 = 10;
     responses(
         (status = 200, description = "OK", body = BudgetStatusView),
         (status = 304, description = "Unchanged since the ETag given"),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn budget_status(
@@ -317,8 +311,7 @@ pub struct SeriesQuery {
     params(("name" = String, Path, description = "The SLA's name"), SeriesQuery),
     responses(
         (status = 200, description = "OK", body = SeriesView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn series(
@@ -348,8 +341,7 @@ pub async fn series(
     params(("name" = String, Path, description = "The SLA's name")),
     responses(
         (status = 200, description = "OK", body = AlertsView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn alerts(
@@ -370,8 +362,7 @@ pub async fn alerts(
     params(("name" = String, Path, description = "The SLA's name")),
     responses(
         (status = 200, description = "OK", body = BreachesView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn breaches(
@@ -405,8 +396,7 @@ pub struct TargetIn {
     request_body = TargetIn,
     responses(
         (status = 200, description = "OK", body = AppliedView),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn change_target(

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::TenantId;
 use slaproof_store::tenants::Tenant;
 
-use super::{ApiProblem, ApiState, ListOut, PageQuery, ProblemOut, idempotent, page, parse_body};
+use super::{
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, page, parse_body,
+};
 use crate::service::Caller;
 
 pub fn router() -> Router<ApiState> {
@@ -56,8 +58,7 @@ impl From<Tenant> for TenantOut {
     params(PageQuery),
     responses(
         (status = 200, description = "OK", body = ListOut<TenantOut>),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn list(
@@ -82,8 +83,7 @@ pub async fn list(
     request_body = TenantIn,
     responses(
         (status = 201, description = "Created", body = TenantOut),
-        (status = "4XX", description = "A problem document (RFC 9457); 403 names the missing `scope`", body = ProblemOut, content_type = "application/problem+json"),
-        (status = "5XX", description = "A problem document (RFC 9457)", body = ProblemOut, content_type = "application/problem+json"),
+        ProblemResponses,
     ),
 )]
 pub async fn create(
