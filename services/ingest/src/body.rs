@@ -188,8 +188,8 @@ mod tests {
         headers.insert(header::CONTENT_ENCODING, "gzip".parse().unwrap());
         assert_eq!(decode(&headers, &zipped, 10_000).unwrap().len(), 10_000);
         let err = decode(&headers, &zipped, 9_999).unwrap_err();
-        assert_eq!(err.status, 413);
+        assert_eq!(err.status(), 413);
         headers.insert(header::CONTENT_ENCODING, "br".parse().unwrap());
-        assert_eq!(decode(&headers, &zipped, 10_000).unwrap_err().status, 415);
+        assert_eq!(decode(&headers, &zipped, 10_000).unwrap_err().status(), 415);
     }
 }

@@ -70,8 +70,8 @@ mod tests {
         let a = gate.admit().unwrap();
         let b = gate.admit().unwrap();
         let refused = gate.admit().unwrap_err();
-        assert_eq!(refused.status, 429);
-        assert_eq!(refused.retry_after_secs, Some(3));
+        assert_eq!(refused.status(), 429);
+        assert_eq!(refused.retry_after_secs(), Some(3));
         let writing = gate.writer(&a).await.unwrap();
         let waiting = tokio::time::timeout(std::time::Duration::from_millis(20), gate.writer(&b));
         assert!(waiting.await.is_err(), "one writer at a time");

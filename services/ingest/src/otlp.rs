@@ -83,10 +83,7 @@ fn refusal(encoding: Encoding, problem: Problem) -> Response {
         StatusCode::UNSUPPORTED_MEDIA_TYPE => 3,
         _ => 13, // INTERNAL
     };
-    let message = match &problem.detail {
-        Some(detail) => format!("{}: {detail}", problem.title),
-        None => problem.title.clone(),
-    };
+    let message = problem.message();
     let body = encode(encoding, &RpcStatus { code, message });
     let mut response = (problem.status(), body).into_response();
     let headers = response.headers_mut();
@@ -94,15 +91,7 @@ fn refusal(encoding: Encoding, problem: Problem) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(encoding.content_type()),
     );
-    if let Some(secs) = problem.retry_after_secs {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    if problem.challenge {
-        headers.insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"slaproof-ingest\""),
-        );
-    }
+    problem.add_headers(headers);
     response
 }
 

@@ -1,54 +1,47 @@
-//! RFC 9457 problem documents for ingest refusals, shaped like the rest of
-//! slaproof's (`type`, `title`, `status`, `detail`) plus the per-event
-//! `errors` a refused batch needs.
+//! Ingest refusals: slaproof's RFC 9457 problem documents (`slaproof-http`)
+//! with the per-event `errors` a refused batch needs, plus `Retry-After` and
+//! `WWW-Authenticate`.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 
 use crate::event::EventError;
 
-/// A problem document (`application/problem+json`).
-#[derive(Debug, Clone, Serialize)]
+/// An ingest refusal: slaproof's problem document plus the headers that
+/// tell a sender what to do next. OTLP answers carry the same status and
+/// headers with another body (see `otlp::refusal`).
+#[derive(Debug, Clone)]
 pub struct Problem {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// Every refused event, when the problem is about events.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<EventError>,
-    /// Seconds after which a retry may succeed (also sent as `Retry-After`).
-    #[serde(skip)]
-    pub retry_after_secs: Option<u64>,
+    // Boxed: refusals travel in every `Result` of the request path, and a
+    // small error keeps the happy path's values small.
+    document: Box<slaproof_http::Problem>,
+    /// Seconds after which a retry may succeed (sent as `Retry-After`).
+    retry_after_secs: Option<u64>,
     /// Sent as `WWW-Authenticate` on 401.
-    #[serde(skip)]
-    pub challenge: bool,
+    challenge: bool,
 }
 
 impl Problem {
     /// A problem of a kind documented under `/problems/<slug>`.
     pub fn new(status: StatusCode, slug: &str, title: impl Into<String>) -> Self {
         Self {
-            kind: format!("https://slaproof.dev/problems/{slug}"),
-            title: title.into(),
-            status: status.as_u16(),
-            detail: None,
-            errors: Vec::new(),
+            document: Box::new(slaproof_http::Problem::new(status, slug, title)),
             retry_after_secs: None,
             challenge: false,
         }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
-        self.detail = Some(detail.into());
+        *self.document = self.document.with_detail(detail);
         self
     }
 
+    /// Every refused event, as the `errors` extension member.
     pub fn with_errors(mut self, errors: Vec<EventError>) -> Self {
-        self.errors = errors;
+        if !errors.is_empty() {
+            let errors = serde_json::to_value(errors).unwrap_or_default();
+            *self.document = self.document.with_extension("errors", errors);
+        }
         self
     }
 
@@ -116,20 +109,24 @@ impl Problem {
     }
 
     pub fn status(&self) -> StatusCode {
-        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        StatusCode::from_u16(self.document.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
-}
 
-impl IntoResponse for Problem {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let body = serde_json::to_vec(&self).unwrap_or_default();
-        let mut response = (status, body).into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+    /// Seconds after which a retry may succeed, when one may.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after_secs
+    }
+
+    /// `title: detail`, for answers that carry one message (OTLP).
+    pub fn message(&self) -> String {
+        match &self.document.detail {
+            Some(detail) => format!("{}: {detail}", self.document.title),
+            None => self.document.title.clone(),
+        }
+    }
+
+    /// `Retry-After` and `WWW-Authenticate`, whatever the body's shape.
+    pub(crate) fn add_headers(&self, headers: &mut HeaderMap) {
         if let Some(secs) = self.retry_after_secs {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -139,6 +136,15 @@ impl IntoResponse for Problem {
                 HeaderValue::from_static("Bearer realm=\"slaproof-ingest\""),
             );
         }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let mut headers = HeaderMap::new();
+        self.add_headers(&mut headers);
+        let mut response = self.document.into_response();
+        response.headers_mut().extend(headers);
         response
     }
 }
