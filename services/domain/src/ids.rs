@@ -53,6 +53,8 @@ id_kinds! {
     JobKind => JobId, "job", "job";
     /// A fact waiting to be delivered to the outside.
     OutboxMessageKind => OutboxMessageId, "msg", "outbox message";
+    /// A synthetic probe: an endpoint slaproof measures itself.
+    ProbeKind => ProbeId, "prb", "probe";
 }
 
 /// A typed id: a UUID shown as `prefix_<32 hex digits>`.

@@ -83,6 +83,11 @@ fn constraint_message(constraint: &str) -> Option<&'static str> {
         "ingest_keys_prefix_unique" => "ingest key prefix collision; try again",
         "maintenance_windows_ordered" => "maintenance window must end after it starts",
         "jobs_dedup" => "an equal job is pending already",
+        "probes_name_unique" => "a probe with this name exists already",
+        "probes_interval_range" => "probe interval must be between 10 and 86400 seconds",
+        "probes_timeout_range" => {
+            "probe timeout must be between 100 and 120000 ms and within the interval"
+        }
         _ => return None,
     })
 }

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod maintenance;
 pub mod outbox;
 pub mod partitions;
+pub mod probes;
 pub mod slas;
 pub mod tenants;
 

@@ -1,0 +1,382 @@
+//! Synthetic probe definitions, their schedule and their last result.
+//!
+//! Runners claim due probes across tenants with [`claim_due`] (one statement
+//! that locks with `SKIP LOCKED` and moves `next_run_at` on), then read each
+//! definition in the probe's own tenant transaction.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::{ProbeId, TenantId};
+
+use crate::{Database, StoreError, TenantTx};
+
+/// What a probe measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// One request; good when it answers the expected status.
+    Http,
+    /// An OpenAI-style chat completion with `stream: true`: time to first
+    /// token, time per output token.
+    StreamingCompletion,
+}
+
+impl ProbeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeKind::Http => "http",
+            ProbeKind::StreamingCompletion => "streaming_completion",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "http" => Some(ProbeKind::Http),
+            "streaming_completion" => Some(ProbeKind::StreamingCompletion),
+            _ => None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeOutcome {
+    /// Answered as expected.
+    Good,
+    /// Answered, but not as expected (another status, no token).
+    Bad,
+    /// No usable answer: timeout, refused connection, unresolvable host.
+    Error,
+}
+
+impl ProbeOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeOutcome::Good => "good",
+            ProbeOutcome::Bad => "bad",
+            ProbeOutcome::Error => "error",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "good" => Some(ProbeOutcome::Good),
+            "bad" => Some(ProbeOutcome::Bad),
+            "error" => Some(ProbeOutcome::Error),
+            _ => None,
+        }
+    }
+}
+
+/// A probe as its owner defines it. Checked by the service layer; the
+/// schema's constraints are the last wall.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeDefinition {
+    pub name: String,
+    pub service: String,
+    pub model: Option<String>,
+    pub kind: ProbeKind,
+    pub method: String,
+    pub url: String,
+    /// Lower-case names; values may be credentials and are never answered.
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<serde_json::Value>,
+    pub expected_status: i32,
+    pub interval_secs: i32,
+    pub timeout_ms: i32,
+    pub enabled: bool,
+}
+
+/// The summary of a probe's last run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProbeResult {
+    pub at: DateTime<Utc>,
+    pub outcome: ProbeOutcome,
+    pub status: Option<i32>,
+    /// The error class and what happened, for people.
+    pub error: Option<String>,
+    pub latency_us: Option<i64>,
+}
+
+/// A probe as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredProbe {
+    pub id: ProbeId,
+    pub definition: ProbeDefinition,
+    pub next_run_at: DateTime<Utc>,
+    pub last: Option<ProbeResult>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A due probe a runner has claimed: its slot is its alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimedProbe {
+    pub tenant: TenantId,
+    pub id: ProbeId,
+    /// The slot this run stands for (the `next_run_at` it was claimed at).
+    pub scheduled_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: uuid::Uuid,
+    name: String,
+    service: String,
+    model: Option<String>,
+    kind: String,
+    method: String,
+    url: String,
+    headers: serde_json::Value,
+    body: Option<serde_json::Value>,
+    expected_status: i32,
+    interval_secs: i32,
+    timeout_ms: i32,
+    enabled: bool,
+    next_run_at: DateTime<Utc>,
+    last_run_at: Option<DateTime<Utc>>,
+    last_outcome: Option<String>,
+    last_status: Option<i32>,
+    last_error: Option<String>,
+    last_latency_us: Option<i64>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<Row> for StoredProbe {
+    type Error = StoreError;
+
+    fn try_from(r: Row) -> Result<Self, StoreError> {
+        let corrupt = |reason: String| StoreError::Corrupt {
+            what: "probe",
+            reason,
+        };
+        let kind = ProbeKind::parse(&r.kind).ok_or_else(|| corrupt(format!("kind {}", r.kind)))?;
+        let headers: BTreeMap<String, String> = serde_json::from_value(r.headers)
+            .map_err(|e| corrupt(format!("headers: {e}")))?;
+        let last = match (r.last_run_at, r.last_outcome) {
+            (Some(at), Some(outcome)) => Some(ProbeResult {
+                at,
+                outcome: ProbeOutcome::parse(&outcome)
+                    .ok_or_else(|| corrupt(format!("last_outcome {outcome}")))?,
+                status: r.last_status,
+                error: r.last_error,
+                latency_us: r.last_latency_us,
+            }),
+            _ => None,
+        };
+        Ok(StoredProbe {
+            id: ProbeId::from_uuid(r.id),
+            definition: ProbeDefinition {
+                name: r.name,
+                service: r.service,
+                model: r.model,
+                kind,
+                method: r.method,
+                url: r.url,
+                headers,
+                body: r.body,
+                expected_status: r.expected_status,
+                interval_secs: r.interval_secs,
+                timeout_ms: r.timeout_ms,
+                enabled: r.enabled,
+            },
+            next_run_at: r.next_run_at,
+            last,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+const COLUMNS: &str = "id, name, service, model, kind, method, url, headers, body, expected_status, \
+    interval_secs, timeout_ms, enabled, next_run_at, last_run_at, last_outcome, last_status, last_error, \
+    last_latency_us, created_at, updated_at";
+
+fn headers_json(headers: &BTreeMap<String, String>) -> serde_json::Value {
+    serde_json::Value::Object(
+        headers
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+/// Adds a probe; its first run is due at once, so a new probe shows a
+/// result within a poll of the runners.
+#[tracing::instrument(skip(tx, definition), fields(name = %definition.name))]
+pub async fn create(
+    tx: &mut TenantTx,
+    definition: &ProbeDefinition,
+) -> Result<StoredProbe, StoreError> {
+    let row: Row = sqlx::query_as(&format!(
+        "INSERT INTO probes (tenant_id, id, name, service, model, kind, method, url, headers, body, \
+             expected_status, interval_secs, timeout_ms, enabled, next_run_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now()) RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(ProbeId::new().uuid())
+    .bind(&definition.name)
+    .bind(&definition.service)
+    .bind(&definition.model)
+    .bind(definition.kind.as_str())
+    .bind(&definition.method)
+    .bind(&definition.url)
+    .bind(headers_json(&definition.headers))
+    .bind(&definition.body)
+    .bind(definition.expected_status)
+    .bind(definition.interval_secs)
+    .bind(definition.timeout_ms)
+    .bind(definition.enabled)
+    .fetch_one(&mut **tx)
+    .await?;
+    row.try_into()
+}
+
+/// Every probe of the tenant, by name.
+pub async fn list(tx: &mut TenantTx) -> Result<Vec<StoredProbe>, StoreError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM probes WHERE tenant_id = $1 ORDER BY name"
+    ))
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+/// The probe with this id.
+pub async fn find(tx: &mut TenantTx, id: ProbeId) -> Result<StoredProbe, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM probes WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or_else(|| StoreError::not_found("probe", id))?
+        .try_into()
+}
+
+/// The probe with this name.
+pub async fn find_by_name(tx: &mut TenantTx, name: &str) -> Result<StoredProbe, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM probes WHERE tenant_id = $1 AND name = $2"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(name)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or_else(|| StoreError::not_found("probe", name))?
+        .try_into()
+}
+
+/// Replaces a probe's definition. A probe switched on is due at once; a
+/// shorter interval brings the next run forward, never past its new
+/// cadence.
+#[tracing::instrument(skip(tx, definition), fields(name = %definition.name))]
+pub async fn update(
+    tx: &mut TenantTx,
+    id: ProbeId,
+    definition: &ProbeDefinition,
+) -> Result<StoredProbe, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE probes SET name = $3, service = $4, model = $5, kind = $6, method = $7, url = $8, \
+             headers = $9, body = $10, expected_status = $11, interval_secs = $12, timeout_ms = $13, \
+             next_run_at = CASE WHEN $14 AND NOT enabled THEN now() \
+                                ELSE least(next_run_at, now() + make_interval(secs => $12)) END, \
+             enabled = $14, updated_at = now() \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(&definition.name)
+    .bind(&definition.service)
+    .bind(&definition.model)
+    .bind(definition.kind.as_str())
+    .bind(&definition.method)
+    .bind(&definition.url)
+    .bind(headers_json(&definition.headers))
+    .bind(&definition.body)
+    .bind(definition.expected_status)
+    .bind(definition.interval_secs)
+    .bind(definition.timeout_ms)
+    .bind(definition.enabled)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or_else(|| StoreError::not_found("probe", id))?
+        .try_into()
+}
+
+/// Makes a probe due now: the next poll of any runner runs it.
+pub async fn run_now(tx: &mut TenantTx, id: ProbeId) -> Result<StoredProbe, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE probes SET next_run_at = least(next_run_at, now()) \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or_else(|| StoreError::not_found("probe", id))?
+        .try_into()
+}
+
+/// Deletes a probe. Its events stay: they are facts that SLAs counted.
+pub async fn delete(tx: &mut TenantTx, id: ProbeId) -> Result<(), StoreError> {
+    let deleted = sqlx::query("DELETE FROM probes WHERE tenant_id = $1 AND id = $2")
+        .bind(tx.tenant().uuid())
+        .bind(id.uuid())
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    if deleted == 0 {
+        return Err(StoreError::not_found("probe", id));
+    }
+    Ok(())
+}
+
+/// Records a run's summary, unless a later run has been recorded already
+/// (two slots' runs may finish out of order).
+pub async fn record_result(
+    tx: &mut TenantTx,
+    id: ProbeId,
+    result: &ProbeResult,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE probes SET last_run_at = $3, last_outcome = $4, last_status = $5, last_error = $6, \
+             last_latency_us = $7 \
+         WHERE tenant_id = $1 AND id = $2 AND (last_run_at IS NULL OR last_run_at <= $3)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(result.at)
+    .bind(result.outcome.as_str())
+    .bind(result.status)
+    .bind(&result.error)
+    .bind(result.latency_us)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Claims up to `limit` due probes across tenants. Each claimed slot is
+/// this caller's alone: the claim moved the probe's `next_run_at` on in the
+/// same statement.
+#[tracing::instrument(skip(db))]
+pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, StoreError> {
+    let rows: Vec<(uuid::Uuid, uuid::Uuid, DateTime<Utc>)> =
+        sqlx::query_as("SELECT tenant_id, id, scheduled_at FROM slaproof_claim_probes($1)")
+            .bind(limit)
+            .fetch_all(db.pool())
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(tenant, id, scheduled_at)| ClaimedProbe {
+            tenant: TenantId::from_uuid(tenant),
+            id: ProbeId::from_uuid(id),
+            scheduled_at,
+        })
+        .collect())
+}
