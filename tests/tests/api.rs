@@ -270,14 +270,17 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
         "apply document (sla:write)",
         "customers (customer:read)",
         "change a target (sla:write:thresholds)",
+        "uptime minutes on the dashboard (sla:read:uptime + sla:read:history)",
+        "latency minutes on the dashboard (sla:read:latency + sla:read:history)",
     ];
-    let matrix: [(&str, bool, [Cell; 9]); 4] = [
-        ("provider_admin", false, [Allowed; 9]),
+    let matrix: [(&str, bool, [Cell; 11]); 4] = [
+        ("provider_admin", false, [Allowed; 11]),
         (
             "customer_admin",
             true,
             [
                 Allowed, Allowed, Allowed, Allowed, Allowed, Allowed, Refused, Refused, Allowed,
+                Allowed, Allowed,
             ],
         ),
         (
@@ -285,9 +288,10 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
             false,
             [
                 Allowed, Allowed, Allowed, Allowed, Refused, Refused, Refused, Refused, Refused,
+                Refused, Refused,
             ],
         ),
-        ("auditor", false, [Refused; 9]),
+        ("auditor", false, [Refused; 11]),
     ];
     for (role, is_customer, row) in matrix {
         let token = w.token(&[role], is_customer.then_some(w.acme));
@@ -296,6 +300,9 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
             .await;
         let compliance = w
             .call("GET", "/v1/slas/acme-enterprise/compliance", &token, None)
+            .await;
+        let dashboard = w
+            .call("GET", "/v1/slas/acme-enterprise/dashboard", &token, None)
             .await;
         let objective = |answer: &(StatusCode, Value), name: &str, field: &str| -> Cell {
             if answer.0 != StatusCode::OK {
@@ -310,8 +317,11 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
                 .cloned()
                 .unwrap_or(Value::Null);
             let redacted = answer.1["redacted"].as_array().is_some_and(|r| {
-                r.iter()
-                    .any(|r| r["field"].as_str().is_some_and(|f| f.contains(name)))
+                r.iter().any(|r| {
+                    r["field"]
+                        .as_str()
+                        .is_some_and(|f| f.contains(&format!("[{name}].{field}")))
+                })
             });
             match (objective.get(field).is_some(), redacted) {
                 (true, false) => Allowed,
@@ -368,6 +378,8 @@ async fn every_role_and_sensitive_field_is_answered_as_the_policy_says() {
             status(apply),
             status(customers),
             status(target),
+            objective(&dashboard, "availability", "minutes"),
+            objective(&dashboard, "latency-p99", "minutes"),
         ];
         for ((field, expected), got) in fields.iter().zip(row).zip(got) {
             assert_eq!(got, expected, "{role} × {field}");
@@ -1244,4 +1256,288 @@ async fn nul_characters_are_refused_before_they_reach_postgres() {
         let (status, body) = w.call(method, path, &admin, None).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
     }
+}
+
+/// Runs the evaluator over the tenant now (the application's own may hold
+/// the tenant for a moment).
+async fn evaluate_now(w: &World) {
+    for attempt in 0.. {
+        let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+        match slaproof_evaluator::evaluate_tenant_up_to(
+            &mut tx,
+            &slaproof_evaluator::Settings::default(),
+            Some(chrono::Utc::now() + chrono::Duration::minutes(2)),
+        )
+        .await
+        {
+            Ok(_) => {
+                tx.commit().await.unwrap();
+                return;
+            }
+            Err(e) if attempt < 100 => {
+                let _ = e;
+                tx.rollback().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("evaluating: {e}"),
+        }
+    }
+}
+
+/// `count` events at `at`, the first `bad` of them failing with 503.
+async fn send_events(w: &World, at: chrono::DateTime<chrono::Utc>, count: usize, bad: usize) {
+    use slaproof_store::events::{EventSource, StoredEvent};
+    let day = at.date_naive();
+    slaproof_store::partitions::ensure(&w.app.db, day, day)
+        .await
+        .unwrap();
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    for i in 0..count {
+        slaproof_store::events::insert(
+            &mut tx,
+            &StoredEvent {
+                id: Default::default(),
+                occurred_at: at,
+                source: EventSource::Provider,
+                service: "chat-completions".into(),
+                model: None,
+                request_id: Some(format!("r-{}-{i}", at.timestamp())),
+                status: Some(if i < bad { 503 } else { 200 }),
+                error_class: None,
+                latency_us: Some(100_000),
+                ttft_us: Some(30_000),
+                tpot_us: Some(9_000),
+                input_tokens: Some(100),
+                output_tokens: Some(20),
+                streaming: Some(true),
+                attributes: json!({}),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+fn objective_of<'a>(dashboard: &'a Value, name: &str) -> &'a Value {
+    dashboard["objectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["objective"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {dashboard}"))
+}
+
+#[tokio::test]
+async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_graphql() {
+    use slaproof_evaluator::minute::floor_minute;
+    let w = world().await;
+    let now = chrono::Utc::now();
+    // A minute with one failure in twenty, and an earlier minute wholly in
+    // maintenance (both within the evaluator's grace, so both count).
+    let (busy, planned) = (
+        now - chrono::Duration::seconds(90),
+        now - chrono::Duration::seconds(200),
+    );
+    send_events(&w, busy, 20, 1).await;
+    send_events(&w, planned, 10, 10).await;
+    let admin = w.token(&["provider_admin"], None);
+    let (status, body) = w
+        .call(
+            "POST",
+            "/v1/maintenance-windows",
+            &admin,
+            Some(json!({
+                "sla": "acme-enterprise",
+                "starts_at": floor_minute(planned),
+                "ends_at": floor_minute(planned) + chrono::Duration::minutes(1),
+                "description": "failover drill",
+            })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    evaluate_now(&w).await;
+
+    let path = "/v1/slas/acme-enterprise/dashboard";
+    let (status, dashboard) = w.call("GET", path, &admin, None).await;
+    assert_eq!(status, StatusCode::OK, "{dashboard}");
+    assert_eq!(dashboard["redacted"], json!([]), "{dashboard}");
+    assert_eq!(dashboard["objectives"].as_array().unwrap().len(), 4);
+    let availability = objective_of(&dashboard, "availability");
+    let minutes = availability["minutes"].as_array().unwrap();
+    let point = |at: chrono::DateTime<chrono::Utc>| {
+        minutes
+            .iter()
+            .find(|p| {
+                p["minute"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<chrono::DateTime<chrono::Utc>>()
+                    == Ok(floor_minute(at))
+            })
+            .unwrap_or_else(|| panic!("no point at {at} in {minutes:?}"))
+            .clone()
+    };
+    let busy_point = point(busy);
+    assert_eq!(
+        (
+            &busy_point["good"],
+            &busy_point["total"],
+            &busy_point["ratio_ppm"]
+        ),
+        (&json!(19), &json!(20), &json!(950_000)),
+        "{busy_point}"
+    );
+    assert!(busy_point.get("maintenance").is_none(), "{busy_point}");
+    let planned_point = point(planned);
+    assert_eq!(planned_point["maintenance"], "whole", "{planned_point}");
+    assert_eq!(planned_point["good"], 0);
+    // The verdict leaves the maintenance minute out: 19 of 20.
+    assert_eq!(availability["numbers"]["good"], 19, "{availability}");
+    assert_eq!(availability["numbers"]["total"], 20, "{availability}");
+    assert!(availability["numbers"]["budget_remaining"].is_i64());
+    assert_eq!(
+        dashboard["maintenance"][0]["starts_at"]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap(),
+        floor_minute(planned)
+    );
+    // Latency minutes count the same events under the latency objective.
+    let latency = objective_of(&dashboard, "latency-p99");
+    assert_eq!(latency["minutes"].as_array().unwrap().len(), 2, "{latency}");
+
+    // A viewer without history sees the numbers, not the minutes, and is told why.
+    let (status, viewed) = w
+        .call("GET", path, &w.token(&["operations_viewer"], None), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{viewed}");
+    assert!(objective_of(&viewed, "availability")["numbers"].is_object());
+    assert!(
+        objective_of(&viewed, "availability")
+            .get("minutes")
+            .is_none()
+    );
+    assert!(viewed.get("maintenance").is_none());
+    let redacted = viewed["redacted"].as_array().unwrap();
+    assert!(redacted.contains(
+        &json!({ "field": "objectives[availability].minutes", "scope": "sla:read:history" })
+    ));
+    assert!(redacted.contains(&json!({ "field": "maintenance", "scope": "maintenance:read" })));
+
+    // An embed token for uptime sees neither the latency numbers nor minutes.
+    let (status, created) = w
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &admin,
+            Some(
+                json!({ "customer": w.acme.to_string(), "dashboard": "overview",
+                "scopes": ["sla:read", "sla:read:uptime", "sla:read:history"], "ttl_secs": 600 }),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (status, embedded) = w
+        .call("GET", path, created["token"].as_str().unwrap(), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{embedded}");
+    assert!(objective_of(&embedded, "availability")["minutes"].is_array());
+    let latency = objective_of(&embedded, "latency-p99");
+    assert!(latency.get("minutes").is_none() && latency.get("numbers").is_none());
+    assert!(embedded["redacted"].as_array().unwrap().contains(
+        &json!({ "field": "objectives[latency-p99].minutes", "scope": "sla:read:latency" })
+    ));
+
+    // Another customer's user: not found; the own customer: everything.
+    let (status, _) = w
+        .call(
+            "GET",
+            path,
+            &w.token(&["customer_admin"], Some(w.other_customer)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let (status, own) = w.call("GET", path, &acme, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        objective_of(&own, "availability")["minutes"],
+        availability["minutes"]
+    );
+
+    // Ranges: bounded, ordered, minutes outside left out.
+    let (status, body) = w
+        .call(
+            "GET",
+            &format!(
+                "{path}?from={}",
+                (now - chrono::Duration::days(3)).format("%Y-%m-%dT%H:%M:%SZ")
+            ),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["field"], "from");
+    let (status, narrow) = w
+        .call(
+            "GET",
+            &format!(
+                "{path}?from={}&to={}",
+                floor_minute(busy).format("%Y-%m-%dT%H:%M:%SZ"),
+                (floor_minute(busy) + chrono::Duration::minutes(1)).format("%Y-%m-%dT%H:%M:%SZ")
+            ),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{narrow}");
+    assert_eq!(
+        objective_of(&narrow, "availability")["minutes"],
+        json!([busy_point])
+    );
+
+    // GraphQL answers the same numbers through the same call.
+    let query = r#"{ dashboard(sla: "acme-enterprise") { objectives { objective compliance { compliancePpm budgetRemaining } minutes { minute good total ratioPpm maintenance } } maintenance { startsAt } } }"#;
+    let answer = w.graphql(&admin, query).await;
+    assert!(answer["errors"].is_null(), "{answer}");
+    let graphql = &answer["data"]["dashboard"];
+    let over_graphql = objective_of(graphql, "availability");
+    assert_eq!(
+        over_graphql["minutes"].as_array().unwrap().len(),
+        minutes.len()
+    );
+    assert_eq!(
+        over_graphql["compliance"]["compliancePpm"],
+        availability["numbers"]["compliance_ppm"]
+    );
+    assert!(
+        over_graphql["minutes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["good"] == 19 && p["total"] == 20 && p["ratioPpm"] == 950_000)
+    );
+    let answer = w
+        .graphql(&w.token(&["operations_viewer"], None), query)
+        .await;
+    let refused = refused_scopes(&answer);
+    assert!(
+        refused.contains(&"sla:read:history".to_owned())
+            && refused.contains(&"maintenance:read".to_owned()),
+        "{answer}"
+    );
+    let answer = w
+        .graphql(
+            &admin,
+            r#"{ sla(name: "acme-enterprise") { dashboard(from: "yesterday") { sla } } }"#,
+        )
+        .await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "INVALID",
+        "{answer}"
+    );
 }

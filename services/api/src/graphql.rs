@@ -7,9 +7,11 @@ use async_graphql::connection::{Connection, Edge};
 use async_graphql::{
     Context, EmptySubscription, ErrorExtensions, Json, Object, Schema, SimpleObject,
 };
+use chrono::{DateTime, Utc};
 
 use crate::authz::Scope;
 use crate::service::compliance::{ComplianceNumbers, ComplianceView};
+use crate::service::dashboard::{DashboardView, MinuteMaintenance};
 use crate::service::slas::{ExportFormat, Family, ObjectiveView, SlaSummaryView, SlaView};
 use crate::service::{Caller, PageRequest, Service, ServiceError};
 
@@ -138,6 +140,18 @@ impl Query {
             .await
             .map_err(refuse)?;
         Ok(Sla(view))
+    }
+
+    /// An SLA's dashboard in one read: compliance, budgets and the minutes
+    /// of `[from, to)` (RFC 3339; default the last day, at most two days).
+    async fn dashboard(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> async_graphql::Result<Dashboard> {
+        dashboard(ctx, &sla, from, to).await
     }
 
     /// The provider's customers.
@@ -458,6 +472,17 @@ impl Sla {
             .collect())
     }
 
+    /// Compliance, budgets and the minutes of `[from, to)` (RFC 3339;
+    /// default the last day, at most two days), as `dashboard` answers.
+    async fn dashboard(
+        &self,
+        ctx: &Context<'_>,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> async_graphql::Result<Dashboard> {
+        dashboard(ctx, &self.0.name, from, to).await
+    }
+
     /// Every version, newest first.
     #[graphql(visible = "holds_history")]
     async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Sla>> {
@@ -573,4 +598,155 @@ impl ObjectiveCompliance {
             None => Err(refuse(ServiceError::MissingScope(self.family.scope()))),
         }
     }
+}
+
+fn instant(field: &str, text: Option<String>) -> async_graphql::Result<Option<DateTime<Utc>>> {
+    text.map(|t| {
+        DateTime::parse_from_rfc3339(&t)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| refuse(ServiceError::invalid(field, format!("not RFC 3339: {e}"))))
+    })
+    .transpose()
+}
+
+async fn dashboard(
+    ctx: &Context<'_>,
+    sla: &str,
+    from: Option<String>,
+    to: Option<String>,
+) -> async_graphql::Result<Dashboard> {
+    let (service, caller) = parts(ctx)?;
+    let (from, to) = (instant("from", from)?, instant("to", to)?);
+    let view = service
+        .sla_dashboard(caller, sla, from, to)
+        .await
+        .map_err(refuse)?;
+    Ok(Dashboard(view))
+}
+
+fn holds_maintenance(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::MaintenanceRead)
+}
+
+/// An SLA's dashboard; fields the caller lacks the scope for are refused
+/// naming it, as everywhere.
+#[derive(Debug)]
+pub struct Dashboard(DashboardView);
+
+#[Object]
+impl Dashboard {
+    async fn sla(&self) -> &str {
+        &self.0.sla
+    }
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    /// RFC 3339, a whole minute.
+    async fn from(&self) -> String {
+        self.0.from.to_rfc3339()
+    }
+    /// RFC 3339, a whole minute; the minutes are `[from, to)`.
+    async fn to(&self) -> String {
+        self.0.to.to_rfc3339()
+    }
+    async fn objectives(&self) -> Vec<DashboardObjective> {
+        self.0
+            .objectives
+            .iter()
+            .map(|o| {
+                let minutes_scope = self
+                    .0
+                    .redacted
+                    .iter()
+                    .find(|r| r.field == format!("objectives[{}].minutes", o.objective))
+                    .and_then(|r| Scope::parse(r.scope))
+                    .unwrap_or(Scope::SlaReadHistory);
+                DashboardObjective {
+                    compliance: ObjectiveCompliance {
+                        objective: o.objective.clone(),
+                        family: o.family,
+                        numbers: o.numbers.clone(),
+                    },
+                    minutes: o.minutes.clone(),
+                    minutes_scope,
+                }
+            })
+            .collect()
+    }
+    /// Maintenance overlapping the range; needs `maintenance:read`.
+    #[graphql(visible = "holds_maintenance")]
+    async fn maintenance(&self) -> async_graphql::Result<Vec<MaintenanceSpan>> {
+        let spans = self
+            .0
+            .maintenance
+            .as_ref()
+            .ok_or_else(|| refuse(ServiceError::MissingScope(Scope::MaintenanceRead)))?;
+        Ok(spans
+            .iter()
+            .map(|s| MaintenanceSpan {
+                starts_at: s.starts_at.to_rfc3339(),
+                ends_at: s.ends_at.to_rfc3339(),
+            })
+            .collect())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct MaintenanceSpan {
+    pub starts_at: String,
+    pub ends_at: String,
+}
+
+#[derive(Debug)]
+pub struct DashboardObjective {
+    compliance: ObjectiveCompliance,
+    minutes: Option<Vec<crate::service::dashboard::MinutePoint>>,
+    minutes_scope: Scope,
+}
+
+#[Object]
+impl DashboardObjective {
+    async fn objective(&self) -> &str {
+        &self.compliance.objective
+    }
+    async fn family(&self) -> &'static str {
+        family_name(self.compliance.family)
+    }
+    /// The latest evaluation, as `Sla.compliance` answers it.
+    async fn compliance(&self) -> &ObjectiveCompliance {
+        &self.compliance
+    }
+    /// One point per minute that counted events, oldest first; needs the
+    /// family's scope and `sla:read:history`.
+    #[graphql(visible = "holds_history")]
+    async fn minutes(&self) -> async_graphql::Result<Vec<MinutePoint>> {
+        let points = self
+            .minutes
+            .as_ref()
+            .ok_or_else(|| refuse(ServiceError::MissingScope(self.minutes_scope)))?;
+        Ok(points
+            .iter()
+            .map(|p| MinutePoint {
+                minute: p.minute.to_rfc3339(),
+                good: p.good,
+                total: p.total,
+                ratio_ppm: p.ratio_ppm,
+                maintenance: p.maintenance.map(|m| match m {
+                    MinuteMaintenance::Whole => "whole",
+                    MinuteMaintenance::Part => "part",
+                }),
+            })
+            .collect())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct MinutePoint {
+    /// RFC 3339.
+    pub minute: String,
+    pub good: i64,
+    pub total: i64,
+    pub ratio_ppm: Option<u32>,
+    /// `whole` or `part` when the minute overlaps maintenance.
+    pub maintenance: Option<&'static str>,
 }

@@ -391,6 +391,7 @@ impl utoipa::Modify for BearerAuth {
         slas::compliance,
         slas::budget_status,
         slas::series,
+        slas::dashboard,
         slas::alerts,
         slas::breaches,
         slas::change_target,

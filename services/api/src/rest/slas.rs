@@ -17,6 +17,7 @@ use super::{
 };
 use crate::service::Caller;
 use crate::service::compliance::{BudgetStatusView, ComplianceView};
+use crate::service::dashboard::DashboardView;
 use crate::service::history::{AlertsView, BreachesView, SeriesView};
 use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
@@ -29,6 +30,7 @@ pub fn router() -> Router<ApiState> {
         .route("/v1/slas/{name}/compliance", get(compliance))
         .route("/v1/slas/{name}/budget-status", get(budget_status))
         .route("/v1/slas/{name}/compliance/series", get(series))
+        .route("/v1/slas/{name}/dashboard", get(dashboard))
         .route("/v1/slas/{name}/alerts", get(alerts))
         .route("/v1/slas/{name}/breaches", get(breaches))
         .route(
@@ -328,6 +330,44 @@ pub async fn series(
         state
             .service
             .compliance_series(&caller, &name, &query.objective, from, to)
+            .await?,
+    ))
+}
+
+/// `?from=…&to=…`, RFC 3339; by default the last day, at most two days.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DashboardQuery {
+    /// Start of the minutes (rounded down to the minute); default: a day before `to`.
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
+    /// End of the minutes (rounded up to the minute); default: now.
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/dashboard",
+    operation_id = "slas_dashboard",
+    tag = "slas",
+    summary = "Compliance, budgets and one-minute points per objective, in one read",
+    params(("name" = String, Path, description = "The SLA's name"), DashboardQuery),
+    responses(
+        (status = 200, description = "OK", body = DashboardView),
+        ProblemResponses,
+    ),
+)]
+pub async fn dashboard(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<DashboardQuery>, QueryRejection>,
+) -> Result<Json<DashboardView>, ApiProblem> {
+    let name = name(path)?;
+    let Query(query) = query.map_err(|e| invalid("query", e.body_text()))?;
+    Ok(Json(
+        state
+            .service
+            .sla_dashboard(&caller, &name, query.from, query.to)
             .await?,
     ))
 }

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use slaproof_evaluator::records;
+use slaproof_store::slas::StoredSla;
 
 use super::slas::Family;
 use super::{Caller, Redaction, Service, ServiceError};
@@ -68,8 +69,20 @@ impl Service {
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
         let latest = records::latest(&mut tx, stored.id).await?;
         tx.commit().await?;
-        let mut redacted = Vec::new();
-        let objectives = stored
+        Ok(compliance_view(caller, &stored, &latest))
+    }
+}
+
+/// The caller's view of an SLA's latest evaluations: each objective's
+/// numbers only with the scope of its family (shared with the dashboard).
+pub(super) fn compliance_view(
+    caller: &Caller,
+    stored: &StoredSla,
+    latest: &[records::StoredEvaluation],
+) -> ComplianceView {
+    let mut redacted = Vec::new();
+    let objectives =
+        stored
             .definition
             .objectives
             .iter()
@@ -110,12 +123,11 @@ impl Service {
                 }
             })
             .collect();
-        Ok(ComplianceView {
-            sla: stored.definition.name.as_str().to_owned(),
-            version: stored.version,
-            objectives,
-            redacted,
-        })
+    ComplianceView {
+        sla: stored.definition.name.as_str().to_owned(),
+        version: stored.version,
+        objectives,
+        redacted,
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod compliance;
 pub mod customers;
+pub mod dashboard;
 pub mod embed;
 pub mod history;
 pub mod idempotency;

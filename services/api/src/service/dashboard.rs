@@ -1,0 +1,319 @@
+//! The dashboard of one SLA in one read: current compliance and budget per
+//! objective and its one-minute points (good, total, ratio) over a range,
+//! from the evaluator's minute rollups, in one tenant transaction.
+//!
+//! Field rule as everywhere: an objective's numbers need its family scope;
+//! its minutes are a time series, so they need `sla:read:history` too;
+//! the maintenance windows need `maintenance:read`. What is left out is
+//! named in `redacted`.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use slaproof_domain::budget::Tally;
+use slaproof_domain::window::Period;
+use slaproof_evaluator::evaluate::merge_periods;
+use slaproof_evaluator::minute::{ceil_minute, floor_minute};
+use slaproof_evaluator::records;
+use slaproof_store::{StoreError, maintenance};
+
+use super::compliance::{ComplianceNumbers, compliance_view};
+use super::slas::Family;
+use super::{Caller, Redaction, Service, ServiceError};
+use crate::authz::Scope;
+
+/// The range answered when none is asked: the last day.
+pub const DEFAULT_RANGE_MINUTES: i64 = 24 * 60;
+/// The longest range one dashboard answers, so one read stays bounded
+/// (at most this many points per objective).
+pub const MAX_RANGE_MINUTES: i64 = 2 * 24 * 60;
+
+/// An SLA's dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct DashboardView {
+    pub sla: String,
+    pub version: i32,
+    /// The range of the minutes, whole UTC minutes `[from, to)`.
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub objectives: Vec<ObjectiveDashboard>,
+    /// The maintenance windows overlapping the range (merged where they
+    /// touch); absent without `maintenance:read`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<Vec<MaintenanceSpan>>,
+    pub redacted: Vec<Redaction>,
+}
+
+/// One objective on the dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ObjectiveDashboard {
+    pub objective: String,
+    pub family: Family,
+    /// The latest evaluation (compliance and budget): `null` before the
+    /// first; absent (and listed in `redacted`) without the family's scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numbers: Option<Option<ComplianceNumbers>>,
+    /// One point per minute that counted events, oldest first; absent (and
+    /// listed in `redacted`) without the family's scope or
+    /// `sla:read:history`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<Vec<MinutePoint>>,
+}
+
+/// The events of one minute as the evaluator counted them for an objective.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct MinutePoint {
+    /// The UTC minute the events occurred in.
+    pub minute: DateTime<Utc>,
+    pub good: i64,
+    pub total: i64,
+    /// Parts per million of good events, rounded down.
+    pub ratio_ppm: Option<u32>,
+    /// Present when the minute overlaps maintenance: `whole` (none of its
+    /// events count in the verdict) or `part` (those inside the window do
+    /// not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MinuteMaintenance>,
+}
+
+/// How much of a minute maintenance covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MinuteMaintenance {
+    Whole,
+    Part,
+}
+
+/// A stretch of maintenance (windows merged where they overlap or touch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct MaintenanceSpan {
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+}
+
+/// The whole minutes `[from, to)` a dashboard answers: the last day by
+/// default, at most [`MAX_RANGE_MINUTES`].
+pub fn dashboard_range(
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), ServiceError> {
+    let to = ceil_minute(to.unwrap_or(now));
+    let from = floor_minute(from.unwrap_or(to - Duration::minutes(DEFAULT_RANGE_MINUTES)));
+    if to <= from {
+        return Err(ServiceError::invalid("to", "must be after from"));
+    }
+    if to - from > Duration::minutes(MAX_RANGE_MINUTES) {
+        return Err(ServiceError::invalid(
+            "from",
+            format!(
+                "the range may span at most {} hours",
+                MAX_RANGE_MINUTES / 60
+            ),
+        ));
+    }
+    Ok((from, to))
+}
+
+/// How `periods` (disjoint, sorted) cover the minute starting at `minute`.
+fn coverage(periods: &[Period], minute: DateTime<Utc>) -> Option<MinuteMaintenance> {
+    let end = minute + Duration::minutes(1);
+    let i = periods.partition_point(|p| p.end <= minute);
+    let p = periods.get(i).filter(|p| p.start < end)?;
+    Some(if p.start <= minute && p.end >= end {
+        MinuteMaintenance::Whole
+    } else {
+        MinuteMaintenance::Part
+    })
+}
+
+impl Service {
+    /// Compliance, budget and the minutes of `[from, to)` (default: the
+    /// last day) of every objective of one SLA the caller may see.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn sla_dashboard(
+        &self,
+        caller: &Caller,
+        name: &str,
+        from: Option<DateTime<Utc>>,
+        to: Option<DateTime<Utc>>,
+    ) -> Result<DashboardView, ServiceError> {
+        let (from, to) = dashboard_range(from, to, Utc::now())?;
+        let mut tx = self.tx(caller).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let latest = records::latest(&mut tx, stored.id).await?;
+        let compliance = compliance_view(caller, &stored, &latest);
+        let mut redacted = compliance.redacted;
+        // The objectives whose minutes this caller may read.
+        let charted: Vec<String> = compliance
+            .objectives
+            .iter()
+            .filter(|o| caller.has(o.family.scope()) && caller.has(Scope::SlaReadHistory))
+            .map(|o| o.objective.clone())
+            .collect();
+        let rows: Vec<(String, DateTime<Utc>, i64, i64)> = if charted.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query_as(
+                "SELECT objective, minute, good, total FROM evaluator_rollups \
+                 WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND objective = ANY($4) \
+                   AND minute >= $5 AND minute < $6 \
+                 ORDER BY objective, minute",
+            )
+            .bind(caller.tenant().uuid())
+            .bind(stored.id.uuid())
+            .bind(stored.version)
+            .bind(&charted)
+            .bind(from)
+            .bind(to)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(StoreError::from)?
+        };
+        let windows = maintenance::overlapping(&mut tx, stored.id, from, to).await?;
+        tx.commit().await?;
+        let periods = merge_periods(
+            windows
+                .into_iter()
+                .map(|w| Period {
+                    start: w.starts_at,
+                    end: w.ends_at,
+                })
+                .collect(),
+        );
+
+        let mut minutes: std::collections::HashMap<String, Vec<MinutePoint>> =
+            charted.iter().map(|o| (o.clone(), Vec::new())).collect();
+        for (objective, minute, good, total) in rows {
+            let tally = Tally {
+                good: u64::try_from(good).unwrap_or(0),
+                total: u64::try_from(total).unwrap_or(0),
+            };
+            if let Some(points) = minutes.get_mut(&objective) {
+                points.push(MinutePoint {
+                    minute,
+                    good,
+                    total,
+                    ratio_ppm: tally.compliance_ppm(),
+                    maintenance: coverage(&periods, minute),
+                });
+            }
+        }
+        let objectives = compliance
+            .objectives
+            .into_iter()
+            .map(|o| {
+                let points = minutes.remove(&o.objective);
+                if points.is_none() {
+                    // The family's scope is already named for `numbers`
+                    // when it is missing; otherwise history is.
+                    let scope = if caller.has(o.family.scope()) {
+                        Scope::SlaReadHistory
+                    } else {
+                        o.family.scope()
+                    };
+                    redacted.push(Redaction {
+                        field: format!("objectives[{}].minutes", o.objective),
+                        scope: scope.as_str(),
+                    });
+                }
+                ObjectiveDashboard {
+                    objective: o.objective,
+                    family: o.family,
+                    numbers: o.numbers,
+                    minutes: points,
+                }
+            })
+            .collect();
+        let maintenance = if caller.has(Scope::MaintenanceRead) {
+            Some(
+                periods
+                    .iter()
+                    .map(|p| MaintenanceSpan {
+                        starts_at: p.start,
+                        ends_at: p.end,
+                    })
+                    .collect(),
+            )
+        } else {
+            redacted.push(Redaction {
+                field: "maintenance".to_owned(),
+                scope: Scope::MaintenanceRead.as_str(),
+            });
+            None
+        };
+        Ok(DashboardView {
+            sla: compliance.sla,
+            version: compliance.version,
+            from,
+            to,
+            objectives,
+            maintenance,
+            redacted,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn ranges_default_to_the_last_day_in_whole_minutes_and_are_bounded() {
+        let now = at("2026-11-30T12:34:56Z");
+        let (from, to) = dashboard_range(None, None, now).unwrap();
+        assert_eq!(to, at("2026-11-30T12:35:00Z"));
+        assert_eq!(from, at("2026-11-29T12:35:00Z"));
+        let (from, to) = dashboard_range(
+            Some(at("2026-11-30T10:00:30Z")),
+            Some(at("2026-11-30T11:00:00Z")),
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            (from, to),
+            (at("2026-11-30T10:00:00Z"), at("2026-11-30T11:00:00Z"))
+        );
+        let backwards = dashboard_range(Some(now), Some(now - Duration::hours(1)), now);
+        assert!(matches!(backwards, Err(ServiceError::Invalid { field, .. }) if field == "to"));
+        let long = dashboard_range(Some(now - Duration::days(3)), Some(now), now);
+        assert!(matches!(long, Err(ServiceError::Invalid { field, .. }) if field == "from"));
+        let two_days = at("2026-11-28T12:35:00Z");
+        assert!(dashboard_range(Some(two_days), Some(now), now).is_ok());
+    }
+
+    #[test]
+    fn minutes_know_how_much_maintenance_covers_them() {
+        let periods = merge_periods(vec![
+            Period {
+                start: at("2026-11-30T10:00:30Z"),
+                end: at("2026-11-30T10:03:00Z"),
+            },
+            Period {
+                start: at("2026-11-30T10:05:00Z"),
+                end: at("2026-11-30T10:06:00Z"),
+            },
+        ]);
+        let cover = |m: &str| coverage(&periods, at(m));
+        assert_eq!(cover("2026-11-30T09:59:00Z"), None);
+        assert_eq!(cover("2026-11-30T10:00:00Z"), Some(MinuteMaintenance::Part));
+        assert_eq!(
+            cover("2026-11-30T10:01:00Z"),
+            Some(MinuteMaintenance::Whole)
+        );
+        assert_eq!(
+            cover("2026-11-30T10:02:00Z"),
+            Some(MinuteMaintenance::Whole)
+        );
+        assert_eq!(cover("2026-11-30T10:03:00Z"), None);
+        assert_eq!(cover("2026-11-30T10:04:00Z"), None);
+        assert_eq!(
+            cover("2026-11-30T10:05:00Z"),
+            Some(MinuteMaintenance::Whole)
+        );
+        assert_eq!(cover("2026-11-30T10:06:00Z"), None);
+    }
+}
