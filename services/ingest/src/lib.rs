@@ -19,6 +19,7 @@ pub mod gate;
 pub mod loadgen;
 pub mod native;
 pub mod otlp;
+pub mod probe;
 pub mod problem;
 pub mod writer;
 
