@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use proptest::prelude::*;
 use slaproof_domain::budget::Tally;
+use slaproof_domain::composite::{ObjectiveCounts, combine};
 use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::recount::recount;
@@ -27,6 +28,31 @@ spec:
   objectives:
   - name: availability
     target: 99%
+    ratio:
+      good: status < 500
+  - name: latency-p90
+    target: 90%
+    threshold:
+      field: latency
+      op: lte
+      value: 800ms
+"#;
+
+/// [`SLA`] with weights: it has a composite (availability weighs 3).
+const WEIGHTED_SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  window:
+    calendar: month
+    timeZone: UTC
+  objectives:
+  - name: availability
+    target: 99%
+    weight: 3
     ratio:
       good: status < 500
   - name: latency-p90
@@ -353,7 +379,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 
 async fn check_scenario(db: &Database, index: usize, s: Scenario) {
     let base = at("2026-11-12T00:00:00Z");
-    let tenant = tenant_with_sla(db, &format!("prop-{index}"), &[SLA]).await;
+    let tenant = tenant_with_sla(db, &format!("prop-{index}"), &[WEIGHTED_SLA]).await;
     let events: Vec<Ev> = s
         .events
         .iter()
@@ -476,6 +502,44 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
         3,
         "both SLAs' objectives are evaluated"
     );
+    // The composite (only the weighted SLA has one) equals the domain's
+    // combination of the recounted objectives.
+    assert_eq!(run.composites.len(), 1);
+    let composite = &run.composites[0];
+    let sla: &TrackedSla = tracked.iter().find(|t| t.id == composite.sla).unwrap();
+    let mut parts = Vec::new();
+    for objective in &sla.definition.objectives {
+        let expected = recount(
+            &mut tx,
+            sla,
+            objective.name.as_str(),
+            composite.period.start,
+            composite.period.end.min(run.advance.as_of),
+            run.advance.as_of,
+            settings().grace(),
+        )
+        .await
+        .unwrap();
+        parts.push(ObjectiveCounts {
+            weight: objective.weight.unwrap_or_default(),
+            target: objective.target,
+            good: expected.tally.good,
+            total: expected.tally.total,
+        });
+    }
+    assert_eq!(
+        composite.result,
+        combine(&parts),
+        "composite of {}",
+        sla.name
+    );
+    let stored: (i64, Option<bool>) =
+        sqlx::query_as("SELECT consumed_pico, met FROM composite_evaluations WHERE id = $1")
+            .bind(composite.id)
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!(stored, (composite.consumed_pico(), composite.met()));
     tx.commit().await.unwrap();
 }
 
@@ -1004,4 +1068,134 @@ async fn the_watermark_waits_for_ingest_transactions_still_running() {
         .find(|e| e.objective == "availability")
         .unwrap();
     assert_eq!(availability.budget.tally, Tally { good: 0, total: 1 });
+}
+
+#[tokio::test]
+async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_correction() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-12-02".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[WEIGHTED_SLA]).await;
+    // 1000 events every 10 s; the first 15 fail; latency always good.
+    let base = at("2026-11-20T10:00:00Z");
+    let events: Vec<Ev> = (0..1000i64)
+        .map(|i| {
+            let occurred_at = base + Duration::seconds(10 * i);
+            Ev {
+                occurred_at,
+                received_at: occurred_at,
+                service: "chat",
+                model: "big",
+                status: if i < 15 { 503 } else { 200 },
+                latency_us: Some(1_000),
+            }
+        })
+        .collect();
+    insert_events(&db, tenant, &events).await;
+    let evaluate = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            run
+        }
+    };
+    let run = evaluate("2026-11-21T00:00:00Z").await;
+    // availability: 15 bad of 1000 at a 1% budget is 1.5 budgets; latency
+    // 0: C = (3 × 1.5 + 1 × 0) / 4 = 1.125.
+    let c = &run.composites[0];
+    assert_eq!(c.result.consumed_pico, 1_125_000_000_000);
+    assert_eq!(c.met(), Some(false));
+    assert_eq!(c.remaining_pico(), -125_000_000_000);
+    assert!(c.exhausted());
+    assert_eq!(c.parts.len(), 2);
+    assert_eq!((c.parts[0].good, c.parts[0].total), (985, 1000));
+    let told = outbox_types(&db, tenant).await;
+    let composite_facts: Vec<&str> = told
+        .iter()
+        .filter(|(_, p)| p["objective"] == "_composite")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    assert_eq!(
+        composite_facts,
+        ["slo.budget_exhausted", "sla.breached"],
+        "{told:?}"
+    );
+    // Told once.
+    evaluate("2026-11-21T00:01:00Z").await;
+    assert_eq!(outbox_types(&db, tenant).await.len(), told.len());
+
+    // The month closes: the composite is frozen beside the objectives.
+    let run = evaluate("2026-12-01T00:10:00Z").await;
+    assert_eq!(run.closed.len(), 2);
+    let closed = run.closed_composites.first().expect("a frozen composite");
+    assert_eq!(closed.revision, 1);
+    assert_eq!(closed.composite.result.consumed_pico, 1_125_000_000_000);
+    assert!(
+        evaluate("2026-12-01T00:11:00Z")
+            .await
+            .closed_composites
+            .is_empty()
+    );
+
+    // Maintenance agreed afterwards over the first ten (bad) events: 5 bad
+    // of 990 is 0.505050505050… budgets; C = 3 × that / 4, met.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    maintenance::create(
+        &mut tx,
+        Some(sla.id),
+        base,
+        base + Duration::seconds(100),
+        "retroactive",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let run = evaluate("2026-12-01T00:12:00Z").await;
+    let corrected = run.closed_composites.first().expect("a correction");
+    assert_eq!(corrected.revision, 2);
+    assert_eq!(corrected.composite.result.consumed_pico, 378_787_878_787);
+    assert_eq!(corrected.composite.met(), Some(true));
+
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let revisions: Vec<(i32, i64, Option<bool>, i64)> = sqlx::query_as(
+        "SELECT revision, consumed_pico, met, remaining_pico FROM composite_period_results ORDER BY revision",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(
+        revisions,
+        vec![
+            (1, 1_125_000_000_000, Some(false), -125_000_000_000),
+            (2, 378_787_878_787, Some(true), 621_212_121_213)
+        ]
+    );
+    // Each part names an objective evaluation frozen in period_results.
+    let dangling: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM composite_period_results c, jsonb_array_elements(c.parts) AS p \
+         WHERE NOT EXISTS (SELECT 1 FROM period_results r \
+                           WHERE r.evaluation_id = (p ->> 'evaluation')::uuid AND r.objective = p ->> 'objective')",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(dangling, 0);
+    tx.commit().await.unwrap();
+    let closes = outbox_types(&db, tenant)
+        .await
+        .into_iter()
+        .filter(|(t, p)| t == "sla.period_closed" && p["composite"] == true)
+        .map(|(_, p)| p["revision"].as_i64().unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(closes, [1, 2]);
 }

@@ -92,6 +92,19 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // A gauge value by callback, about the seeded event's request.
+    slaproof_store::gauges::insert(
+        &mut tx,
+        &[slaproof_store::gauges::GaugeValue {
+            metric: "quality_score".into(),
+            service: "chat-completions".into(),
+            request_id: format!("{name}-1"),
+            value: 0.9,
+            measured_at: None,
+        }],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert
@@ -108,6 +121,12 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     let mut frozen = run.evaluations[0].clone();
     frozen.id = uuid::Uuid::now_v7();
     slaproof_evaluator::records::freeze_period(&mut tx, &frozen)
+        .await
+        .unwrap();
+    // The demo SLA has weights: its composite is evaluated; frozen likewise.
+    let mut composite = run.composites[0].clone();
+    composite.id = uuid::Uuid::now_v7();
+    slaproof_evaluator::composite::freeze(&mut tx, &composite)
         .await
         .unwrap();
     tx.commit().await.unwrap();

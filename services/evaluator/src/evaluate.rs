@@ -586,13 +586,39 @@ pub async fn set_state(
     long_burn_milli: u64,
     short_burn_milli: u64,
 ) -> Result<AlertTransition, EvaluatorError> {
+    set_state_of(
+        tx,
+        evaluation.sla,
+        &evaluation.objective,
+        evaluation.as_of,
+        rule,
+        fires,
+        long_burn_milli,
+        short_burn_milli,
+    )
+    .await
+}
+
+/// [`set_state`] for any name an SLA's state is kept under (an objective,
+/// or the composite).
+#[allow(clippy::too_many_arguments)]
+pub async fn set_state_of(
+    tx: &mut TenantTx,
+    sla: slaproof_domain::ids::SlaId,
+    objective: &str,
+    as_of: DateTime<Utc>,
+    rule: &str,
+    fires: bool,
+    long_burn_milli: u64,
+    short_burn_milli: u64,
+) -> Result<AlertTransition, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let was: Option<bool> = sqlx::query_scalar(
         "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",
     )
     .bind(tenant)
-    .bind(evaluation.sla.uuid())
-    .bind(&evaluation.objective)
+    .bind(sla.uuid())
+    .bind(objective)
     .bind(rule)
     .fetch_optional(&mut **tx)
     .await
@@ -611,11 +637,11 @@ pub async fn set_state(
              short_burn_milli = EXCLUDED.short_burn_milli",
     )
     .bind(tenant)
-    .bind(evaluation.sla.uuid())
-    .bind(&evaluation.objective)
+    .bind(sla.uuid())
+    .bind(objective)
     .bind(rule)
     .bind(transition.firing())
-    .bind(evaluation.as_of)
+    .bind(as_of)
     .bind(i64::try_from(long_burn_milli).unwrap_or(i64::MAX))
     .bind(i64::try_from(short_burn_milli).unwrap_or(i64::MAX))
     .bind(changed)

@@ -5,6 +5,7 @@ use slaproof_domain::burn::AlertTransition;
 use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::{TenantTx, outbox};
 
+use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::{ObjectiveEvaluation, evaluate_period, set_state};
 use crate::records::freeze_period;
@@ -90,23 +91,33 @@ pub fn closable_period(
     (previous.end < current.end && as_of >= previous.end + grace).then_some(previous)
 }
 
+/// What one [`close_periods`] froze.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Closed {
+    pub objectives: Vec<ClosedPeriod>,
+    /// The SLA's composite, when it has one and its numbers changed.
+    pub composite: Option<ClosedComposite>,
+}
+
 /// Freezes the previous calendar period of an SLA when it can close, and
 /// supersedes that result with a new revision when a maintenance window
 /// covering it was added or cancelled since. Tells `sla.period_closed`
-/// each time.
+/// each time. The composite (when the SLA has one) is frozen from the same
+/// evaluations, its parts naming the objectives' frozen evaluations, and
+/// told as `sla.period_closed` with `"composite": true`.
 #[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
 pub async fn close_periods(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     as_of: DateTime<Utc>,
     grace: Duration,
-) -> Result<Vec<ClosedPeriod>, EvaluatorError> {
+) -> Result<Closed, EvaluatorError> {
     let Some(period) = closable_period(&sla.definition.window, as_of, grace) else {
-        return Ok(Vec::new());
+        return Ok(Closed::default());
     };
     if sla.covers_from > period.start {
         // The rollups of this version do not cover the whole period.
-        return Ok(Vec::new());
+        return Ok(Closed::default());
     }
     let closed_at: Option<DateTime<Utc>> = sqlx::query_scalar(
         "SELECT max(closed_at) FROM period_results WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3",
@@ -132,17 +143,38 @@ pub async fn close_periods(
         .await
         .doing("looking for maintenance changes")?;
         if !changed {
-            return Ok(Vec::new());
+            return Ok(Closed::default());
         }
     }
-    let mut out = Vec::new();
-    for evaluation in evaluate_period(tx, sla, period, as_of, grace).await? {
-        if let Some(revision) = freeze_period(tx, &evaluation).await? {
-            let mut payload = summary(&evaluation);
+    let mut out = Closed::default();
+    let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
+    for evaluation in &evaluations {
+        if let Some(revision) = freeze_period(tx, evaluation).await? {
+            let mut payload = summary(evaluation);
             payload["revision"] = revision.into();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
-            out.push(ClosedPeriod {
-                evaluation,
+            out.objectives.push(ClosedPeriod {
+                evaluation: evaluation.clone(),
+                revision,
+            });
+        }
+    }
+    if let Some(mut c) = composite::compose(sla, &evaluations) {
+        // An objective whose numbers did not change keeps its earlier
+        // frozen evaluation: point at what is in force.
+        for (objective, evaluation) in
+            composite::frozen_evaluations(tx, sla.id, c.period.start).await?
+        {
+            if let Some(part) = c.parts.iter_mut().find(|p| p.objective == objective) {
+                part.evaluation = evaluation;
+            }
+        }
+        if let Some(revision) = composite::freeze(tx, &c).await? {
+            let mut payload = composite::summary(&c);
+            payload["revision"] = revision.into();
+            outbox::enqueue(tx, "sla.period_closed", &payload).await?;
+            out.composite = Some(ClosedComposite {
+                composite: c,
                 revision,
             });
         }

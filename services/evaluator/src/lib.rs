@@ -2,6 +2,7 @@
 //! The evaluator service: exact rollups, evaluations, budgets and burn-rate alerts per tenant.
 
 pub mod attribution;
+pub mod composite;
 pub mod error;
 pub mod evaluate;
 pub mod events;

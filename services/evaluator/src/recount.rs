@@ -45,6 +45,9 @@ pub async fn recount(
         });
     };
     let windows = maintenance_periods(tx, sla, from, to).await?;
+    if let Some(gauge) = crate::gauge::gauge_sli(&objective.sli) {
+        return crate::gauge::recount(tx, sla, gauge, &windows, from, to, as_of, grace).await;
+    }
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
          AND received_at < $4"

@@ -51,13 +51,11 @@ impl TrackedSla {
             && event.fields.service.as_deref() == Some(self.definition.service.as_str())
     }
 
-    /// The objectives that are counted per event (gauges are judged on
-    /// values delivered later, not on events).
+    /// The objectives that have rollups: all of them (events classify as
+    /// not counted for gauges, whose rollups hold the values attributed by
+    /// [`crate::gauge`]).
     pub fn counted_objectives(&self) -> impl Iterator<Item = &Objective> {
-        self.definition
-            .objectives
-            .iter()
-            .filter(|o| !matches!(o.sli, slaproof_domain::objective::Sli::Gauge(_)))
+        self.definition.objectives.iter()
     }
 }
 
@@ -97,6 +95,15 @@ impl MinuteCounts {
         }
         self.good += good;
         self.total += 1;
+    }
+
+    /// Adds another row's counts.
+    pub fn merge(&mut self, other: MinuteCounts) {
+        self.good += other.good;
+        self.total += other.total;
+        self.late_folded += other.late_folded;
+        self.late_good += other.late_good;
+        self.late_total += other.late_total;
     }
 }
 
@@ -309,6 +316,11 @@ pub async fn advance_to(
         while let Some(row) = rows.try_next().await.doing("reading new events")? {
             acc.add(&tracked, None, &ReadEvent::from(row), grace);
         }
+    }
+    // Gauge values whose request's event is stored, into the same rows.
+    let gauges = crate::gauge::attribute(tx, &tracked, &new, as_of, grace).await?;
+    for (key, c) in gauges.rows {
+        acc.rows.entry(key).or_default().merge(c);
     }
     let rollup_rows = acc.rows.len();
     write_rollups(tx, &tracked, acc.rows).await?;

@@ -6,6 +6,7 @@ use slaproof_store::jobs::{self, ClaimedJob, NewJob};
 use slaproof_store::{Database, TenantTx, tenants};
 use tokio_util::sync::CancellationToken;
 
+use crate::composite::{self, ClosedComposite, CompositeEvaluation};
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::{ObjectiveEvaluation, evaluate_sla, record_alerts};
 use crate::facts::{ClosedPeriod, close_periods, record_budget_facts};
@@ -27,6 +28,10 @@ pub struct TenantRun {
     pub alerts_told: usize,
     /// Period results frozen (or superseded) by this run.
     pub closed: Vec<ClosedPeriod>,
+    /// The composites of SLAs whose objectives carry weights.
+    pub composites: Vec<CompositeEvaluation>,
+    /// Composite period results frozen (or superseded) by this run.
+    pub closed_composites: Vec<ClosedComposite>,
 }
 
 /// Rolls a tenant's new events up and evaluates all its SLAs, inside the
@@ -72,14 +77,24 @@ pub async fn evaluate_tenant_up_to(
     let mut evaluations = Vec::new();
     let mut alerts_told = 0;
     let mut closed = Vec::new();
+    let mut composites = Vec::new();
+    let mut closed_composites = Vec::new();
     for sla in &tracked {
+        let first = evaluations.len();
         for evaluation in evaluate_sla(tx, sla, advance.as_of, settings.grace()).await? {
             insert_evaluation(tx, &evaluation).await?;
             alerts_told += record_alerts(tx, &evaluation).await?;
             alerts_told += record_budget_facts(tx, &evaluation).await?;
             evaluations.push(evaluation);
         }
-        closed.extend(close_periods(tx, sla, advance.as_of, settings.grace()).await?);
+        if let Some(c) = composite::compose(sla, &evaluations[first..]) {
+            composite::insert(tx, &c).await?;
+            alerts_told += composite::record_facts(tx, &c).await?;
+            composites.push(c);
+        }
+        let done = close_periods(tx, sla, advance.as_of, settings.grace()).await?;
+        closed.extend(done.objectives);
+        closed_composites.extend(done.composite);
     }
     Ok(TenantRun {
         tenant,
@@ -87,6 +102,8 @@ pub async fn evaluate_tenant_up_to(
         evaluations,
         alerts_told,
         closed,
+        composites,
+        closed_composites,
     })
 }
 

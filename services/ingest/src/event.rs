@@ -154,7 +154,10 @@ pub fn event_id(
     })
 }
 
-fn text(field: &'static str, value: Option<String>) -> Result<Option<String>, (String, String)> {
+pub(crate) fn text(
+    field: &'static str,
+    value: Option<String>,
+) -> Result<Option<String>, (String, String)> {
     match value {
         None => Ok(None),
         Some(v) if v.is_empty() => Err((field.into(), "must not be empty".into())),

@@ -10,12 +10,16 @@
 //! whose `(occurred_at, id)` is stored already is skipped. A bounded gate
 //! answers 429 with `Retry-After` when the writers fall behind.
 //!
+//! `POST /v1/gauges` takes values delivered later by callback (a quality
+//! score for a request id) the same way; see [`gauges`].
+//!
 //! The event schema and the answers are documented in `README.md`.
 
 mod auth;
 pub mod body;
 pub mod event;
 pub mod gate;
+pub mod gauges;
 pub mod loadgen;
 pub mod native;
 pub mod otlp;
@@ -197,6 +201,7 @@ pub fn router(db: Database, settings: Settings) -> Router {
     Router::new()
         .route("/v1/events", post(native::post_events))
         .route("/v1/traces", post(otlp::post_traces))
+        .route("/v1/gauges", post(gauges::post_gauges))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(ingest)
 }

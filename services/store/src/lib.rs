@@ -10,6 +10,7 @@
 pub mod customers;
 mod error;
 pub mod events;
+pub mod gauges;
 pub mod ingest_keys;
 pub mod jobs;
 pub mod maintenance;

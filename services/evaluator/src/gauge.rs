@@ -1,0 +1,389 @@
+//! Gauge objectives: values delivered later by callback (a quality score for a request id), attributed to their request's event and counted exactly into the same per-minute rollups as events.
+//!
+//! A value counts at its request's time: the `occurred_at` of the first
+//! stored event with the value's `(service, request_id)`. Ingest stores a
+//! value at once (`gauge_values`), pending; each evaluator round looks up
+//! the events of the pending values received before its watermark and, for
+//! those found (the event also received before the watermark), sets the
+//! request's time and the pair's arrival (the later of the two) and adds
+//! the values to the rollups, in the one transaction that also moves the
+//! watermark. A value is counted when and only when its attribution
+//! commits, so exactly once, however late or early it came.
+//!
+//! Lateness. Scores routinely come hours after their request, so judging
+//! them against the end of their minute plus grace, as events are, would
+//! put almost every value outside the verdict. What the grace protects is a
+//! frozen result: a period closes (and is frozen) `grace` after it ends. A
+//! value is therefore on time when it arrives within its minute, folded in
+//! late (and counted as folded) when it arrives before its period closes,
+//! and late — kept out of the verdict, counted and reported — after that.
+//! Rolling windows never close, so their values are never late. Like the
+//! events' rule it is a pure function of the value, so incremental rollups
+//! and a recount from scratch agree.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::TryStreamExt;
+use slaproof_domain::budget::Tally;
+use slaproof_domain::objective::{GaugeSli, Sli};
+use slaproof_domain::window::{Period, TimeWindow};
+use slaproof_store::TenantTx;
+
+use crate::error::{Doing, EvaluatorError};
+use crate::evaluate::in_any;
+use crate::minute::{Arrival, floor_minute};
+use crate::recount::Recount;
+use crate::rollup::{MinuteCounts, TrackedSla};
+
+/// How far a value may be received before its request's time (clock skew
+/// between the sender of the value and the sender of the event) and still
+/// be looked for.
+const SKEW: Duration = Duration::days(1);
+
+/// When a value arrived relative to its minute and its period's close.
+pub fn arrival(
+    window: &TimeWindow,
+    occurred_at: DateTime<Utc>,
+    arrived_at: DateTime<Utc>,
+    grace: Duration,
+) -> Arrival {
+    if arrived_at < floor_minute(occurred_at) + Duration::minutes(1) {
+        return Arrival::OnTime;
+    }
+    match window {
+        TimeWindow::Rolling { .. } => Arrival::LateFolded,
+        TimeWindow::Calendar { .. } => {
+            if arrived_at < window.period_containing(occurred_at).end + grace {
+                Arrival::LateFolded
+            } else {
+                Arrival::Late
+            }
+        }
+    }
+}
+
+/// The gauge SLI of an objective, if it is one.
+pub fn gauge_sli(sli: &Sli) -> Option<&GaugeSli> {
+    match sli {
+        Sli::Gauge(g) => Some(g),
+        _ => None,
+    }
+}
+
+/// A value placed at its request's time.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PlacedValue {
+    pub metric: String,
+    pub service: String,
+    pub value: f64,
+    pub occurred_at: DateTime<Utc>,
+    pub arrived_at: DateTime<Utc>,
+}
+
+/// Key of a rollup row: (index of the tracked SLA, objective name, minute).
+pub type RollupKey = (usize, String, DateTime<Utc>);
+
+/// Adds one value to every gauge objective of the tracked SLAs (or of the
+/// `only` ones) that measures it.
+fn add(
+    rows: &mut HashMap<RollupKey, MinuteCounts>,
+    tracked: &[TrackedSla],
+    only: Option<&[usize]>,
+    v: &PlacedValue,
+    grace: Duration,
+) {
+    for (i, sla) in tracked.iter().enumerate() {
+        if only.is_some_and(|o| !o.contains(&i))
+            || sla.definition.service != v.service
+            || v.occurred_at < sla.covers_from
+        {
+            continue;
+        }
+        for objective in &sla.definition.objectives {
+            let Some(g) = gauge_sli(&objective.sli).filter(|g| g.metric.as_str() == v.metric)
+            else {
+                continue;
+            };
+            let verdict = if g.is_good(v.value) {
+                slaproof_domain::objective::EventVerdict::Good
+            } else {
+                slaproof_domain::objective::EventVerdict::Bad
+            };
+            let arrival = arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace);
+            rows.entry((
+                i,
+                objective.name.as_str().to_owned(),
+                floor_minute(v.occurred_at),
+            ))
+            .or_default()
+            .add(verdict, arrival);
+        }
+    }
+}
+
+/// The earliest time a tracked SLA with a gauge objective covers, if any
+/// SLA has one: values about requests before it are never counted.
+fn earliest_coverage(tracked: &[TrackedSla], only: Option<&[usize]>) -> Option<DateTime<Utc>> {
+    tracked
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| only.is_none_or(|o| o.contains(i)))
+        .filter(|(_, s)| {
+            s.definition
+                .objectives
+                .iter()
+                .any(|o| gauge_sli(&o.sli).is_some())
+        })
+        .map(|(_, s)| s.covers_from)
+        .min()
+}
+
+/// What one round of attribution did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributed {
+    /// Values placed at their request's time in this round.
+    pub values: u64,
+    /// Rollup rows the round's values (and a new version's backfill) add to.
+    pub rows: HashMap<RollupKey, MinuteCounts>,
+}
+
+/// Attributes the pending values whose event is stored and backfills the
+/// `new` SLA versions with the values attributed before; returns the counts
+/// to add to the rollups in the same transaction. Values and events received
+/// at or after `as_of` wait for a later round.
+#[tracing::instrument(skip(tx, tracked, new))]
+pub async fn attribute(
+    tx: &mut TenantTx,
+    tracked: &[TrackedSla],
+    new: &[usize],
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Attributed, EvaluatorError> {
+    let mut out = Attributed::default();
+    let tenant = tx.tenant().uuid();
+    // Backfill first, while only earlier rounds' values are attributed.
+    if let Some(since) = earliest_coverage(tracked, Some(new)) {
+        let mut rows = sqlx::query_as::<_, PlacedValue>(
+            "SELECT metric, service, value, occurred_at, arrived_at FROM gauge_values \
+             WHERE tenant_id = $1 AND occurred_at >= $2 AND attributed_at IS NOT NULL",
+        )
+        .bind(tenant)
+        .bind(since)
+        .fetch(&mut **tx);
+        while let Some(v) = rows
+            .try_next()
+            .await
+            .doing("reading gauge values to backfill")?
+        {
+            add(&mut out.rows, tracked, Some(new), &v, grace);
+        }
+    }
+    let Some(since) = earliest_coverage(tracked, None) else {
+        // No gauge objective: values wait, pending, for one.
+        return Ok(out);
+    };
+    // The events are looked up from `since` on, so that partitions older
+    // than any coverage are pruned; values received long before it are
+    // about requests no objective counts and stay pending.
+    let placed: Vec<PlacedValue> = sqlx::query_as(
+        "WITH found AS ( \
+             SELECT g.metric, g.service, g.request_id, e.occurred_at, \
+                 greatest(g.received_at, e.received_at) AS arrived_at \
+             FROM gauge_values g \
+             CROSS JOIN LATERAL ( \
+                 SELECT occurred_at, received_at FROM events e \
+                 WHERE e.tenant_id = g.tenant_id AND e.service = g.service AND e.request_id = g.request_id \
+                   AND e.occurred_at >= $3 AND e.received_at < $2 \
+                 ORDER BY e.occurred_at LIMIT 1) e \
+             WHERE g.tenant_id = $1 AND g.attributed_at IS NULL AND g.received_at < $2 \
+               AND g.received_at >= $4) \
+         UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2 \
+         FROM found f \
+         WHERE g.tenant_id = $1 AND g.metric = f.metric AND g.service = f.service AND g.request_id = f.request_id \
+         RETURNING g.metric, g.service, g.value, g.occurred_at, g.arrived_at",
+    )
+    .bind(tenant)
+    .bind(as_of)
+    .bind(since)
+    .bind(since - SKEW)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("attributing gauge values")?;
+    out.values = placed.len() as u64;
+    for v in &placed {
+        add(&mut out.rows, tracked, None, v, grace);
+    }
+    Ok(out)
+}
+
+/// Attributed values of one gauge objective whose request occurred in
+/// `[from, to)`, arrived before `as_of`, for the SLA's service.
+async fn placed_values(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    metric: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    as_of: DateTime<Utc>,
+) -> Result<Vec<PlacedValue>, EvaluatorError> {
+    sqlx::query_as(
+        "SELECT metric, service, value, occurred_at, arrived_at FROM gauge_values \
+         WHERE tenant_id = $1 AND service = $2 AND metric = $3 AND occurred_at >= $4 AND occurred_at < $5 \
+           AND arrived_at < $6",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(&sla.definition.service)
+    .bind(metric)
+    .bind(from.max(sla.covers_from))
+    .bind(to)
+    .bind(as_of)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("reading gauge values")
+}
+
+/// Per gauge objective, the values of each cut minute that fall inside
+/// maintenance (the gauge side of `evaluate::recount_cut_minutes`).
+pub async fn recount_cut_minutes(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    windows: &[Period],
+    minutes: &[DateTime<Utc>],
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<HashMap<String, std::collections::BTreeMap<DateTime<Utc>, Tally>>, EvaluatorError> {
+    let mut out: HashMap<String, std::collections::BTreeMap<DateTime<Utc>, Tally>> = HashMap::new();
+    for objective in &sla.definition.objectives {
+        let Some(g) = gauge_sli(&objective.sli) else {
+            continue;
+        };
+        for &minute in minutes {
+            let values = placed_values(
+                tx,
+                sla,
+                g.metric.as_str(),
+                minute,
+                minute + Duration::minutes(1),
+                as_of,
+            )
+            .await?;
+            for v in values {
+                if !in_any(windows, v.occurred_at)
+                    || !arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace).counts()
+                {
+                    continue;
+                }
+                let t = out
+                    .entry(objective.name.as_str().to_owned())
+                    .or_default()
+                    .entry(minute)
+                    .or_default();
+                t.total += 1;
+                t.good += u64::from(g.is_good(v.value));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Recounts a gauge objective from scratch over `[from, to)` as of `as_of`:
+/// every stored value of the metric joined to its request's first event
+/// directly, not through the attribution the rollups rest on, so the two
+/// are checked against each other.
+#[allow(clippy::too_many_arguments)]
+pub async fn recount(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    sli: &GaugeSli,
+    windows: &[Period],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Recount, EvaluatorError> {
+    let values: Vec<PlacedValue> = sqlx::query_as(
+        "SELECT g.metric, g.service, g.value, e.occurred_at, \
+             greatest(g.received_at, e.received_at) AS arrived_at \
+         FROM gauge_values g \
+         CROSS JOIN LATERAL ( \
+             SELECT occurred_at, received_at FROM events e \
+             WHERE e.tenant_id = g.tenant_id AND e.service = g.service AND e.request_id = g.request_id \
+               AND e.received_at < $5 \
+             ORDER BY e.occurred_at LIMIT 1) e \
+         WHERE g.tenant_id = $1 AND g.service = $2 AND g.metric = $3 AND g.received_at < $5 \
+           AND e.occurred_at >= $4 AND e.occurred_at < $6",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(&sla.definition.service)
+    .bind(sli.metric.as_str())
+    .bind(from.max(sla.covers_from))
+    .bind(as_of)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("recounting gauge values")?;
+    let mut out = Recount::default();
+    for v in values {
+        let one = Tally {
+            good: u64::from(sli.is_good(v.value)),
+            total: 1,
+        };
+        match arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace) {
+            Arrival::Late => {
+                out.late = out.late + one;
+                continue;
+            }
+            Arrival::LateFolded => out.late_folded += 1,
+            Arrival::OnTime => {}
+        }
+        if in_any(windows, v.occurred_at) {
+            out.excluded = out.excluded + one;
+        } else {
+            out.tally = out.tally + one;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slaproof_domain::window::CalendarUnit;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_value_is_late_only_once_its_period_has_closed() {
+        let month = TimeWindow::Calendar {
+            unit: CalendarUnit::Month,
+            time_zone: chrono_tz::UTC,
+        };
+        let grace = Duration::minutes(5);
+        let request = t("2026-11-30T23:59:10Z");
+        assert_eq!(
+            arrival(&month, request, t("2026-11-30T23:59:59Z"), grace),
+            Arrival::OnTime
+        );
+        // Hours later, still within November's close: folded in.
+        assert_eq!(
+            arrival(
+                &month,
+                t("2026-11-02T10:00:00Z"),
+                t("2026-11-29T10:00:00Z"),
+                grace
+            ),
+            Arrival::LateFolded
+        );
+        assert_eq!(
+            arrival(&month, request, t("2026-12-01T00:04:59Z"), grace),
+            Arrival::LateFolded
+        );
+        assert_eq!(
+            arrival(&month, request, t("2026-12-01T00:05:00Z"), grace),
+            Arrival::Late
+        );
+    }
+}

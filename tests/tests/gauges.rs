@@ -1,0 +1,401 @@
+//! Gauge values by callback over real HTTP against a real Postgres: values
+//! placed at their request's time whether they come before or after its
+//! event, counted exactly once by the evaluator into a gauge objective's
+//! verdict, bad values named by field, retries idempotent and a different
+//! value for a stored request refused.
+
+use std::io::Write;
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::{Value, json};
+use slaproof_domain::budget::Tally;
+use slaproof_domain::ids::TenantId;
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_evaluator::{EvaluatorError, Settings, TenantRun, evaluate_tenant_up_to};
+use slaproof_store::{Database, gauges, ingest_keys, slas, tenants};
+use slaproof_tests::{TestApp, spawn_app_with};
+
+const SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: judged-chat
+spec:
+  service: chat
+  window:
+    calendar: month
+    timeZone: UTC
+  objectives:
+  - name: availability
+    target: 99%
+    ratio:
+      good: status < 500
+  - name: quality
+    target: 90%
+    gauge:
+      metric: quality_score
+      op: gte
+      value: 0.7
+"#;
+
+/// The application with its own evaluator rounds far apart: the test runs
+/// the evaluator itself, at the instants it chooses.
+async fn app() -> TestApp {
+    spawn_app_with(|c| c.evaluator.interval_secs = 3600).await
+}
+
+async fn tenant_with_key(db: &Database, name: &str, sla: Option<&str>) -> (TenantId, String) {
+    let tenant = tenants::create(db, name, name).await.unwrap().id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let key = ingest_keys::create(&mut tx, "test").await.unwrap();
+    if let Some(doc) = sla {
+        slas::apply(&mut tx, &SlaDefinition::from_document(doc).unwrap())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    (tenant, key.reveal().to_owned())
+}
+
+fn at(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+struct Reply {
+    status: u16,
+    body: Value,
+}
+
+async fn post(
+    app: &TestApp,
+    path: &str,
+    key: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Reply {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{}{path}", app.address))
+        .body(body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("sending a batch");
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    Reply { status, body }
+}
+
+async fn post_json(app: &TestApp, path: &str, key: &str, items: &Value) -> Reply {
+    post(
+        app,
+        path,
+        Some(key),
+        &[("content-type", "application/json")],
+        serde_json::to_vec(items).unwrap(),
+    )
+    .await
+}
+
+fn score(request_id: &str, value: f64) -> Value {
+    json!({"metric": "quality_score", "service": "chat", "request_id": request_id, "value": value})
+}
+
+/// Runs the evaluator for the tenant up to `target`, waiting out a round
+/// of the application's own evaluator if one holds the tenant.
+async fn evaluate(db: &Database, tenant: TenantId, target: DateTime<Utc>) -> TenantRun {
+    let settings = Settings {
+        settle_secs: 0,
+        ..Settings::default()
+    };
+    for _ in 0..100 {
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        match evaluate_tenant_up_to(&mut tx, &settings, Some(target)).await {
+            Ok(run) => {
+                tx.commit().await.unwrap();
+                return run;
+            }
+            Err(EvaluatorError::Busy { .. }) => {
+                tx.rollback().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("evaluating: {err}"),
+        }
+    }
+    panic!("the tenant stayed busy");
+}
+
+#[tokio::test]
+async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_after_the_event() {
+    let app = app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "judge", Some(SLA)).await;
+    // Twenty requests a few minutes ago (within this month's period unless
+    // the test runs in the first minutes of a month).
+    let base = Utc::now() - Duration::minutes(10);
+    let event = |i: usize| {
+        json!({
+            "time": at(base + Duration::seconds(i as i64 * 7)),
+            "service": "chat", "request_id": format!("r{i}"), "status": 200, "latency_ms": 100
+        })
+    };
+    // Scores of r0..r14 come after their events, those of r15..r19 before.
+    let first: Vec<Value> = (0..15).map(event).collect();
+    assert_eq!(
+        post_json(&app, "/v1/events", &key, &json!(first))
+            .await
+            .status,
+        200
+    );
+    let after: Vec<Value> = (0..15)
+        .map(|i| score(&format!("r{i}"), if i == 3 || i == 7 { 0.5 } else { 0.9 }))
+        .collect();
+    let early = vec![
+        score("r15", 0.69),
+        score("r16", 0.7),
+        score("r17", 1.0),
+        score("r18", 0.75),
+        score("r19", 0.8),
+        // A request whose event never comes: stored, never counted.
+        score("ghost", 0.1),
+    ];
+    let reply = post_json(&app, "/v1/gauges", &key, &json!(after)).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["stored"], 15);
+    let reply = post_json(&app, "/v1/gauges", &key, &json!(early)).await;
+    assert_eq!(
+        (reply.status, reply.body["stored"].as_u64()),
+        (200, Some(6))
+    );
+
+    // Evaluated before the late events exist: r15..r19 and ghost wait.
+    let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(2)).await;
+    let quality = |run: &TenantRun| {
+        run.evaluations
+            .iter()
+            .find(|e| e.objective == "quality")
+            .expect("the gauge objective is evaluated")
+            .clone()
+    };
+    let q = quality(&run);
+    assert_eq!(
+        q.budget.tally,
+        Tally {
+            good: 13,
+            total: 15
+        }
+    );
+    // The contrast: events sent ten minutes after their minute are past
+    // the events' grace and kept out of the verdict, while the scores,
+    // later still, are judged against the period's close.
+    let availability = run
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "availability")
+        .unwrap();
+    assert_eq!(availability.budget.tally, Tally::default());
+    assert_eq!(
+        availability.late,
+        Tally {
+            good: 15,
+            total: 15
+        }
+    );
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 6);
+    tx.commit().await.unwrap();
+
+    // (The evaluator ran ahead of the clock above, so these events are
+    // behind its watermark as events; values are attributed by state, not
+    // by the watermark, and still find them.)
+    let later: Vec<Value> = (15..20).map(event).collect();
+    assert_eq!(
+        post_json(&app, "/v1/events", &key, &json!(later))
+            .await
+            .status,
+        200
+    );
+    let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(3)).await;
+    let q = quality(&run);
+    // 0.69 is under 0.7; 0.7 itself meets `gte 0.7`.
+    assert_eq!(
+        q.budget.tally,
+        Tally {
+            good: 17,
+            total: 20
+        }
+    );
+    // Every value came after its request's minute, before the period
+    // closed: all folded in, none late.
+    assert_eq!(q.late_folded, 20);
+    assert_eq!(q.late, Tally::default());
+    assert!(!q.budget.met(), "85% is under the 90% target");
+
+    // Placed at the request's time, not at the callback's.
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let r16 = gauges::find(&mut tx, "quality_score", "chat", "r16")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r16.occurred_at, Some(base + Duration::seconds(16 * 7)));
+    assert!(
+        r16.arrived_at.unwrap() > r16.received_at,
+        "its event came later"
+    );
+    assert_eq!(
+        gauges::pending(&mut tx).await.unwrap(),
+        1,
+        "only the ghost waits"
+    );
+    tx.commit().await.unwrap();
+
+    // Another round counts nothing twice.
+    let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(4)).await;
+    assert_eq!(
+        quality(&run).budget.tally,
+        Tally {
+            good: 17,
+            total: 20
+        }
+    );
+    app.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_values_are_named_retries_are_duplicates_and_a_different_value_is_refused() {
+    let app = app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "callbacks", None).await;
+
+    let mixed = json!([
+        score("a", 0.5),
+        {"service": "chat", "request_id": "b", "value": 1},
+        {"metric": "quality_score", "service": "chat", "request_id": "c", "value": "high"},
+        {"metric": "Quality Score", "service": "chat", "request_id": "d", "value": 1},
+        {"metric": "quality_score", "service": "chat", "value": 1},
+        {"metric": "quality_score", "service": "chat", "request_id": "e", "value": 1,
+         "time": at(Utc::now() + Duration::hours(1))},
+        score("f", 0.25),
+    ]);
+    let reply = post_json(&app, "/v1/gauges", &key, &mixed).await;
+    assert_eq!(reply.status, 207, "{}", reply.body);
+    assert_eq!(reply.body["stored"], 2);
+    assert_eq!(reply.body["rejected"], 5);
+    let errors: Vec<(u64, &str)> = reply.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (1, "metric"),
+            (2, "value"),
+            (3, "metric"),
+            (4, "request_id"),
+            (5, "time")
+        ]
+    );
+
+    // Atomic: one bad value and nothing is stored.
+    let reply = post(
+        &app,
+        "/v1/gauges?atomic=true",
+        Some(&key),
+        &[("content-type", "application/json")],
+        serde_json::to_vec(&json!([score("g", 1.0), {"metric": "quality_score"}])).unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.body["type"].as_str().unwrap().rsplit('/').next(),
+        Some("invalid-gauges")
+    );
+
+    // A retry is a duplicate, as NDJSON and gzip too.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    for v in [score("a", 0.5), score("f", 0.25), score("h", 0.75)] {
+        writeln!(gz, "{v}").unwrap();
+    }
+    let reply = post(
+        &app,
+        "/v1/gauges",
+        Some(&key),
+        &[
+            ("content-type", "application/x-ndjson"),
+            ("content-encoding", "gzip"),
+        ],
+        gz.finish().unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        (
+            reply.body["stored"].as_u64(),
+            reply.body["duplicates"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
+
+    // A different value for a stored request: refused, the first kept.
+    let reply = post_json(&app, "/v1/gauges", &key, &json!([score("a", 0.9)])).await;
+    assert_eq!(reply.status, 409, "{}", reply.body);
+    assert_eq!(reply.body["errors"][0]["field"], "value");
+    let reply = post_json(
+        &app,
+        "/v1/gauges",
+        &key,
+        &json!([score("i", 0.9), score("a", 0.9)]),
+    )
+    .await;
+    assert_eq!(reply.status, 207, "{}", reply.body);
+    assert_eq!(
+        (
+            reply.body["stored"].as_u64(),
+            reply.body["rejected"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    // Atomic with a conflict: refused whole, the new value not stored.
+    let reply = post(
+        &app,
+        "/v1/gauges?atomic=true",
+        Some(&key),
+        &[("content-type", "application/json")],
+        serde_json::to_vec(&json!([score("j", 0.9), score("a", 0.9)])).unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 409, "{}", reply.body);
+
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let a = gauges::find(&mut tx, "quality_score", "chat", "a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.value, 0.5);
+    assert!(
+        gauges::find(&mut tx, "quality_score", "chat", "j")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM gauge_values")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(count, 4, "a, f, h and i");
+    tx.commit().await.unwrap();
+
+    // No key, no values.
+    let reply = post(
+        &app,
+        "/v1/gauges",
+        None,
+        &[("content-type", "application/json")],
+        b"[]".to_vec(),
+    )
+    .await;
+    assert_eq!(reply.status, 401);
+    app.stop().await.unwrap();
+}
