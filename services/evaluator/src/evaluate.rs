@@ -142,6 +142,12 @@ pub async fn recount_cut_minutes(
             }
         }
     }
+    // Gauge objectives count values, not events.
+    for (objective, minutes) in
+        crate::gauge::recount_cut_minutes(tx, sla, windows, minutes, as_of, grace).await?
+    {
+        out.entry(objective).or_default().extend(minutes);
+    }
     Ok(out)
 }
 
@@ -296,10 +302,13 @@ pub async fn maintenance_periods(
     ))
 }
 
-/// Whether an objective is judged on event counts (time slices are judged
-/// on slices, see [`counted_slices`]; gauges are not evaluated yet).
+/// Whether an objective is judged on counts of events, or of gauge values
+/// (time slices are judged on slices, see [`counted_slices`]).
 pub fn is_event_ratio(objective: &Objective) -> bool {
-    matches!(objective.sli, Sli::Ratio(_) | Sli::Threshold(_))
+    matches!(
+        objective.sli,
+        Sli::Ratio(_) | Sli::Threshold(_) | Sli::Gauge(_)
+    )
 }
 
 /// The time-slice SLI of an objective budgeted by good slices

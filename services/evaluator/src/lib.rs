@@ -7,6 +7,7 @@ pub mod error;
 pub mod evaluate;
 pub mod events;
 pub mod facts;
+pub mod gauge;
 pub mod minute;
 pub mod records;
 pub mod recount;
