@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, SecondsFormat, SubsecRound, Utc};
 use serde_json::{Value, json};
 use slaproof_domain::budget::Tally;
 use slaproof_domain::ids::TenantId;
@@ -133,7 +133,8 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
     let (tenant, key) = tenant_with_key(&app.db, "judge", Some(SLA)).await;
     // Twenty requests a few minutes ago (within this month's period unless
     // the test runs in the first minutes of a month).
-    let base = Utc::now() - Duration::minutes(10);
+    // To the microsecond, as stored.
+    let base = (Utc::now() - Duration::minutes(10)).trunc_subsecs(6);
     let event = |i: usize| {
         json!({
             "time": at(base + Duration::seconds(i as i64 * 7)),
@@ -398,4 +399,228 @@ async fn bad_values_are_named_retries_are_duplicates_and_a_different_value_is_re
     .await;
     assert_eq!(reply.status, 401);
     app.stop().await.unwrap();
+}
+
+const MONTHLY: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: judged-monthly
+spec:
+  service: chat
+  window:
+    calendar: month
+    timeZone: UTC
+  objectives:
+  - name: availability
+    target: 99%
+    ratio:
+      good: status < 500
+  - name: quality
+    target: 90%
+    gauge:
+      metric: quality_score
+      op: gte
+      value: 0.7
+"#;
+
+const ROLLING: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: judged-rolling
+spec:
+  service: chat
+  window:
+    rolling: 2d
+  objectives:
+  - name: few-bad-scores
+    target: 80%
+    gauge:
+      metric: quality_score
+      op: gt
+      value: 0.3
+"#;
+
+/// A random scenario across a month's end: requests with random arrival
+/// delays, scores that come before their event or hours after it (some for
+/// requests that never arrive), maintenance windows, a second SLA applied
+/// midway, and the evaluator advanced in random steps.
+#[derive(Debug, Clone)]
+struct Scenario {
+    /// (occurred offset s, event arrival delay s, score in hundredths,
+    /// score arrival offset from the request s, the event is sent)
+    requests: Vec<(i64, i64, u8, i64, bool)>,
+    windows: Vec<(i64, i64)>,
+    steps: Vec<i64>,
+    second_after: usize,
+}
+
+fn scenario() -> impl proptest::strategy::Strategy<Value = Scenario> {
+    use proptest::prelude::*;
+    (
+        prop::collection::vec(
+            (
+                0i64..6 * 3600,
+                0i64..900,
+                0u8..=100,
+                -600i64..5 * 3600,
+                prop::bool::weighted(0.9),
+            ),
+            0..200,
+        ),
+        prop::collection::vec((0i64..6 * 3600, 1i64..2 * 3600), 0..3),
+        prop::collection::vec(600i64..3 * 3600, 1..6),
+        0usize..6,
+    )
+        .prop_map(|(requests, windows, steps, second_after)| Scenario {
+            requests,
+            windows,
+            steps,
+            second_after,
+        })
+}
+
+async fn check_scenario(db: &Database, index: usize, s: Scenario) {
+    use slaproof_evaluator::recount::recount;
+    use slaproof_store::maintenance;
+
+    let tenant = tenants::create(db, &format!("p{index}"), &format!("p{index}"))
+        .await
+        .unwrap()
+        .id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::apply(&mut tx, &SlaDefinition::from_document(MONTHLY).unwrap())
+        .await
+        .unwrap()
+        .sla;
+    // Three hours before November ends, so scores of November's requests
+    // come after its close, late.
+    let base: DateTime<Utc> = "2026-11-30T21:00:00Z".parse().unwrap();
+    for &(start, length) in &s.windows {
+        let start = base + Duration::seconds(start) + Duration::milliseconds(start % 997);
+        maintenance::create(
+            &mut tx,
+            Some(sla),
+            start,
+            start + Duration::seconds(length),
+            "m",
+        )
+        .await
+        .unwrap();
+    }
+    for (i, &(offset, delay, score, score_offset, sent)) in s.requests.iter().enumerate() {
+        let occurred = base + Duration::seconds(offset) + Duration::milliseconds(i as i64 % 1000);
+        let request = format!("r{i}");
+        if sent {
+            sqlx::query(
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, request_id, status) \
+                 VALUES ($1, $2, $3, $4, 'provider', 'chat', $5, 200)",
+            )
+            .bind(tenant.uuid())
+            .bind(occurred)
+            .bind(uuid::Uuid::now_v7())
+            .bind(occurred + Duration::seconds(delay))
+            .bind(&request)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        }
+        sqlx::query(
+            "INSERT INTO gauge_values (tenant_id, metric, service, request_id, value, received_at) \
+             VALUES ($1, 'quality_score', 'chat', $2, $3, $4)",
+        )
+        .bind(tenant.uuid())
+        .bind(&request)
+        .bind(f64::from(score) / 100.0)
+        .bind(occurred + Duration::seconds(score_offset))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let settings = Settings {
+        grace_secs: 300,
+        settle_secs: 0,
+        ..Settings::default()
+    };
+    let mut as_of = base;
+    let mut checked = 0;
+    for (i, step) in s.steps.iter().enumerate() {
+        if i == s.second_after.min(s.steps.len() - 1) {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            slas::apply(&mut tx, &SlaDefinition::from_document(ROLLING).unwrap())
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+        as_of += Duration::seconds(*step);
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        let run = evaluate_tenant_up_to(&mut tx, &settings, Some(as_of))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let as_of = run.advance.as_of;
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        let (tracked, _) = slaproof_evaluator::rollup::track(&mut tx, as_of)
+            .await
+            .unwrap();
+        assert!(
+            run.evaluations.iter().any(|e| e.objective == "quality"),
+            "the gauge objective is evaluated"
+        );
+        let frozen = run.closed.iter().map(|c| &c.evaluation);
+        for evaluation in run.evaluations.iter().chain(frozen) {
+            let sla = tracked.iter().find(|t| t.id == evaluation.sla).unwrap();
+            let expected = recount(
+                &mut tx,
+                sla,
+                &evaluation.objective,
+                evaluation.period.start,
+                evaluation.period.end.min(as_of),
+                as_of,
+                settings.grace(),
+            )
+            .await
+            .unwrap();
+            let context = format!("{} / {} as of {as_of}", sla.name, evaluation.objective);
+            assert_eq!(evaluation.budget.tally, expected.tally, "tally: {context}");
+            assert_eq!(
+                evaluation.excluded, expected.excluded,
+                "excluded: {context}"
+            );
+            assert_eq!(
+                evaluation.late_folded, expected.late_folded,
+                "late folded: {context}"
+            );
+            assert_eq!(evaluation.late, expected.late, "late: {context}");
+            checked += 1;
+        }
+        tx.commit().await.unwrap();
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn gauge_rollups_equal_a_recount_from_scratch() {
+    use proptest::prelude::*;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(slaproof_tests::TestDatabase::create());
+    let db = runtime.block_on(async {
+        let db = database.service_database().await;
+        slaproof_store::partitions::ensure(
+            &db,
+            "2026-11-30".parse().unwrap(),
+            "2026-12-01".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        db
+    });
+    let index = std::cell::Cell::new(0);
+    proptest!(ProptestConfig { cases: 16, ..ProptestConfig::default() }, |(s in scenario())| {
+        index.set(index.get() + 1);
+        runtime.block_on(check_scenario(&db, index.get(), s));
+    });
 }
