@@ -13,6 +13,8 @@ use slaproof_domain::ids::{CustomerId, TenantId};
 
 use secrecy::ExposeSecret;
 
+pub mod jwks;
+
 use crate::authz::{Scope, ScopeSet};
 use crate::settings::{EMBED_KEY_ID, Settings, SettingsError};
 
@@ -114,17 +116,39 @@ pub enum AuthError {
     BadClaim(&'static str),
 }
 
+/// A key pinned to one algorithm, with the checks every token it
+/// verifies must pass.
 #[derive(Debug)]
-struct VerifyingKey {
+pub struct VerifyingKey {
     algorithm: Algorithm,
     key: DecodingKey,
     validation: Validation,
 }
 
-/// Checks tokens against the configured keys.
+impl VerifyingKey {
+    pub(crate) fn new(algorithm: Algorithm, key: DecodingKey, settings: &Settings) -> Self {
+        let mut validation = Validation::new(algorithm);
+        validation.algorithms = vec![algorithm];
+        validation.leeway = settings.leeway_secs;
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&settings.issuer]);
+        validation.set_audience(&[&settings.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        Self {
+            algorithm,
+            key,
+            validation,
+        }
+    }
+}
+
+/// Checks tokens against the configured keys and, when one is
+/// configured, the issuer's JWKS.
 #[derive(Debug)]
 pub struct Verifier {
     keys: HashMap<String, VerifyingKey>,
+    jwks: Option<jwks::Jwks>,
     embed: EmbedKey,
 }
 
@@ -133,24 +157,12 @@ impl Verifier {
         settings.validate()?;
         let mut keys = HashMap::new();
         for k in &settings.keys {
-            let algorithm = k.algorithm.jwt();
-            let mut validation = Validation::new(algorithm);
-            validation.algorithms = vec![algorithm];
-            validation.leeway = settings.leeway_secs;
-            validation.validate_exp = true;
-            validation.validate_nbf = true;
-            validation.set_issuer(&[&settings.issuer]);
-            validation.set_audience(&[&settings.audience]);
-            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
             keys.insert(
                 k.id.clone(),
-                VerifyingKey {
-                    algorithm,
-                    key: k.decoding_key()?,
-                    validation,
-                },
+                VerifyingKey::new(k.algorithm.jwt(), k.decoding_key()?, settings),
             );
         }
+        let jwks = jwks::Jwks::from_settings(settings)?;
         let secret: Vec<u8> = match &settings.embed_secret {
             Some(s) => s.expose_secret().as_bytes().to_vec(),
             None => rand::random::<[u8; 32]>().to_vec(),
@@ -171,7 +183,7 @@ impl Verifier {
             validation,
             issuer: settings.issuer.clone(),
         };
-        Ok(Self { keys, embed })
+        Ok(Self { keys, jwks, embed })
     }
 
     /// The issuer embed tokens carry.
@@ -226,7 +238,23 @@ impl Verifier {
         })
     }
 
-    /// Checks a compact JWS and reads its principal.
+    /// Checks a compact JWS against the configured keys and, for a `kid`
+    /// none of them has, the issuer's JWKS.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        match self.verify(token) {
+            Err(AuthError::UnknownKey) => {}
+            other => return other,
+        }
+        let Some(jwks) = &self.jwks else {
+            return Err(AuthError::UnknownKey);
+        };
+        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        let kid = header.kid.as_deref().ok_or(AuthError::UnknownKey)?;
+        let key = jwks.key(kid).await?;
+        check(token, header.alg, &key)
+    }
+
+    /// Checks a compact JWS against the configured keys only (no fetch).
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         // `alg: none` and unknown algorithms fail here: the header's
         // algorithm must be one jsonwebtoken knows, and none is not.
@@ -243,11 +271,19 @@ impl Verifier {
             None => None,
         }
         .ok_or(AuthError::UnknownKey)?;
-        if header.alg != key.algorithm {
-            return Err(AuthError::WrongAlgorithm);
-        }
-        let data = jsonwebtoken::decode::<Claims>(token, &key.key, &key.validation).map_err(
-            |e| match e.kind() {
+        check(token, header.alg, key)
+    }
+}
+
+/// Checks a token with the key its header named: the header's algorithm
+/// must be the key's, then signature, time, issuer, audience and claims.
+fn check(token: &str, alg: Algorithm, key: &VerifyingKey) -> Result<Principal, AuthError> {
+    if alg != key.algorithm {
+        return Err(AuthError::WrongAlgorithm);
+    }
+    let data =
+        jsonwebtoken::decode::<Claims>(token, &key.key, &key.validation).map_err(|e| {
+            match e.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
                 ErrorKind::ImmatureSignature => AuthError::NotYetValid,
                 ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
@@ -256,33 +292,32 @@ impl Verifier {
                 ErrorKind::InvalidSignature => AuthError::BadSignature,
                 ErrorKind::MissingRequiredClaim(_) => AuthError::BadClaim("exp/iss/aud/sub"),
                 _ => AuthError::Malformed,
-            },
-        )?;
-        let claims = data.claims;
-        let tenant: TenantId = claims
-            .tenant
-            .parse()
-            .map_err(|_| AuthError::BadClaim("tenant"))?;
-        let customer = claims
-            .customer
-            .as_deref()
-            .map(str::parse::<CustomerId>)
-            .transpose()
-            .map_err(|_| AuthError::BadClaim("customer"))?;
-        if claims.sub.is_empty() || claims.sub.len() > 256 {
-            return Err(AuthError::BadClaim("sub"));
-        }
-        if claims.roles.len() > 32 || claims.roles.iter().any(|r| r.is_empty() || r.len() > 64) {
-            return Err(AuthError::BadClaim("roles"));
-        }
-        Ok(Principal {
-            subject: claims.sub,
-            tenant,
-            roles: claims.roles,
-            customer,
-            embed: None,
-        })
+            }
+        })?;
+    let claims = data.claims;
+    let tenant: TenantId = claims
+        .tenant
+        .parse()
+        .map_err(|_| AuthError::BadClaim("tenant"))?;
+    let customer = claims
+        .customer
+        .as_deref()
+        .map(str::parse::<CustomerId>)
+        .transpose()
+        .map_err(|_| AuthError::BadClaim("customer"))?;
+    if claims.sub.is_empty() || claims.sub.len() > 256 {
+        return Err(AuthError::BadClaim("sub"));
     }
+    if claims.roles.len() > 32 || claims.roles.iter().any(|r| r.is_empty() || r.len() > 64) {
+        return Err(AuthError::BadClaim("roles"));
+    }
+    Ok(Principal {
+        subject: claims.sub,
+        tenant,
+        roles: claims.roles,
+        customer,
+        embed: None,
+    })
 }
 
 /// The bearer token of a request, if it carries one.
@@ -310,7 +345,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let verifier = <Arc<Verifier> as axum::extract::FromRef<S>>::from_ref(state);
         let token = bearer(parts)?;
-        Ok(verifier.verify(token)?)
+        Ok(verifier.authenticate(token).await?)
     }
 }
 

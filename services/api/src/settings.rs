@@ -28,6 +28,18 @@ pub struct Settings {
     /// replica must share it; unset, each process makes one at start, which
     /// suits a single process.
     pub embed_secret: Option<SecretString>,
+    /// The token issuer's JWKS URL (http or https): its keys are fetched,
+    /// kept, refreshed and picked by `kid`, beside the configured `keys`.
+    pub jwks_url: Option<String>,
+    /// The algorithms a JWKS key may verify: RS256, ES256, EdDSA. HS256 is
+    /// never taken from a JWKS (a published key cannot be a secret).
+    pub jwks_algorithms: Vec<KeyAlgorithm>,
+    /// How long a fetched key set is kept when its answer carries no
+    /// `Cache-Control: max-age`, and the longest it is kept at all.
+    pub jwks_refresh_secs: u64,
+    /// Least time between two fetches, so that tokens naming unknown kids
+    /// cannot make slaproof hammer the issuer.
+    pub jwks_min_refetch_secs: u64,
 }
 
 impl Default for Settings {
@@ -41,6 +53,14 @@ impl Default for Settings {
             graphql_max_depth: 10,
             graphql_max_complexity: 500,
             embed_secret: None,
+            jwks_url: None,
+            jwks_algorithms: vec![
+                KeyAlgorithm::RS256,
+                KeyAlgorithm::ES256,
+                KeyAlgorithm::EdDSA,
+            ],
+            jwks_refresh_secs: 300,
+            jwks_min_refetch_secs: 30,
         }
     }
 }
@@ -143,6 +163,48 @@ impl Settings {
             return Err(invalid(
                 "api.embed_secret",
                 format!("must be at least {MIN_SECRET_BYTES} bytes"),
+            ));
+        }
+        if let Some(url) = &self.jwks_url {
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| invalid("api.jwks_url", format!("is not a URL: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+                return Err(invalid(
+                    "api.jwks_url",
+                    "must be an http(s) URL with a host",
+                ));
+            }
+        }
+        if self.jwks_algorithms.is_empty() {
+            return Err(invalid(
+                "api.jwks_algorithms",
+                "must name at least one algorithm",
+            ));
+        }
+        if self.jwks_algorithms.contains(&KeyAlgorithm::HS256) {
+            return Err(invalid(
+                "api.jwks_algorithms",
+                "HS256 is never taken from a JWKS; configure the secret as a key",
+            ));
+        }
+        if !(10..=86_400).contains(&self.jwks_refresh_secs) {
+            return Err(invalid(
+                "api.jwks_refresh_secs",
+                format!(
+                    "must be between 10 and 86400, got {}",
+                    self.jwks_refresh_secs
+                ),
+            ));
+        }
+        if !(1..=3_600).contains(&self.jwks_min_refetch_secs)
+            || self.jwks_min_refetch_secs > self.jwks_refresh_secs
+        {
+            return Err(invalid(
+                "api.jwks_min_refetch_secs",
+                format!(
+                    "must be between 1 and 3600 and at most jwks_refresh_secs, got {}",
+                    self.jwks_min_refetch_secs
+                ),
             ));
         }
         let mut seen = std::collections::HashSet::new();
