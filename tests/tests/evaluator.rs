@@ -1199,3 +1199,131 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
         .collect::<Vec<_>>();
     assert_eq!(closes, [1, 2]);
 }
+
+#[tokio::test]
+async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_counts() {
+    use slaproof_evaluator::sketch::percentiles;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    let base = at("2026-11-10T10:00:00Z");
+    let ev = |occurred_at: DateTime<Utc>, received_at, service, latency_ms: i64| Ev {
+        occurred_at,
+        received_at,
+        service,
+        model: "big",
+        status: 200,
+        latency_us: Some(latency_ms * 1000),
+    };
+    // 10:00: 100 events of 1..=100 ms; 10:01: 10 events of 50 ms; another
+    // service's slow event is not charted.
+    let mut events: Vec<Ev> = (1..=100i64)
+        .map(|i| {
+            let t = base + Duration::milliseconds(500 * i);
+            ev(t, t, "chat", i)
+        })
+        .collect();
+    events.extend((0..10i64).map(|i| {
+        let t = base + Duration::minutes(1) + Duration::seconds(i);
+        ev(t, t, "chat", 50)
+    }));
+    events.push(ev(base, base, "embeddings", 60_000));
+    insert_events(&db, tenant, &events).await;
+    let run = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    let chart = |from: &'static str, to: &'static str, step: Duration| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+            let points = percentiles(&mut tx, sla.id, at(from), at(to), step, &[0.5, 1.0]).await;
+            tx.commit().await.unwrap();
+            points
+        }
+    };
+    run("2026-11-10T10:03:00Z").await;
+    let minutes = chart(
+        "2026-11-10T10:00:00Z",
+        "2026-11-10T10:03:00Z",
+        Duration::minutes(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(minutes.len(), 3);
+    assert_eq!(minutes[0].start, base);
+    assert_eq!(minutes[0].latency.count, 100);
+    // p50 of 1..=100 ms is 50 ms (rank 49) within 1%; the maximum is exact.
+    let p50 = minutes[0].latency.quantiles[0];
+    assert!((p50 - 50_000.0).abs() <= 500.0, "p50 {p50}");
+    assert_eq!(minutes[0].latency.quantiles[1], 100_000.0);
+    assert_eq!(minutes[0].ttft.count, 0, "no event carried a TTFT");
+    assert!(minutes[0].ttft.quantiles.is_empty());
+    assert_eq!(minutes[1].latency.count, 10);
+    assert_eq!(minutes[2].latency.count, 0);
+
+    // A slow event of 10:00 arriving at 10:04, within the grace period, is
+    // folded into its minute's sketch; one arriving at 10:20 is not.
+    insert_events(
+        &db,
+        tenant,
+        &[
+            ev(base, at("2026-11-10T10:04:00Z"), "chat", 9_000),
+            ev(base, at("2026-11-10T10:20:00Z"), "chat", 20_000),
+        ],
+    )
+    .await;
+    run("2026-11-10T10:30:00Z").await;
+    let minutes = chart(
+        "2026-11-10T10:00:00Z",
+        "2026-11-10T10:01:00Z",
+        Duration::minutes(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(minutes[0].latency.count, 101);
+    assert_eq!(minutes[0].latency.quantiles[1], 9_000_000.0);
+
+    // The hour, from the hourly sketches: the merge of its minutes.
+    let hour = chart(
+        "2026-11-10T10:00:00Z",
+        "2026-11-10T11:00:00Z",
+        Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(hour.len(), 1);
+    assert_eq!(hour[0].latency.count, 111);
+    assert_eq!(hour[0].latency.quantiles[1], 9_000_000.0);
+    let halves = chart(
+        "2026-11-10T10:00:00Z",
+        "2026-11-10T11:00:00Z",
+        Duration::minutes(30),
+    )
+    .await
+    .unwrap();
+    assert_eq!(halves.len(), 2);
+    assert_eq!(halves[0].latency, hour[0].latency);
+
+    let err = chart(
+        "2026-11-10T10:00:00Z",
+        "2026-11-10T11:00:00Z",
+        Duration::seconds(90),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().starts_with("step "), "{err}");
+}

@@ -18,6 +18,10 @@ pub enum EvaluatorError {
     /// A stored value that cannot be what the schema promises.
     #[error("stored {what} is unreadable: {reason}")]
     Corrupt { what: &'static str, reason: String },
+    /// A read asked for something it cannot have (a chart of sketches
+    /// with a step that is not whole minutes, a quantile outside [0, 1]).
+    #[error("{field} {reason}")]
+    InvalidQuery { field: &'static str, reason: String },
     /// Another transaction is evaluating this tenant right now.
     #[error("tenant {tenant} is being evaluated by another worker")]
     Busy { tenant: String },

@@ -13,6 +13,7 @@ pub mod records;
 pub mod recount;
 pub mod rollup;
 pub mod settings;
+pub mod sketch;
 pub mod worker;
 
 pub use error::EvaluatorError;

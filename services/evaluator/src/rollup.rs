@@ -114,6 +114,8 @@ type RollupKey = (usize, String, DateTime<Utc>);
 #[derive(Debug, Default)]
 struct Accumulator {
     rows: HashMap<RollupKey, MinuteCounts>,
+    /// Chart sketches per SLA and minute (see [`crate::sketch`]).
+    sketches: HashMap<crate::sketch::SketchKey, crate::sketch::Sketches>,
     events: u64,
 }
 
@@ -131,6 +133,12 @@ impl Accumulator {
         for (i, sla) in tracked.iter().enumerate() {
             if only.is_some_and(|o| !o.contains(&i)) || !sla.scopes(event) {
                 continue;
+            }
+            if arrival.counts() {
+                self.sketches
+                    .entry((i, minute))
+                    .or_default()
+                    .add(&event.fields);
             }
             for objective in sla.counted_objectives() {
                 let verdict = objective.classify(&event.fields);
@@ -324,6 +332,7 @@ pub async fn advance_to(
     }
     let rollup_rows = acc.rows.len();
     write_rollups(tx, &tracked, acc.rows).await?;
+    crate::sketch::write(tx, &tracked, acc.sketches).await?;
     if as_of > from {
         sqlx::query(
             "UPDATE evaluator_watermarks SET received_before = $2, updated_at = now() WHERE tenant_id = $1",
