@@ -105,6 +105,29 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
+    // A GenAI histogram point from OTLP metrics.
+    slaproof_store::histograms::insert(
+        &mut tx,
+        &[slaproof_store::histograms::HistogramPoint {
+            id: uuid::Uuid::now_v7(),
+            metric: "gen_ai.server.time_to_first_token".into(),
+            unit: "s".into(),
+            service: "chat-completions".into(),
+            model: Some("llama-3".into()),
+            attributes: serde_json::json!({}),
+            temporality: slaproof_store::histograms::Temporality::Delta,
+            start_time: None,
+            time: Utc::now(),
+            bounds: vec![0.5],
+            bucket_counts: vec![1, 0],
+            count: 1,
+            sum: Some(0.2),
+            min: None,
+            max: None,
+        }],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert

@@ -23,6 +23,7 @@ pub mod gauges;
 pub mod loadgen;
 pub mod native;
 pub mod otlp;
+pub mod otlp_metrics;
 pub mod probe;
 pub mod problem;
 pub mod writer;
@@ -202,6 +203,7 @@ pub fn router(db: Database, settings: Settings) -> Router {
         .route("/v1/events", post(native::post_events))
         .route("/v1/traces", post(otlp::post_traces))
         .route("/v1/gauges", post(gauges::post_gauges))
+        .route("/v1/metrics", post(otlp_metrics::post_metrics))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(ingest)
 }

@@ -31,13 +31,13 @@ const QUOTED_REASONS: usize = 5;
 
 /// The two OTLP/HTTP encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
+pub(crate) enum Encoding {
     Protobuf,
     Json,
 }
 
 impl Encoding {
-    fn of(media_type: Option<&str>) -> Option<Self> {
+    pub(crate) fn of(media_type: Option<&str>) -> Option<Self> {
         match media_type {
             Some("application/x-protobuf" | "application/protobuf") => Some(Self::Protobuf),
             Some("application/json") => Some(Self::Json),
@@ -45,7 +45,7 @@ impl Encoding {
         }
     }
 
-    fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Self::Protobuf => "application/x-protobuf",
             Self::Json => "application/json",
@@ -64,7 +64,7 @@ struct RpcStatus {
     message: String,
 }
 
-fn encode<T: Message + serde::Serialize>(encoding: Encoding, message: &T) -> Vec<u8> {
+pub(crate) fn encode<T: Message + serde::Serialize>(encoding: Encoding, message: &T) -> Vec<u8> {
     match encoding {
         Encoding::Protobuf => message.encode_to_vec(),
         Encoding::Json => serde_json::to_vec(message).unwrap_or_default(),
@@ -73,7 +73,7 @@ fn encode<T: Message + serde::Serialize>(encoding: Encoding, message: &T) -> Vec
 
 /// A refusal as OTLP clients expect it: the HTTP status, `Retry-After`
 /// where a retry may help, and a `google.rpc.Status` in their encoding.
-fn refusal(encoding: Encoding, problem: Problem) -> Response {
+pub(crate) fn refusal(encoding: Encoding, problem: Problem) -> Response {
     // gRPC codes matching the HTTP statuses, as in the OTLP/HTTP spec.
     let code = match problem.status() {
         StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => 3, // INVALID_ARGUMENT
@@ -187,7 +187,7 @@ fn summary(errors: &[EventError]) -> String {
     )
 }
 
-fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
+pub(crate) fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
     attributes
         .iter()
         .find(|kv| kv.key == key)
@@ -195,7 +195,7 @@ fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Valu
         .and_then(|v: &AnyValue| v.value.as_ref())
 }
 
-fn string<'a>(attributes: &'a [KeyValue], keys: &[&str]) -> Option<&'a str> {
+pub(crate) fn string<'a>(attributes: &'a [KeyValue], keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|key| match find(attributes, key) {
         Some(any_value::Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
         _ => None,
@@ -272,7 +272,7 @@ const MAX_FREE_ATTRIBUTES: usize = 64;
 
 /// Text as the store keeps it: no NUL (Postgres text cannot hold it), at
 /// most 256 characters, as the native API allows.
-fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     text.chars().filter(|c| *c != '\0').take(256).collect()
 }
 

@@ -11,6 +11,7 @@ pub mod customers;
 mod error;
 pub mod events;
 pub mod gauges;
+pub mod histograms;
 pub mod ingest_keys;
 pub mod jobs;
 pub mod maintenance;
