@@ -128,6 +128,26 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
+    // A synthetic probe.
+    slaproof_store::probes::create(
+        &mut tx,
+        &slaproof_store::probes::ProbeDefinition {
+            name: "seed".into(),
+            service: "chat-completions".into(),
+            model: None,
+            kind: slaproof_store::probes::ProbeKind::Http,
+            method: "GET".into(),
+            url: "https://api.example.com/health".into(),
+            headers: [("authorization".to_owned(), "Bearer seed".to_owned())].into(),
+            body: None,
+            expected_status: 200,
+            interval_secs: 60,
+            timeout_ms: 1000,
+            enabled: true,
+        },
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert

@@ -36,6 +36,8 @@ pub enum Scope {
     EmbedTokenCreate,
     AlertRead,
     AttestationRead,
+    /// Synthetic probes: define, change, run and delete them.
+    ProbeManage,
     /// Operators of slaproof itself: every tenant.
     TenantAdmin,
 }
@@ -58,6 +60,7 @@ impl Scope {
         Scope::EmbedTokenCreate,
         Scope::AlertRead,
         Scope::AttestationRead,
+        Scope::ProbeManage,
         Scope::TenantAdmin,
     ];
 
@@ -79,6 +82,7 @@ impl Scope {
             Scope::EmbedTokenCreate => "embed_token:create",
             Scope::AlertRead => "alert:read",
             Scope::AttestationRead => "attestation:read",
+            Scope::ProbeManage => "probe:manage",
             Scope::TenantAdmin => "tenant:admin",
         }
     }
@@ -272,6 +276,6 @@ mod tests {
         for s in Scope::ALL {
             assert_eq!(Scope::parse(s.as_str()), Some(*s));
         }
-        assert_eq!(Scope::ALL.len(), 17);
+        assert_eq!(Scope::ALL.len(), 18);
     }
 }

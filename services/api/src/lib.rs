@@ -18,6 +18,7 @@ pub mod settings;
 use std::sync::Arc;
 
 use axum::Router;
+use slaproof_http::outbound::OutboundPolicy;
 use slaproof_store::Database;
 
 pub use settings::{Settings, SettingsError};
@@ -32,10 +33,15 @@ pub enum BuildError {
 }
 
 /// The API's routes, ready to merge into the application's router.
-pub async fn router(db: Database, settings: &Settings) -> Result<Router, BuildError> {
+/// `outbound` is the operator's rule for URLs tenants save (probe targets).
+pub async fn router(
+    db: Database,
+    settings: &Settings,
+    outbound: OutboundPolicy,
+) -> Result<Router, BuildError> {
     let verifier = Arc::new(auth::Verifier::new(settings)?);
     let authz = Arc::new(authz::Authorizer::with_default_policy().await?);
-    let service = service::Service::new(db, authz, verifier.clone());
+    let service = service::Service::new(db, authz, verifier.clone()).with_outbound(outbound);
     let schema = graphql::schema(
         service.clone(),
         graphql::Limits {

@@ -3,10 +3,12 @@
 //! cancellation token.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use slaproof_ingest::probe::ProbeRunner;
 use slaproof_store::Database;
 use sqlx::postgres::PgConnectOptions;
 use tokio::net::TcpListener;
@@ -29,6 +31,9 @@ pub enum Service {
     /// Rolls events up and evaluates every tenant's SLAs: budgets, burn
     /// rates, alerts.
     Evaluator,
+    /// Measures providers' endpoints on each synthetic probe's schedule and
+    /// stores the results as events with source `probe`.
+    Probes,
     /// The provider and customer API: `/v1/customers`, `/v1/slas`, …
     Api,
 }
@@ -39,6 +44,7 @@ impl Service {
         Service::Housekeeping,
         Service::Ingest,
         Service::Evaluator,
+        Service::Probes,
         Service::Api,
     ];
 
@@ -47,6 +53,7 @@ impl Service {
             Service::Housekeeping => "housekeeping",
             Service::Ingest => "ingest",
             Service::Evaluator => "evaluator",
+            Service::Probes => "probes",
             Service::Api => "api",
         }
     }
@@ -81,6 +88,7 @@ pub struct Application {
     db: Database,
     config: Config,
     services: Vec<Service>,
+    probes: Option<Arc<ProbeRunner>>,
 }
 
 impl Application {
@@ -104,18 +112,27 @@ impl Application {
         }
         if services.contains(&Service::Api) {
             router = router.merge(
-                slaproof_api::router(db.clone(), &config.api)
+                slaproof_api::router(db.clone(), &config.api, config.outbound.clone())
                     .await
                     .context("building the API")?,
             );
         }
         let router = router.layer(TraceLayer::new_for_http());
+        let probes = if services.contains(&Service::Probes) {
+            Some(Arc::new(
+                ProbeRunner::new(db.clone(), config.probes.clone(), config.outbound.clone())
+                    .context("building the probe runner")?,
+            ))
+        } else {
+            None
+        };
         Ok(Self {
             listener,
             router,
             db,
             config,
             services: services.to_vec(),
+            probes,
         })
     }
 
@@ -148,6 +165,11 @@ impl Application {
                 }
                 // Serves requests only: its routes are in the router.
                 Service::Ingest | Service::Api => {}
+                Service::Probes => {
+                    if let Some(runner) = &self.probes {
+                        workers.spawn(runner.clone().run(shutdown.clone()));
+                    }
+                }
                 Service::Evaluator => {
                     // Names this process's job leases in the jobs table.
                     let worker = format!(

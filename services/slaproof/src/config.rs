@@ -29,6 +29,8 @@ const SECTIONS: &[&str] = &[
     "events",
     "ingest",
     "evaluator",
+    "probes",
+    "outbound",
     "api",
     "demo",
     "log",
@@ -44,6 +46,10 @@ pub struct Config {
     pub events: EventsConfig,
     pub ingest: IngestConfig,
     pub evaluator: slaproof_evaluator::Settings,
+    /// The synthetic probe runner.
+    pub probes: slaproof_ingest::probe::Settings,
+    /// Where slaproof may connect on a tenant's behalf (probe targets).
+    pub outbound: slaproof_http::outbound::OutboundPolicy,
     /// The API's token issuer, audience and verification keys.
     pub api: slaproof_api::Settings,
     pub demo: DemoConfig,
@@ -337,6 +343,7 @@ impl Config {
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
         self.api.validate().map_err(|e| invalid(e.key, e.rule))?;
+        self.probes.validate().map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -479,6 +486,8 @@ mod tests {
         );
         assert_eq!(config.embedded.data_dir, defaults.embedded.data_dir);
         assert_eq!(config.evaluator, defaults.evaluator);
+        assert_eq!(config.probes, defaults.probes);
+        assert_eq!(config.outbound, defaults.outbound);
         assert_eq!(
             config.database.max_connections,
             defaults.database.max_connections
@@ -554,6 +563,22 @@ mod tests {
         assert!(err.contains("algorithm"), "{err}");
         let config = with("[[api.keys]]\nid = \"k\"\nalgorithm = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"").unwrap();
         assert!(!format!("{config:?}").contains("0123456789abcdef"));
+    }
+
+    #[test]
+    fn outbound_networks_and_probe_limits_are_checked() {
+        let config =
+            with("[outbound]\nallowed_networks = [\"10.20.0.0/16\", \"fd00::/8\"]").unwrap();
+        assert_eq!(config.outbound.allowed_networks.len(), 2);
+        assert!(!config.outbound.allow_private_targets);
+        let err = with("[outbound]\nallowed_networks = [\"10.20.0.0/33\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allowed_networks"), "{err}");
+        let err = with("[probes]\npoll_interval_ms = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("probes.poll_interval_ms"), "{err}");
     }
 
     #[test]

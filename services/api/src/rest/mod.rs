@@ -13,6 +13,7 @@ pub mod customers;
 pub mod embed;
 pub mod ingest_keys;
 pub mod maintenance;
+pub mod probes;
 pub mod slas;
 pub mod tenants;
 
@@ -57,6 +58,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(ingest_keys::router())
         .merge(embed::router())
         .merge(tenants::router())
+        .merge(probes::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             embed::frame_ancestors,
@@ -377,7 +379,7 @@ impl utoipa::Modify for BearerAuth {
     info(
         title = "slaproof API",
         version = "1",
-        description = "Providers manage customers, SLAs, maintenance windows and ingest keys; customers read their SLAs' compliance. Bearer JWTs; fields a caller lacks the scope for are omitted and listed in `redacted`, operations it lacks the scope for answer 403 naming the scope."
+        description = "Providers manage customers, SLAs, maintenance windows, ingest keys and synthetic probes; customers read their SLAs' compliance. Bearer JWTs; fields a caller lacks the scope for are omitted and listed in `redacted`, operations it lacks the scope for answer 403 naming the scope."
     ),
     paths(
         customers::list,
@@ -406,6 +408,13 @@ impl utoipa::Modify for BearerAuth {
         embed::set_origins,
         tenants::list,
         tenants::create,
+        probes::list,
+        probes::create,
+        probes::show,
+        probes::update,
+        probes::remove,
+        probes::run_now,
+        probes::runs,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),

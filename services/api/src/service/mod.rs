@@ -15,6 +15,7 @@ pub mod history;
 pub mod idempotency;
 pub mod ingest_keys;
 pub mod maintenance;
+pub mod probes;
 pub mod slas;
 pub mod tenants;
 
@@ -133,6 +134,8 @@ pub struct Service {
     db: Database,
     authz: Arc<Authorizer>,
     verifier: Arc<crate::auth::Verifier>,
+    /// Where tenants' URLs (probe targets) may point.
+    outbound: Arc<slaproof_http::outbound::OutboundPolicy>,
 }
 
 impl Service {
@@ -141,7 +144,14 @@ impl Service {
             db,
             authz,
             verifier,
+            outbound: Arc::new(slaproof_http::outbound::OutboundPolicy::strict()),
         }
+    }
+
+    /// The operator's outbound-address policy; strict until set.
+    pub fn with_outbound(mut self, outbound: slaproof_http::outbound::OutboundPolicy) -> Self {
+        self.outbound = Arc::new(outbound);
+        self
     }
 
     /// Resolves a checked principal's scopes in its tenant.

@@ -1,0 +1,549 @@
+//! Synthetic probes: endpoints of the provider that slaproof measures
+//! itself. Provider admins only; header values (API keys) are taken but
+//! never answered; every URL passes the operator's outbound policy.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use slaproof_domain::ids::ProbeId;
+use slaproof_store::TenantTx;
+use slaproof_store::probes::{self, ProbeDefinition, ProbeKind, StoredProbe};
+
+use super::{Caller, Page, PageRequest, Service, ServiceError};
+use crate::authz::Scope;
+
+pub const MIN_INTERVAL_SECS: i32 = 10;
+pub const MAX_INTERVAL_SECS: i32 = 86_400;
+pub const MIN_TIMEOUT_MS: i32 = 100;
+pub const MAX_TIMEOUT_MS: i32 = 120_000;
+pub const MAX_HEADERS: usize = 32;
+/// Headers the HTTP client owns: setting them would make the request lie
+/// about itself or break framing.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+];
+
+/// A probe to define. Absent optional fields take the defaults named.
+#[derive(Debug, Clone)]
+pub struct NewProbe {
+    pub name: String,
+    pub service: String,
+    pub model: Option<String>,
+    pub kind: ProbeKind,
+    /// Default GET for `http`, POST for `streaming_completion`.
+    pub method: Option<String>,
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<serde_json::Value>,
+    /// Default 200.
+    pub expected_status: Option<i32>,
+    /// Default 60.
+    pub interval_secs: Option<i32>,
+    /// Default 10 s, or the interval when shorter.
+    pub timeout_ms: Option<i32>,
+    /// Default true.
+    pub enabled: Option<bool>,
+}
+
+/// Changes to a probe; `None` leaves a field as it is. `Some(None)`
+/// clears an optional field.
+#[derive(Debug, Clone, Default)]
+pub struct ProbePatch {
+    pub name: Option<String>,
+    pub service: Option<String>,
+    pub model: Option<Option<String>>,
+    pub kind: Option<ProbeKind>,
+    pub method: Option<String>,
+    pub url: Option<String>,
+    /// Replaces every header (values cannot be read back to merge).
+    pub headers: Option<BTreeMap<String, String>>,
+    pub body: Option<Option<serde_json::Value>>,
+    pub expected_status: Option<i32>,
+    pub interval_secs: Option<i32>,
+    pub timeout_ms: Option<i32>,
+    pub enabled: Option<bool>,
+}
+
+/// One recorded run of a probe, from its event.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ProbeRun {
+    pub occurred_at: DateTime<Utc>,
+    pub status: Option<i32>,
+    pub error_class: Option<String>,
+    pub latency_us: Option<i64>,
+    pub ttft_us: Option<i64>,
+    pub tpot_us: Option<i64>,
+    pub output_tokens: Option<i32>,
+}
+
+/// A probe named by its id (`prb_…`) or its name.
+fn lookup_key(reference: &str) -> Result<Option<ProbeId>, ServiceError> {
+    if reference.starts_with("prb_") {
+        reference
+            .parse()
+            .map(Some)
+            .map_err(|_| ServiceError::NotFound {
+                what: "probe",
+                key: reference.to_owned(),
+            })
+    } else {
+        Ok(None)
+    }
+}
+
+async fn find(tx: &mut TenantTx, reference: &str) -> Result<StoredProbe, ServiceError> {
+    Ok(match lookup_key(reference)? {
+        Some(id) => probes::find(tx, id).await?,
+        None => probes::find_by_name(tx, reference).await?,
+    })
+}
+
+fn check_name(name: &str) -> Result<(), ServiceError> {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok =
+        chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+    // `_` would let a name look like an id; ids start with `prb_`.
+    if !first_ok || !rest_ok || name.len() > 63 || name.contains('_') {
+        return Err(ServiceError::invalid(
+            "name",
+            "must be 1-63 characters of a-z, 0-9, '.' and '-', starting with a letter or digit",
+        ));
+    }
+    Ok(())
+}
+
+fn check_text(field: &str, value: &str) -> Result<String, ServiceError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > 256 {
+        return Err(ServiceError::invalid(field, "must be 1-256 characters"));
+    }
+    Ok(value.to_owned())
+}
+
+fn check_headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, ServiceError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(ServiceError::invalid(
+            "headers",
+            format!("at most {MAX_HEADERS} headers"),
+        ));
+    }
+    let mut checked = BTreeMap::new();
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        let field = format!("headers.{name}");
+        if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+            return Err(ServiceError::invalid(field, "is not a valid header name"));
+        }
+        if RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(ServiceError::invalid(
+                field,
+                "is set by slaproof's HTTP client and cannot be chosen",
+            ));
+        }
+        if value.len() > 8192 || http::HeaderValue::from_str(value).is_err() {
+            return Err(ServiceError::invalid(
+                field,
+                "must be at most 8192 visible ASCII characters",
+            ));
+        }
+        if checked.insert(lower, value.clone()).is_some() {
+            return Err(ServiceError::invalid(
+                field,
+                "is given twice (names are case-insensitive)",
+            ));
+        }
+    }
+    Ok(checked)
+}
+
+/// Checks a whole definition (after defaults or a patch were applied).
+fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError> {
+    check_name(&definition.name)?;
+    definition.service = check_text("service", &definition.service)?;
+    if let Some(model) = &definition.model {
+        definition.model = Some(check_text("model", model)?);
+    }
+    definition.method = definition.method.to_ascii_uppercase();
+    let methods: &[&str] = match definition.kind {
+        ProbeKind::Http => &["GET", "HEAD", "POST", "PUT", "OPTIONS"],
+        ProbeKind::StreamingCompletion => &["POST"],
+    };
+    if !methods.contains(&definition.method.as_str()) {
+        return Err(ServiceError::invalid(
+            "method",
+            format!(
+                "must be one of {} for a {} probe",
+                methods.join(", "),
+                definition.kind.as_str()
+            ),
+        ));
+    }
+    definition.headers = check_headers(&definition.headers)?;
+    match (&definition.kind, &definition.body) {
+        (ProbeKind::Http, Some(_)) if matches!(definition.method.as_str(), "GET" | "HEAD") => {
+            return Err(ServiceError::invalid(
+                "body",
+                "a GET or HEAD request carries no body",
+            ));
+        }
+        (ProbeKind::StreamingCompletion, Some(body)) if !body.is_object() => {
+            return Err(ServiceError::invalid(
+                "body",
+                "must be a JSON object (the chat completion request)",
+            ));
+        }
+        (ProbeKind::StreamingCompletion, None) if definition.model.is_none() => {
+            return Err(ServiceError::invalid(
+                "model",
+                "is needed for a streaming_completion probe without a body",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(body) = &definition.body
+        && body.to_string().len() > 64 * 1024
+    {
+        return Err(ServiceError::invalid("body", "must be at most 64 KiB"));
+    }
+    if !(100..=599).contains(&definition.expected_status) {
+        return Err(ServiceError::invalid(
+            "expected_status",
+            "must be an HTTP status, 100-599",
+        ));
+    }
+    if !(MIN_INTERVAL_SECS..=MAX_INTERVAL_SECS).contains(&definition.interval_secs) {
+        return Err(ServiceError::invalid(
+            "interval_secs",
+            format!("must be between {MIN_INTERVAL_SECS} and {MAX_INTERVAL_SECS}"),
+        ));
+    }
+    let max_timeout = MAX_TIMEOUT_MS.min(definition.interval_secs.saturating_mul(1000));
+    if !(MIN_TIMEOUT_MS..=max_timeout).contains(&definition.timeout_ms) {
+        return Err(ServiceError::invalid(
+            "timeout_ms",
+            format!("must be between {MIN_TIMEOUT_MS} and {max_timeout} (at most the interval)"),
+        ));
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Refuses a URL the operator's outbound policy does not allow,
+    /// resolving its host now; the runner checks again at each connection.
+    async fn check_url(&self, url: &str) -> Result<String, ServiceError> {
+        let url = url.trim();
+        if url.len() > 2048 {
+            return Err(ServiceError::invalid(
+                "url",
+                "must be at most 2048 characters",
+            ));
+        }
+        let parsed = self
+            .outbound
+            .check_target(url)
+            .await
+            .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?;
+        Ok(parsed.to_string())
+    }
+
+    #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
+    pub async fn create_probe(
+        &self,
+        caller: &Caller,
+        new: NewProbe,
+    ) -> Result<StoredProbe, ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let interval_secs = new.interval_secs.unwrap_or(60);
+        let mut definition = ProbeDefinition {
+            name: new.name,
+            service: new.service,
+            model: new.model,
+            kind: new.kind,
+            method: new.method.unwrap_or_else(|| {
+                match new.kind {
+                    ProbeKind::Http => "GET",
+                    ProbeKind::StreamingCompletion => "POST",
+                }
+                .to_owned()
+            }),
+            url: new.url,
+            headers: new.headers,
+            body: new.body,
+            expected_status: new.expected_status.unwrap_or(200),
+            interval_secs,
+            timeout_ms: new
+                .timeout_ms
+                .unwrap_or_else(|| 10_000.min(interval_secs.saturating_mul(1000))),
+            enabled: new.enabled.unwrap_or(true),
+        };
+        check_definition(&mut definition)?;
+        definition.url = self.check_url(&definition.url).await?;
+        let mut tx = self.tx(caller).await?;
+        let probe = probes::create(&mut tx, &definition).await?;
+        tx.commit().await?;
+        Ok(probe)
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn list_probes(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> Result<Page<StoredProbe>, ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let mut tx = self.tx(caller).await?;
+        let all = probes::list(&mut tx).await?;
+        tx.commit().await?;
+        page.apply(all, |p| p.definition.name.as_str())
+    }
+
+    /// A probe by id (`prb_…`) or name.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn get_probe(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<StoredProbe, ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let mut tx = self.tx(caller).await?;
+        let probe = find(&mut tx, reference).await?;
+        tx.commit().await?;
+        Ok(probe)
+    }
+
+    #[tracing::instrument(skip(self, caller, patch), fields(tenant = %caller.tenant()))]
+    pub async fn update_probe(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        patch: ProbePatch,
+    ) -> Result<StoredProbe, ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        // The URL is checked (with DNS) before the transaction opens.
+        let url = match &patch.url {
+            Some(url) => Some(self.check_url(url).await?),
+            None => None,
+        };
+        let mut tx = self.tx(caller).await?;
+        let stored = find(&mut tx, reference).await?;
+        let mut definition = stored.definition;
+        let kind_changed = patch.kind.is_some_and(|k| k != definition.kind);
+        if let Some(name) = patch.name {
+            definition.name = name;
+        }
+        if let Some(service) = patch.service {
+            definition.service = service;
+        }
+        if let Some(model) = patch.model {
+            definition.model = model;
+        }
+        if let Some(kind) = patch.kind {
+            definition.kind = kind;
+        }
+        match patch.method {
+            Some(method) => definition.method = method,
+            // A streaming completion is a POST; switching kinds without a
+            // method takes the new kind's default.
+            None if kind_changed => {
+                definition.method = match definition.kind {
+                    ProbeKind::Http => "GET",
+                    ProbeKind::StreamingCompletion => "POST",
+                }
+                .to_owned();
+            }
+            None => {}
+        }
+        if let Some(url) = url {
+            definition.url = url;
+        }
+        if let Some(headers) = patch.headers {
+            definition.headers = headers;
+        }
+        if let Some(body) = patch.body {
+            definition.body = body;
+        }
+        if let Some(status) = patch.expected_status {
+            definition.expected_status = status;
+        }
+        if let Some(interval) = patch.interval_secs {
+            definition.interval_secs = interval;
+        }
+        if let Some(timeout) = patch.timeout_ms {
+            definition.timeout_ms = timeout;
+        }
+        if let Some(enabled) = patch.enabled {
+            definition.enabled = enabled;
+        }
+        check_definition(&mut definition)?;
+        let probe = probes::update(&mut tx, stored.id, &definition).await?;
+        tx.commit().await?;
+        Ok(probe)
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn delete_probe(&self, caller: &Caller, reference: &str) -> Result<(), ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let mut tx = self.tx(caller).await?;
+        let stored = find(&mut tx, reference).await?;
+        probes::delete(&mut tx, stored.id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Makes a probe due now; a runner measures it within a poll.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn run_probe_now(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<StoredProbe, ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let mut tx = self.tx(caller).await?;
+        let stored = find(&mut tx, reference).await?;
+        if !stored.definition.enabled {
+            return Err(ServiceError::Conflict(format!(
+                "probe {} is disabled; enable it to run it",
+                stored.definition.name
+            )));
+        }
+        let probe = probes::run_now(&mut tx, stored.id).await?;
+        tx.commit().await?;
+        Ok(probe)
+    }
+
+    /// The probe's runs of the last `days` days, newest first.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn probe_runs(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        limit: Option<u32>,
+    ) -> Result<(StoredProbe, Vec<ProbeRun>), ServiceError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let limit = match limit {
+            None => 50,
+            Some(n) if (1..=super::MAX_PAGE as u32).contains(&n) => n,
+            Some(n) => {
+                return Err(ServiceError::invalid(
+                    "limit",
+                    format!("must be between 1 and {}, got {n}", super::MAX_PAGE),
+                ));
+            }
+        };
+        let mut tx = self.tx(caller).await?;
+        let stored = find(&mut tx, reference).await?;
+        // Bounded in time so only the recent daily partitions are read.
+        let since = Utc::now() - Duration::days(7);
+        let runs: Vec<ProbeRun> = sqlx::query_as(
+            "SELECT occurred_at, status, error_class, latency_us, ttft_us, tpot_us, output_tokens \
+             FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND source = 'probe' \
+               AND request_id LIKE $3 \
+             ORDER BY occurred_at DESC LIMIT $4",
+        )
+        .bind(caller.tenant().uuid())
+        .bind(since)
+        .bind(format!("{}@%", stored.id))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| ServiceError::from(slaproof_store::StoreError::from(e)))?;
+        tx.commit().await?;
+        Ok((stored, runs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definition() -> ProbeDefinition {
+        ProbeDefinition {
+            name: "chat-eu".into(),
+            service: "chat-completions".into(),
+            model: Some("llama-3".into()),
+            kind: ProbeKind::StreamingCompletion,
+            method: "post".into(),
+            url: "https://api.example.com/v1/chat/completions".into(),
+            headers: [("Authorization".to_owned(), "Bearer sk-1".to_owned())].into(),
+            body: None,
+            expected_status: 200,
+            interval_secs: 60,
+            timeout_ms: 10_000,
+            enabled: true,
+        }
+    }
+
+    fn field_of(err: ServiceError) -> String {
+        match err {
+            ServiceError::Invalid { field, .. } => field,
+            other => panic!("not invalid: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_good_definition_is_normalised() {
+        let mut d = definition();
+        check_definition(&mut d).unwrap();
+        assert_eq!(d.method, "POST");
+        assert_eq!(d.headers["authorization"], "Bearer sk-1");
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        type Change = Box<dyn Fn(&mut ProbeDefinition)>;
+        let cases: Vec<(&str, Change)> = vec![
+            ("name", Box::new(|d| d.name = "Chat EU".into())),
+            ("name", Box::new(|d| d.name = "prb_x".into())),
+            ("service", Box::new(|d| d.service = " ".into())),
+            ("method", Box::new(|d| d.method = "GET".into())),
+            (
+                "headers.Host",
+                Box::new(|d| {
+                    d.headers.insert("Host".into(), "x".into());
+                }),
+            ),
+            (
+                "headers.x-bad",
+                Box::new(|d| {
+                    d.headers.insert("x-bad".into(), "a\nb".into());
+                }),
+            ),
+            ("body", Box::new(|d| d.body = Some(serde_json::json!([1])))),
+            ("expected_status", Box::new(|d| d.expected_status = 700)),
+            ("interval_secs", Box::new(|d| d.interval_secs = 5)),
+            ("timeout_ms", Box::new(|d| d.timeout_ms = 61_000)),
+            (
+                "model",
+                Box::new(|d| {
+                    d.model = None;
+                }),
+            ),
+        ];
+        for (field, change) in cases {
+            let mut d = definition();
+            change(&mut d);
+            assert_eq!(field_of(check_definition(&mut d).unwrap_err()), field);
+        }
+        let mut get_with_body = definition();
+        get_with_body.kind = ProbeKind::Http;
+        get_with_body.method = "GET".into();
+        get_with_body.body = Some(serde_json::json!({}));
+        assert_eq!(
+            field_of(check_definition(&mut get_with_body).unwrap_err()),
+            "body"
+        );
+    }
+}

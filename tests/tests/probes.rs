@@ -1,0 +1,723 @@
+//! Synthetic probes end to end: a real target server on 127.0.0.1 (plain
+//! answers and a server-sent event stream with a deliberate delay before
+//! the first token), probes defined over REST, run by the application's
+//! own runner, and the stored `source = probe` events checked value by
+//! value. The outbound policy refuses the same target by default.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_api::settings::{KeyAlgorithm, KeySettings};
+use slaproof_domain::ids::TenantId;
+use slaproof_http::outbound::OutboundPolicy;
+use slaproof_ingest::probe::{ProbeRunner, Settings as ProbeSettings};
+use slaproof_store::probes::{self, ProbeDefinition, ProbeKind};
+use slaproof_store::{Database, tenants};
+use slaproof_tests::{TestApp, TestDatabase, spawn_app_with};
+
+const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
+const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
+
+/// The delay before `/ok` answers.
+const OK_DELAY: Duration = Duration::from_millis(50);
+/// The delay before the stream's first token.
+const FIRST_TOKEN_DELAY: Duration = Duration::from_millis(250);
+/// The delay between the stream's tokens.
+const TOKEN_GAP: Duration = Duration::from_millis(20);
+const TOKENS: [&str; 4] = ["po", "ng", "!", " ok"];
+
+/// What the target server saw of the completion requests.
+#[derive(Debug, Default)]
+struct Seen {
+    completions: Vec<(HeaderMap, Value)>,
+}
+
+/// A provider's endpoint, on 127.0.0.1.
+async fn target() -> (SocketAddr, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let recorded = seen.clone();
+    let app = axum::Router::new()
+        .route(
+            "/ok",
+            get(|| async {
+                tokio::time::sleep(OK_DELAY).await;
+                "ok"
+            }),
+        )
+        .route("/teapot", get(|| async { (AxumStatus::IM_A_TEAPOT, "short and stout") }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(move |headers: HeaderMap, body: Bytes| {
+                let recorded = recorded.clone();
+                async move {
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    recorded.lock().unwrap().completions.push((headers, request));
+                    let stream = futures_util::stream::unfold(0usize, |step| async move {
+                        let event = match step {
+                            0 => {
+                                tokio::time::sleep(FIRST_TOKEN_DELAY).await;
+                                // A role-only chunk first, as OpenAI sends: no token yet.
+                                json!({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
+                                    .to_string()
+                            }
+                            n if n <= TOKENS.len() => {
+                                if n > 1 {
+                                    tokio::time::sleep(TOKEN_GAP).await;
+                                }
+                                json!({"choices": [{"delta": {"content": TOKENS[n - 1]}}]})
+                                    .to_string()
+                            }
+                            n if n == TOKENS.len() + 1 => json!({
+                                "choices": [],
+                                "usage": {"prompt_tokens": 11, "completion_tokens": TOKENS.len(), "total_tokens": 15}
+                            })
+                            .to_string(),
+                            n if n == TOKENS.len() + 2 => "[DONE]".to_owned(),
+                            _ => return None,
+                        };
+                        Some((
+                            Ok::<_, std::io::Error>(Bytes::from(format!("data: {event}\n\n"))),
+                            step + 1,
+                        ))
+                    });
+                    (
+                        [("content-type", "text/event-stream")],
+                        Body::from_stream(stream),
+                    )
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (address, seen)
+}
+
+/// The application with loopback allowed (or not), one tenant and a
+/// provider admin's token.
+struct World {
+    app: TestApp,
+    http: reqwest::Client,
+    tenant: TenantId,
+}
+
+async fn world(allow_loopback: bool) -> World {
+    let app = spawn_app_with(|config| {
+        config.api.keys = vec![KeySettings {
+            id: "test".into(),
+            algorithm: KeyAlgorithm::RS256,
+            public_key_pem: Some(RS_PUBLIC.into()),
+            secret: None,
+        }];
+        config.probes.poll_interval_ms = 100;
+        if allow_loopback {
+            config.outbound = OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]);
+        }
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    World {
+        app,
+        http: reqwest::Client::new(),
+        tenant,
+    }
+}
+
+impl World {
+    fn token(&self, roles: &[&str]) -> String {
+        let claims = json!({
+            "sub": "someone",
+            "iss": "slaproof",
+            "aud": "slaproof-api",
+            "exp": jsonwebtoken::get_current_timestamp() + 600,
+            "tenant": self.tenant.to_string(),
+            "roles": roles,
+        });
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("test".into());
+        jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_rsa_pem(RS_PRIVATE.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        self.call_as(&self.token(&["provider_admin"]), method, path, body)
+            .await
+    }
+
+    async fn call_as(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let url = format!("http://{}{path}", self.app.address);
+        let mut request = match method {
+            "POST" => self.http.post(url),
+            "PATCH" => self.http.patch(url),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.get(url),
+        }
+        .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, body)
+    }
+
+    async fn create(&self, probe: Value) -> Value {
+        let (status, body) = self.call("POST", "/v1/probes", Some(probe)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body
+    }
+}
+
+/// A stored probe event.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct ProbeEvent {
+    occurred_at: DateTime<Utc>,
+    source: String,
+    service: String,
+    model: Option<String>,
+    request_id: Option<String>,
+    status: Option<i32>,
+    error_class: Option<String>,
+    latency_us: Option<i64>,
+    ttft_us: Option<i64>,
+    tpot_us: Option<i64>,
+    input_tokens: Option<i32>,
+    output_tokens: Option<i32>,
+    streaming: Option<bool>,
+}
+
+/// The events of one probe (by its id), oldest first.
+async fn events_of(db: &Database, tenant: TenantId, probe: &str) -> Vec<ProbeEvent> {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let rows = sqlx::query_as(
+        "SELECT occurred_at, source, service, model, request_id, status, error_class, latency_us, \
+                ttft_us, tpot_us, input_tokens, output_tokens, streaming \
+         FROM events WHERE request_id LIKE $1 ORDER BY occurred_at",
+    )
+    .bind(format!("{probe}@%"))
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    rows
+}
+
+/// Waits (up to `within`) until the probe has `n` events.
+async fn wait_for_events(
+    db: &Database,
+    tenant: TenantId,
+    probe: &str,
+    n: usize,
+    within: Duration,
+) -> Vec<ProbeEvent> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let events = events_of(db, tenant, probe).await;
+        if events.len() >= n || tokio::time::Instant::now() > deadline {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap()
+}
+
+/// The slot (scheduled unix second) in a probe event's request id.
+fn slot(event: &ProbeEvent) -> i64 {
+    event
+        .request_id
+        .as_deref()
+        .and_then(|r| r.split_once('@'))
+        .and_then(|(_, s)| s.parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_http_probe_runs_on_its_schedule_and_records_status_and_latency() {
+    let (target, _) = target().await;
+    let w = world(true).await;
+    let probe = w
+        .create(json!({
+            "name": "health",
+            "service": "chat-completions",
+            "kind": "http",
+            "url": format!("http://{target}/ok"),
+            "interval_secs": 10,
+        }))
+        .await;
+    assert_eq!(probe["method"], "GET");
+    assert_eq!(probe["expected_status"], 200);
+    assert_eq!(probe["enabled"], true);
+    let id = probe["id"].as_str().unwrap().to_owned();
+
+    // Due at creation, then every 10 s.
+    let events = wait_for_events(&w.app.db, w.tenant, &id, 2, Duration::from_secs(20)).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    for event in &events {
+        assert_eq!(event.source, "probe");
+        assert_eq!(event.service, "chat-completions");
+        assert_eq!(event.status, Some(200));
+        assert_eq!(event.error_class, None);
+        assert_eq!(event.streaming, Some(false));
+        assert!(event.latency_us.unwrap() >= micros(OK_DELAY), "{event:?}");
+        assert_eq!(event.ttft_us, None);
+    }
+    // Consecutive slots of the schedule, not two runs of one slot.
+    assert_eq!(slot(&events[1]) - slot(&events[0]), 10, "{events:?}");
+    assert!(events[1].occurred_at > events[0].occurred_at);
+
+    let (status, shown) = w.call("GET", "/v1/probes/health", None).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    assert_eq!(shown["id"], id.as_str());
+    assert_eq!(shown["last_run"]["outcome"], "good");
+    assert_eq!(shown["last_run"]["status"], 200);
+    assert!(shown["last_run"]["latency_ms"].as_f64().unwrap() >= 50.0);
+    let (status, runs) = w
+        .call("GET", &format!("/v1/probes/{id}/runs?limit=1"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{runs}");
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1);
+    assert_eq!(runs["data"][0]["status"], 200);
+}
+
+#[tokio::test]
+async fn a_wrong_status_is_bad_and_a_timeout_is_an_error() {
+    let (target, _) = target().await;
+    let w = world(true).await;
+    let teapot = w
+        .create(json!({
+            "name": "teapot",
+            "service": "chat-completions",
+            "kind": "http",
+            "url": format!("http://{target}/teapot"),
+            "interval_secs": 3600,
+        }))
+        .await;
+    let slow = w
+        .create(json!({
+            "name": "slow",
+            "service": "chat-completions",
+            "kind": "http",
+            "url": format!("http://{target}/slow"),
+            "interval_secs": 3600,
+            "timeout_ms": 300,
+        }))
+        .await;
+    let teapot_id = teapot["id"].as_str().unwrap();
+    let slow_id = slow["id"].as_str().unwrap();
+    let bad = wait_for_events(&w.app.db, w.tenant, teapot_id, 1, Duration::from_secs(10)).await;
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].status, Some(418));
+    assert_eq!(bad[0].error_class.as_deref(), Some("status_mismatch"));
+
+    let timed_out = wait_for_events(&w.app.db, w.tenant, slow_id, 1, Duration::from_secs(10)).await;
+    assert_eq!(timed_out.len(), 1);
+    assert_eq!(timed_out[0].status, None);
+    assert_eq!(timed_out[0].error_class.as_deref(), Some("timeout"));
+    // The run waited out its timeout, and no longer than the answer took.
+    let latency = timed_out[0].latency_us.unwrap();
+    assert!(latency >= 300_000, "{latency}");
+    assert!(latency < 5_000_000, "{latency}");
+
+    let (_, shown) = w.call("GET", "/v1/probes/teapot", None).await;
+    assert_eq!(shown["last_run"]["outcome"], "bad");
+    assert!(
+        shown["last_run"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("status_mismatch: answered 418, expected 200"),
+        "{shown}"
+    );
+    let (_, shown) = w.call("GET", "/v1/probes/slow", None).await;
+    assert_eq!(shown["last_run"]["outcome"], "error");
+    assert!(
+        shown["last_run"]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("timeout"),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn a_streaming_probe_records_time_to_first_token_and_never_shows_its_key() {
+    let (target, seen) = target().await;
+    let w = world(true).await;
+    let probe = w
+        .create(json!({
+            "name": "chat-eu",
+            "service": "chat-completions",
+            "model": "llama-3",
+            "kind": "streaming_completion",
+            "url": format!("http://{target}/v1/chat/completions"),
+            "headers": {"Authorization": "Bearer sk-secret-123"},
+            "interval_secs": 3600,
+        }))
+        .await;
+    assert_eq!(probe["method"], "POST");
+    assert_eq!(probe["header_names"], json!(["authorization"]));
+    assert!(!probe.to_string().contains("sk-secret-123"), "{probe}");
+    let id = probe["id"].as_str().unwrap();
+
+    let events = wait_for_events(&w.app.db, w.tenant, id, 1, Duration::from_secs(10)).await;
+    assert_eq!(events.len(), 1);
+    let event = &events[0];
+    assert_eq!(event.source, "probe");
+    assert_eq!(event.model.as_deref(), Some("llama-3"));
+    assert_eq!(event.status, Some(200));
+    assert_eq!(event.error_class, None, "{event:?}");
+    assert_eq!(event.streaming, Some(true));
+    let ttft = event.ttft_us.unwrap();
+    assert!(ttft >= micros(FIRST_TOKEN_DELAY), "{event:?}");
+    let gaps = micros(TOKEN_GAP) * (TOKENS.len() as i64 - 1);
+    assert!(event.latency_us.unwrap() >= ttft + gaps, "{event:?}");
+    // From the final chunk's usage.
+    assert_eq!(event.output_tokens, Some(TOKENS.len() as i32));
+    assert_eq!(event.input_tokens, Some(11));
+    // Three gaps of 20 ms over three tokens after the first.
+    assert!(event.tpot_us.unwrap() >= micros(TOKEN_GAP), "{event:?}");
+
+    // The target got the key and a streaming request for the model.
+    let (headers, request) = seen.lock().unwrap().completions[0].clone();
+    assert_eq!(headers["authorization"], "Bearer sk-secret-123");
+    assert!(
+        headers["user-agent"]
+            .to_str()
+            .unwrap()
+            .starts_with("slaproof-probe/")
+    );
+    assert_eq!(request["stream"], true);
+    assert_eq!(request["model"], "llama-3");
+
+    // Neither the list nor the probe answers the key.
+    let (_, list) = w.call("GET", "/v1/probes", None).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert!(!list.to_string().contains("sk-secret-123"));
+    let (_, runs) = w.call("GET", "/v1/probes/chat-eu/runs", None).await;
+    assert!(
+        runs["data"][0]["ttft_ms"].as_f64().unwrap() >= 250.0,
+        "{runs}"
+    );
+}
+
+#[tokio::test]
+async fn the_default_policy_refuses_private_targets_when_saved_and_when_run() {
+    let (target, _) = target().await;
+    let w = world(false).await;
+    for (url, range) in [
+        (format!("http://{target}/ok"), "loopback"),
+        (format!("http://localhost:{}/ok", target.port()), "loopback"),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+            "link-local",
+        ),
+        ("http://10.1.2.3/".to_owned(), "private"),
+        ("http://[::ffff:127.0.0.1]/".to_owned(), "loopback"),
+    ] {
+        let (status, problem) = w
+            .call(
+                "POST",
+                "/v1/probes",
+                Some(json!({
+                    "name": "inside",
+                    "service": "chat-completions",
+                    "kind": "http",
+                    "url": url,
+                })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {problem}");
+        assert_eq!(problem["field"], "url", "{problem}");
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.starts_with("url: "), "{detail}");
+        assert!(detail.contains(range), "{url}: {detail}");
+    }
+    let (status, problem) = w
+        .call(
+            "POST",
+            "/v1/probes",
+            Some(
+                json!({"name": "ftp", "service": "s", "kind": "http", "url": "ftp://example.com/"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(problem["field"], "url");
+
+    // A probe that got past the save-time check (the policy was tightened
+    // since, or DNS changed) is refused at connection time: an error run,
+    // and the target never sees the request.
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let stored = probes::create(
+        &mut tx,
+        &ProbeDefinition {
+            name: "rebound".into(),
+            service: "chat-completions".into(),
+            model: None,
+            kind: ProbeKind::Http,
+            method: "GET".into(),
+            url: format!("http://localhost:{}/ok", target.port()),
+            headers: Default::default(),
+            body: None,
+            expected_status: 200,
+            interval_secs: 3600,
+            timeout_ms: 2000,
+            enabled: true,
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let events = wait_for_events(
+        &w.app.db,
+        w.tenant,
+        &stored.id.to_string(),
+        1,
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].status, None);
+    assert_eq!(events[0].error_class.as_deref(), Some("refused_target"));
+}
+
+#[tokio::test]
+async fn probes_are_managed_with_named_errors_scopes_and_pages() {
+    let (target, _) = target().await;
+    let w = world(true).await;
+    let url = format!("http://{target}/ok");
+    let base =
+        json!({"service": "chat-completions", "kind": "http", "url": url, "interval_secs": 3600});
+    let with = |extra: Value| {
+        let mut probe = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            probe[k] = v.clone();
+        }
+        probe
+    };
+    for (bad, field) in [
+        (with(json!({"name": "Bad Name"})), "name"),
+        (
+            with(json!({"name": "p", "interval_secs": 5})),
+            "interval_secs",
+        ),
+        (with(json!({"name": "p", "timeout_ms": 50})), "timeout_ms"),
+        (
+            with(json!({"name": "p", "expected_status": 99})),
+            "expected_status",
+        ),
+        (with(json!({"name": "p", "method": "DELETE"})), "method"),
+        (
+            with(json!({"name": "p", "headers": {"Host": "evil"}})),
+            "headers.Host",
+        ),
+        (
+            with(json!({"name": "p", "kind": "streaming_completion"})),
+            "model",
+        ),
+        (
+            with(
+                json!({"name": "p", "kind": "streaming_completion", "model": "m", "method": "GET"}),
+            ),
+            "method",
+        ),
+    ] {
+        let (status, problem) = w.call("POST", "/v1/probes", Some(bad.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {problem}");
+        assert_eq!(problem["field"], field, "{bad}: {problem}");
+    }
+
+    // Only provider admins manage probes.
+    for role in ["customer_admin", "operations_viewer", "auditor"] {
+        let (status, problem) = w
+            .call_as(&w.token(&[role]), "GET", "/v1/probes", None)
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{role}");
+        assert_eq!(problem["scope"], "probe:manage");
+    }
+
+    // Idempotent creation: a retry gets the first answer; the name is taken.
+    let key_request = |name: &str| {
+        w.http
+            .post(format!("http://{}/v1/probes", w.app.address))
+            .bearer_auth(w.token(&["provider_admin"]))
+            .header("Idempotency-Key", "create-a")
+            .json(&with(json!({"name": name, "enabled": false})))
+    };
+    let first: Value = key_request("a").send().await.unwrap().json().await.unwrap();
+    let again = key_request("a").send().await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(first["id"], again["id"]);
+    let (status, _) = w
+        .call("POST", "/v1/probes", Some(with(json!({"name": "a"}))))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    for name in ["b", "c"] {
+        w.create(with(json!({"name": name, "enabled": false})))
+            .await;
+    }
+
+    // Pages by name.
+    let (_, page) = w.call("GET", "/v1/probes?limit=2", None).await;
+    let names: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let (_, rest) = w
+        .call("GET", &format!("/v1/probes?limit=2&cursor={cursor}"), None)
+        .await;
+    assert_eq!(rest["data"][0]["name"], "c");
+    assert!(rest.get("next_cursor").is_none());
+
+    // A disabled probe is not run on demand; enabled, it is due now.
+    let (status, problem) = w.call("POST", "/v1/probes/a/run", None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    let (status, patched) = w
+        .call(
+            "PATCH",
+            "/v1/probes/a",
+            Some(json!({"enabled": true, "headers": {"x-probe": "1"}, "interval_secs": 600})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    assert_eq!(patched["enabled"], true);
+    assert_eq!(patched["interval_secs"], 600);
+    assert_eq!(patched["header_names"], json!(["x-probe"]));
+    let (status, _) = w.call("POST", "/v1/probes/a/run", None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let id = first["id"].as_str().unwrap();
+    let events = wait_for_events(&w.app.db, w.tenant, id, 1, Duration::from_secs(10)).await;
+    assert_eq!(events.len(), 1);
+    let (status, problem) = w
+        .call(
+            "PATCH",
+            "/v1/probes/a",
+            Some(json!({"url": "http://10.0.0.1/"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(problem["field"], "url");
+
+    // Deleted: gone, its runs stay as events.
+    let (status, _) = w.call("DELETE", &format!("/v1/probes/{id}"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = w.call("GET", "/v1/probes/a", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(events_of(&w.app.db, w.tenant, id).await.len(), 1);
+}
+
+#[tokio::test]
+async fn two_runners_never_run_the_same_slot_twice() {
+    let (target, _) = target().await;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenants::create(&db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    const PROBES: usize = 24;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let mut ids = Vec::new();
+    for n in 0..PROBES {
+        let stored = probes::create(
+            &mut tx,
+            &ProbeDefinition {
+                name: format!("p{n:02}"),
+                service: "chat-completions".into(),
+                model: None,
+                kind: ProbeKind::Http,
+                method: "GET".into(),
+                url: format!("http://{target}/ok"),
+                headers: Default::default(),
+                body: None,
+                expected_status: 200,
+                interval_secs: 3600,
+                timeout_ms: 5000,
+                enabled: true,
+            },
+        )
+        .await
+        .unwrap();
+        ids.push(stored.id);
+    }
+    tx.commit().await.unwrap();
+
+    // Two runners, each with a pool of its own, as two replicas would be;
+    // small batches so that they claim side by side.
+    let policy = OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]);
+    let settings = ProbeSettings {
+        concurrency: 3,
+        ..ProbeSettings::default()
+    };
+    let one = Arc::new(
+        ProbeRunner::new(
+            database.service_database().await,
+            settings.clone(),
+            policy.clone(),
+        )
+        .unwrap(),
+    );
+    let two =
+        Arc::new(ProbeRunner::new(database.service_database().await, settings, policy).unwrap());
+    let (ran_one, ran_two) = tokio::join!(one.run_due(), two.run_due());
+    let (ran_one, ran_two) = (ran_one.unwrap(), ran_two.unwrap());
+    assert_eq!(ran_one + ran_two, PROBES, "{ran_one} + {ran_two}");
+    assert!(
+        ran_one > 0 && ran_two > 0,
+        "{ran_one} + {ran_two}: both worked"
+    );
+
+    for id in &ids {
+        let events = events_of(&db, tenant, &id.to_string()).await;
+        assert_eq!(events.len(), 1, "{id}: {events:?}");
+        assert_eq!(events[0].status, Some(200));
+    }
+    // Nothing is due any more: the slots moved on an interval.
+    assert_eq!(one.run_due().await.unwrap(), 0);
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    for stored in probes::list(&mut tx).await.unwrap() {
+        assert!(stored.next_run_at > Utc::now() + chrono::Duration::minutes(59));
+        assert_eq!(
+            stored.last.as_ref().map(|l| l.outcome),
+            Some(probes::ProbeOutcome::Good)
+        );
+    }
+    tx.commit().await.unwrap();
+}
