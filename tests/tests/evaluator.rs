@@ -1327,3 +1327,104 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     .unwrap_err();
     assert!(err.to_string().starts_with("step "), "{err}");
 }
+
+#[tokio::test]
+async fn ratio_timeslices_are_judged_on_the_exact_mean_of_the_slices_ratios() {
+    const RATIOS: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: mean-minutes
+spec:
+  service: chat
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: half
+    target: 50%
+    weight: 1
+    timeSlices:
+      sliceLength: 1m
+      budgeting: RatioTimeslices
+      ratio: {good: status < 500}
+  - name: just-over-half
+    target: 50.0001%
+    timeSlices:
+      sliceLength: 1m
+      budgeting: RatioTimeslices
+      ratio: {good: status < 500}
+"#;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-11-30".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[RATIOS]).await;
+    let base = at("2026-11-10T10:00:00Z");
+    // 10:00: 1 of 3 good; 10:01: 4 of 6 good — a mean of exactly 1/2
+    // (although 5 of 9 events were good); 10:02: nothing; 10:03: all bad,
+    // wholly under maintenance, so empty too.
+    let mut events = Vec::new();
+    for (minute, total, good) in [(0i64, 3i64, 1i64), (1, 6, 4), (3, 5, 0)] {
+        for i in 0..total {
+            let occurred_at = base + Duration::minutes(minute) + Duration::seconds(5 * i);
+            events.push(Ev {
+                occurred_at,
+                received_at: occurred_at,
+                service: "chat",
+                model: "big",
+                status: if i < good { 200 } else { 503 },
+                latency_us: Some(1),
+            });
+        }
+    }
+    insert_events(&db, tenant, &events).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "mean-minutes", None).await.unwrap();
+    maintenance::create(
+        &mut tx,
+        Some(sla.id),
+        at("2026-11-10T10:03:00Z"),
+        at("2026-11-10T10:04:00Z"),
+        "m",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at("2026-11-10T10:30:00Z")))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let by_name: BTreeMap<_, _> = run
+        .evaluations
+        .iter()
+        .map(|e| (e.objective.as_str(), e))
+        .collect();
+    // Two non-empty slices, in millionths of a slice.
+    let half = by_name["half"];
+    assert_eq!(
+        half.budget.tally,
+        Tally {
+            good: 1_000_000,
+            total: 2_000_000
+        }
+    );
+    assert_eq!(half.budget.tally.compliance_ppm(), Some(500_000));
+    assert!(half.budget.met(), "a mean of exactly 50% meets 50%");
+    assert_eq!(half.excluded.total, 5);
+    let over = by_name["just-over-half"];
+    assert_eq!(over.budget.tally, half.budget.tally);
+    assert!(!over.budget.met());
+    // The composite reads the same tallies: "half" has spent its budget
+    // exactly (1), "just-over-half" 0.5 / 0.499999 = 1.000002000004…;
+    // C is their mean, to 10⁻¹².
+    assert_eq!(
+        run.composites[0].parts[0].consumed_pico,
+        Some(1_000_000_000_000)
+    );
+    assert_eq!(run.composites[0].result.consumed_pico, 1_000_001_000_002);
+    assert_eq!(run.composites[0].met(), Some(false));
+}

@@ -14,6 +14,7 @@ pub mod maintenance;
 pub mod objective;
 pub mod quantity;
 pub mod sla;
+pub mod slices;
 pub mod window;
 
 pub use budget::{ErrorBudget, Tally};

@@ -14,6 +14,7 @@ use futures_util::TryStreamExt;
 use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 use slaproof_domain::objective::{EventVerdict, Objective, Sli, SliceBudgeting, TimeSlicesSli};
+use slaproof_domain::slices::SliceRatios;
 use slaproof_domain::window::Period;
 use slaproof_store::{TenantTx, maintenance};
 
@@ -311,16 +312,19 @@ pub fn is_event_ratio(objective: &Objective) -> bool {
     )
 }
 
-/// The time-slice SLI of an objective budgeted by good slices
-/// (`Timeslices`); `RatioTimeslices` (a mean of ratios) is not evaluated yet.
+/// The time-slice SLI of an objective judged on slices: by good slices
+/// (`Timeslices`) or by the mean of the slices' ratios (`RatioTimeslices`).
 pub fn counted_slices(objective: &Objective) -> Option<&TimeSlicesSli> {
     match &objective.sli {
-        Sli::TimeSlices(t) if matches!(t.budgeting, SliceBudgeting::Timeslices { .. }) => Some(t),
+        Sli::TimeSlices(t) => Some(t),
         _ => None,
     }
 }
 
-/// Good and total slices of a time-slice objective over `[from, to)`.
+/// The slice tally of a time-slice objective over `[from, to)`: good and
+/// total slices (`Timeslices`), or the mean of the slices' ratios as
+/// millionths of a slice (`RatioTimeslices`, exact: see
+/// [`slaproof_domain::slices`]).
 ///
 /// Slices are `slice_length` long and aligned to the Unix epoch (so they
 /// are whole groups of rollup minutes); a slice straddling `from` or `to`
@@ -393,6 +397,13 @@ pub async fn slice_tally(
                 t.total = t.total.saturating_sub(out.total);
             }
         }
+    }
+    if sli.budgeting == SliceBudgeting::RatioTimeslices {
+        let mut ratios = SliceRatios::default();
+        for t in slices.values() {
+            ratios.add(t.good, t.total);
+        }
+        return Ok(ratios.tally());
     }
     let mut tally = Tally::default();
     for t in slices.values() {
