@@ -1541,3 +1541,213 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn graphql_mutations_for_windows_keys_and_embed_tokens_follow_the_rest_rules() {
+    let w = world().await;
+    let start = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let end = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    let create_window = format!(
+        r#"mutation {{ createMaintenanceWindow(sla: "acme-enterprise", startsAt: "{start}", endsAt: "{end}", description: "upgrade") {{ id }} }}"#
+    );
+    let create_embed = format!(
+        r#"mutation {{ createEmbedToken(customer: "{}", dashboard: "overview", scopes: ["sla:read"], ttlSecs: 600) {{ token }} }}"#,
+        w.acme
+    );
+    // (operation, query, scope that refuses it)
+    let operations = [
+        ("plan a window", create_window.clone(), "maintenance:write"),
+        (
+            "list windows",
+            r#"{ sla(name: "acme-enterprise") { maintenanceWindows { id } } }"#.to_owned(),
+            "maintenance:read",
+        ),
+        (
+            "create an ingest key",
+            r#"mutation { createIngestKey(name: "gw") { key } }"#.to_owned(),
+            "ingest_key:manage",
+        ),
+        (
+            "list ingest keys",
+            "{ ingestKeys { edges { node { prefix } } } }".to_owned(),
+            "ingest_key:manage",
+        ),
+        ("sign an embed token", create_embed, "embed_token:create"),
+        (
+            "read embed origins",
+            "{ embedOrigins }".to_owned(),
+            "embed_token:create",
+        ),
+    ];
+    let matrix: [(&str, bool, [Cell; 6]); 4] = [
+        ("provider_admin", false, [Allowed; 6]),
+        (
+            "customer_admin",
+            true,
+            [Refused, Allowed, Refused, Refused, Refused, Refused],
+        ),
+        ("operations_viewer", false, [Refused; 6]),
+        ("auditor", false, [Refused; 6]),
+    ];
+    for (role, is_customer, row) in matrix {
+        let token = w.token(&[role], is_customer.then_some(w.acme));
+        for ((operation, query, scope), expected) in operations.iter().zip(row) {
+            let answer = w.graphql(&token, query).await;
+            let refused = refused_scopes(&answer);
+            let got = if refused.iter().any(|s| s == scope || s == "sla:read") {
+                Refused
+            } else {
+                assert!(answer["errors"].is_null(), "{role} {operation}: {answer}");
+                Allowed
+            };
+            assert_eq!(got, expected, "{role} × {operation} over GraphQL: {answer}");
+        }
+    }
+
+    // What they do is what REST does.
+    let admin = w.token(&["provider_admin"], None);
+    let answer = w
+        .graphql(
+            &admin,
+            r#"mutation { createIngestKey(name: "eu gateway") { key ingestKey { id prefix name revokedAt } } }"#,
+        )
+        .await;
+    let created = &answer["data"]["createIngestKey"];
+    let secret = created["key"].as_str().unwrap();
+    let prefix = created["ingestKey"]["prefix"].as_str().unwrap();
+    assert!(secret.starts_with(prefix), "{answer}");
+    assert!(created["ingestKey"]["revokedAt"].is_null());
+    let (_, listed) = w.call("GET", "/v1/ingest-keys", &admin, None).await;
+    assert!(listed.to_string().contains(prefix) && !listed.to_string().contains(secret));
+    let listed = w
+        .graphql(&admin, "{ ingestKeys { edges { node { prefix } } } }")
+        .await;
+    assert!(
+        !listed.to_string().contains(secret),
+        "the secret is shown once"
+    );
+    let revoked = w
+        .graphql(
+            &admin,
+            &format!(r#"mutation {{ revokeIngestKey(id: "{prefix}") {{ revokedAt }} }}"#),
+        )
+        .await;
+    assert!(
+        revoked["data"]["revokeIngestKey"]["revokedAt"].is_string(),
+        "{revoked}"
+    );
+
+    let planned = w.graphql(&admin, &create_window).await;
+    let id = planned["data"]["createMaintenanceWindow"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, listed) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/maintenance-windows",
+            &admin,
+            None,
+        )
+        .await;
+    assert!(listed.to_string().contains(&id), "{listed}");
+    let cancelled = w
+        .graphql(
+            &admin,
+            &format!(r#"mutation {{ cancelMaintenanceWindow(id: "{id}") {{ cancelledAt }} }}"#),
+        )
+        .await;
+    assert!(
+        cancelled["data"]["cancelMaintenanceWindow"]["cancelledAt"].is_string(),
+        "{cancelled}"
+    );
+    let backwards = w
+        .graphql(
+            &admin,
+            &format!(
+                r#"mutation {{ createMaintenanceWindow(startsAt: "{end}", endsAt: "{start}", description: "x") {{ id }} }}"#
+            ),
+        )
+        .await;
+    assert_eq!(backwards["errors"][0]["extensions"]["code"], "INVALID");
+    assert!(
+        backwards["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ends_at")
+    );
+
+    let origins = w
+        .graphql(
+            &admin,
+            r#"mutation { setEmbedOrigins(origins: ["https://console.example.com"]) }"#,
+        )
+        .await;
+    assert_eq!(
+        origins["data"]["setEmbedOrigins"],
+        json!(["https://console.example.com"])
+    );
+    let signed = w
+        .graphql(
+            &admin,
+            &format!(
+                r#"mutation {{ createEmbedToken(customer: "{}", dashboard: "overview", scopes: ["sla:read", "sla:read:uptime"], ttlSecs: 600) {{ token scopes }} }}"#,
+                w.acme
+            ),
+        )
+        .await;
+    let embed = signed["data"]["createEmbedToken"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{signed}"));
+    let response = w
+        .http
+        .get(format!("http://{}/v1/slas/acme-enterprise", w.app.address))
+        .bearer_auth(embed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[reqwest::header::CONTENT_SECURITY_POLICY],
+        "frame-ancestors https://console.example.com"
+    );
+    // Never more than the issuer holds, never a write scope.
+    let greedy = w
+        .graphql(
+            &admin,
+            &format!(
+                r#"mutation {{ createEmbedToken(customer: "{}", dashboard: "overview", scopes: ["sla:write"]) {{ token }} }}"#,
+                w.acme
+            ),
+        )
+        .await;
+    assert_eq!(
+        greedy["errors"][0]["extensions"]["code"], "INVALID",
+        "{greedy}"
+    );
+
+    let operator = w.token(&["operator"], None);
+    let tenant = w
+        .graphql(
+            &operator,
+            r#"mutation { createTenant(name: "initech-ai", displayName: "Initech AI") { id name } }"#,
+        )
+        .await;
+    assert!(
+        tenant["data"]["createTenant"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tenant}"))
+            .starts_with("ten_")
+    );
+    let refused = w
+        .graphql(&admin, "{ tenants { edges { node { name } } } }")
+        .await;
+    assert_eq!(refused_scopes(&refused), ["tenant:admin"], "{refused}");
+    let customer = w
+        .graphql(
+            &admin,
+            &format!(r#"{{ customer(id: "{}") {{ externalRef }} }}"#, w.acme),
+        )
+        .await;
+    assert_eq!(customer["data"]["customer"]["externalRef"], "acme-corp");
+}

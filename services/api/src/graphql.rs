@@ -180,6 +180,77 @@ impl Query {
         }
         Ok(connection)
     }
+
+    /// One customer of the tenant (`cus_…`).
+    #[graphql(visible = "holds_customers")]
+    async fn customer(&self, ctx: &Context<'_>, id: String) -> async_graphql::Result<Customer> {
+        let (service, caller) = parts(ctx)?;
+        // An id that does not parse cannot name a customer: not found,
+        // as over REST.
+        let id = id.parse().map_err(|_| {
+            refuse(ServiceError::NotFound {
+                what: "customer",
+                key: id.clone(),
+            })
+        })?;
+        let c = service.get_customer(caller, id).await.map_err(refuse)?;
+        Ok(Customer {
+            id: c.id.to_string(),
+            external_ref: c.external_ref,
+            name: c.name,
+        })
+    }
+
+    /// The tenant's ingest keys, by prefix; never their secrets.
+    #[graphql(visible = "holds_ingest_keys")]
+    async fn ingest_keys(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, IngestKey>> {
+        let (service, caller) = parts(ctx)?;
+        let page = service
+            .list_ingest_keys(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for k in page.items {
+            connection
+                .edges
+                .push(Edge::new(hex_cursor(&k.prefix), IngestKey::from(k)));
+        }
+        Ok(connection)
+    }
+
+    /// The origins allowed to frame the tenant's embedded dashboards.
+    #[graphql(visible = "holds_embed")]
+    async fn embed_origins(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<String>> {
+        let (service, caller) = parts(ctx)?;
+        service.embed_origins(caller).await.map_err(refuse)
+    }
+
+    /// Every tenant (slaproof's operators only).
+    #[graphql(visible = "holds_tenants")]
+    async fn tenants(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, Tenant>> {
+        let (service, caller) = parts(ctx)?;
+        let page = service
+            .list_tenants(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for t in page.items {
+            connection
+                .edges
+                .push(Edge::new(hex_cursor(&t.name), Tenant::from(t)));
+        }
+        Ok(connection)
+    }
 }
 
 /// Cursors are those of the REST pages, so both APIs page alike.
@@ -241,6 +312,142 @@ impl Mutation {
             .await
             .map_err(refuse)?;
         Ok(applied.outcome.to_owned())
+    }
+
+    /// Plans a maintenance window for one SLA (by name) or, without
+    /// `sla`, every SLA of the tenant; times in RFC 3339.
+    async fn create_maintenance_window(
+        &self,
+        ctx: &Context<'_>,
+        sla: Option<String>,
+        starts_at: String,
+        ends_at: String,
+        description: String,
+    ) -> async_graphql::Result<MaintenanceWindow> {
+        let (service, caller) = parts(ctx)?;
+        let window = crate::service::maintenance::NewWindow {
+            sla,
+            starts_at: required_instant("startsAt", starts_at)?,
+            ends_at: required_instant("endsAt", ends_at)?,
+            description,
+        };
+        let created = service
+            .create_window(caller, window)
+            .await
+            .map_err(refuse)?;
+        Ok(created.into())
+    }
+
+    /// Cancels a maintenance window (`mw_…`); it stays on record.
+    async fn cancel_maintenance_window(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<MaintenanceWindow> {
+        let (service, caller) = parts(ctx)?;
+        let id = id.parse().map_err(|_| {
+            refuse(ServiceError::NotFound {
+                what: "maintenance window",
+                key: id.clone(),
+            })
+        })?;
+        let cancelled = service.cancel_window(caller, id).await.map_err(refuse)?;
+        Ok(cancelled.into())
+    }
+
+    /// Creates an ingest key; `key` is its secret, shown this once.
+    async fn create_ingest_key(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+    ) -> async_graphql::Result<CreatedIngestKey> {
+        let (service, caller) = parts(ctx)?;
+        let created = service
+            .create_ingest_key(caller, &name)
+            .await
+            .map_err(refuse)?;
+        Ok(CreatedIngestKey {
+            ingest_key: created.key.into(),
+            key: created.secret,
+        })
+    }
+
+    /// Revokes an ingest key by id or prefix.
+    async fn revoke_ingest_key(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<IngestKey> {
+        let (service, caller) = parts(ctx)?;
+        let key = service
+            .revoke_ingest_key(caller, &id)
+            .await
+            .map_err(refuse)?;
+        Ok(key.into())
+    }
+
+    /// Signs an embed token for one customer's dashboard: read scopes the
+    /// caller holds, 60-3600 seconds (900 by default).
+    async fn create_embed_token(
+        &self,
+        ctx: &Context<'_>,
+        customer: String,
+        dashboard: String,
+        scopes: Vec<String>,
+        ttl_secs: Option<u32>,
+    ) -> async_graphql::Result<EmbedToken> {
+        let (service, caller) = parts(ctx)?;
+        let customer = customer.parse().map_err(|_| {
+            refuse(ServiceError::invalid(
+                "customer",
+                "is not a customer id (cus_…)",
+            ))
+        })?;
+        let token = service
+            .create_embed_token(
+                caller,
+                crate::service::embed::EmbedRequest {
+                    customer,
+                    dashboard,
+                    scopes,
+                    ttl_secs,
+                },
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(EmbedToken {
+            token: token.token,
+            expires_at: token.expires_at.to_rfc3339(),
+            scopes: token.scopes.into_iter().map(str::to_owned).collect(),
+        })
+    }
+
+    /// Replaces the origins allowed to frame embedded dashboards.
+    async fn set_embed_origins(
+        &self,
+        ctx: &Context<'_>,
+        origins: Vec<String>,
+    ) -> async_graphql::Result<Vec<String>> {
+        let (service, caller) = parts(ctx)?;
+        service
+            .set_embed_origins(caller, origins)
+            .await
+            .map_err(refuse)
+    }
+
+    /// Creates a tenant (slaproof's operators only).
+    async fn create_tenant(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+        display_name: String,
+    ) -> async_graphql::Result<Tenant> {
+        let (service, caller) = parts(ctx)?;
+        let tenant = service
+            .create_tenant(caller, &name, &display_name)
+            .await
+            .map_err(refuse)?;
+        Ok(tenant.into())
     }
 }
 
@@ -481,6 +688,26 @@ impl Sla {
         to: Option<String>,
     ) -> async_graphql::Result<Dashboard> {
         dashboard(ctx, &self.0.name, from, to).await
+    }
+
+    /// Maintenance windows (the SLA's and the tenant-wide ones) overlapping
+    /// `[from, to)`, RFC 3339; by default the last 30 days and the next 90.
+    #[graphql(visible = "holds_maintenance")]
+    async fn maintenance_windows(
+        &self,
+        ctx: &Context<'_>,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> async_graphql::Result<Vec<MaintenanceWindow>> {
+        let (service, caller) = parts(ctx)?;
+        let now = Utc::now();
+        let from = instant("from", from)?.unwrap_or(now - chrono::Duration::days(30));
+        let to = instant("to", to)?.unwrap_or(now + chrono::Duration::days(90));
+        let windows = service
+            .sla_windows(caller, &self.0.name, from, to)
+            .await
+            .map_err(refuse)?;
+        Ok(windows.into_iter().map(Into::into).collect())
     }
 
     /// Every version, newest first.
@@ -749,4 +976,104 @@ pub struct MinutePoint {
     pub ratio_ppm: Option<u32>,
     /// `whole` or `part` when the minute overlaps maintenance.
     pub maintenance: Option<&'static str>,
+}
+
+fn required_instant(field: &str, text: String) -> async_graphql::Result<DateTime<Utc>> {
+    Ok(instant(field, Some(text))?.unwrap_or_else(Utc::now))
+}
+
+fn holds_ingest_keys(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::IngestKeyManage)
+}
+
+fn holds_embed(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::EmbedTokenCreate)
+}
+
+fn holds_tenants(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::TenantAdmin)
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct MaintenanceWindow {
+    /// `mw_…`.
+    pub id: String,
+    /// `sla_…`; absent for a tenant-wide window.
+    pub sla: Option<String>,
+    /// RFC 3339.
+    pub starts_at: String,
+    pub ends_at: String,
+    pub description: String,
+    pub cancelled_at: Option<String>,
+}
+
+impl From<slaproof_store::maintenance::StoredMaintenanceWindow> for MaintenanceWindow {
+    fn from(w: slaproof_store::maintenance::StoredMaintenanceWindow) -> Self {
+        Self {
+            id: w.id.to_string(),
+            sla: w.sla.map(|s| s.to_string()),
+            starts_at: w.starts_at.to_rfc3339(),
+            ends_at: w.ends_at.to_rfc3339(),
+            description: w.description,
+            cancelled_at: w.cancelled_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct IngestKey {
+    /// `key_…`.
+    pub id: String,
+    /// The key's public part, enough to tell keys apart in logs.
+    pub prefix: String,
+    pub name: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+impl From<slaproof_store::ingest_keys::IngestKey> for IngestKey {
+    fn from(k: slaproof_store::ingest_keys::IngestKey) -> Self {
+        Self {
+            id: k.id.to_string(),
+            prefix: k.prefix,
+            name: k.name,
+            created_at: k.created_at.to_rfc3339(),
+            revoked_at: k.revoked_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+/// A key just created: `key` is its secret, shown this once.
+#[derive(Debug, SimpleObject)]
+pub struct CreatedIngestKey {
+    pub ingest_key: IngestKey,
+    pub key: String,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct EmbedToken {
+    pub token: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct Tenant {
+    /// `ten_…`.
+    pub id: String,
+    pub name: String,
+    pub display_name: String,
+    pub created_at: String,
+}
+
+impl From<slaproof_store::tenants::Tenant> for Tenant {
+    fn from(t: slaproof_store::tenants::Tenant) -> Self {
+        Self {
+            id: t.id.to_string(),
+            name: t.name,
+            display_name: t.display_name,
+            created_at: t.created_at.to_rfc3339(),
+        }
+    }
 }

@@ -125,10 +125,7 @@ pub async fn origins(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
-    caller
-        .require_provider(crate::authz::Scope::EmbedTokenCreate)
-        .map_err(ApiProblem::from)?;
-    let origins = state.service.frame_ancestors(caller.tenant()).await?;
+    let origins = state.service.embed_origins(&caller).await?;
     Ok(Json(EmbedOriginsOut { origins }))
 }
 

@@ -164,6 +164,13 @@ impl Service {
         self.frame_ancestors(caller.tenant()).await
     }
 
+    /// The tenant's framing origins, as its provider reads them.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn embed_origins(&self, caller: &Caller) -> Result<Vec<String>, ServiceError> {
+        caller.require_provider(Scope::EmbedTokenCreate)?;
+        self.frame_ancestors(caller.tenant()).await
+    }
+
     /// The origins allowed to frame a tenant's embedded dashboards.
     #[tracing::instrument(skip(self))]
     pub async fn frame_ancestors(&self, tenant: TenantId) -> Result<Vec<String>, ServiceError> {
