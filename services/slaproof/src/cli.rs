@@ -1,5 +1,5 @@
 //! The command line: `up`, `serve`, `migrate`, and the operator commands for
-//! tenants, customers, ingest keys and SLAs.
+//! tenants, customers, ingest keys, SLAs and synthetic probes.
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +73,11 @@ pub enum Command {
     Sla {
         #[command(subcommand)]
         command: SlaCommand,
+    },
+    /// Define, list and delete synthetic probes of a tenant's endpoints.
+    Probe {
+        #[command(subcommand)]
+        command: ProbeCommand,
     },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
@@ -184,6 +189,68 @@ pub enum SlaCommand {
         #[arg(long)]
         version: Option<i32>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProbeCommand {
+    /// Define a probe (checked like `POST /v1/probes`, including the
+    /// outbound-address policy); its first run is due at once.
+    Create {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// a-z, 0-9, '.' and '-'; unique in the tenant.
+        name: String,
+        /// The target, http:// or https://.
+        #[arg(long)]
+        url: String,
+        /// The event `service` the results carry.
+        #[arg(long)]
+        service: String,
+        #[arg(long, value_enum, default_value_t = ProbeKindArg::Http)]
+        kind: ProbeKindArg,
+        /// The event `model` (and the completion's model).
+        #[arg(long)]
+        model: Option<String>,
+        /// Default GET (http) or POST (streaming-completion).
+        #[arg(long)]
+        method: Option<String>,
+        /// A request header, `Name: value`; repeatable. Values are never shown.
+        #[arg(long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// A JSON request body from a file (`-`: standard input).
+        #[arg(long, value_name = "FILE")]
+        body_file: Option<PathBuf>,
+        #[arg(long)]
+        expected_status: Option<i32>,
+        /// Seconds between runs, 10-86400 (default 60).
+        #[arg(long)]
+        interval_secs: Option<i32>,
+        /// Default 10000, at most the interval.
+        #[arg(long)]
+        timeout_ms: Option<i32>,
+        /// Define it switched off.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// List the tenant's probes with their last result.
+    List {
+        #[command(flatten)]
+        tenant: TenantArg,
+    },
+    /// Delete a probe by name or id (prb_…); its recorded runs stay.
+    Delete {
+        #[command(flatten)]
+        tenant: TenantArg,
+        probe: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeKindArg {
+    /// One request, good when it answers the expected status.
+    Http,
+    /// An OpenAI-style chat completion with stream: true (TTFT, TPOT).
+    StreamingCompletion,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -434,6 +501,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::Customer { command } => customer(&config, command).await,
         Command::IngestKey { command } => ingest_key(&config, command).await,
         Command::Sla { command } => sla(&config, command).await,
+        Command::Probe { command } => probe(&config, command).await,
         Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
     }
 }
@@ -615,6 +683,127 @@ async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<()> {
                 ExportFormat::Native => print!("{}", stored.definition.to_native_yaml()),
                 ExportFormat::Openslo => print!("{}", stored.definition.to_openslo_yaml()),
             }
+        }
+    }
+    Ok(())
+}
+
+async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
+    use slaproof_api::service::probes::{NewProbe, definition_of};
+    use slaproof_store::probes::{self, ProbeKind};
+    match command {
+        ProbeCommand::Create {
+            tenant,
+            name,
+            url,
+            service,
+            kind,
+            model,
+            method,
+            headers,
+            body_file,
+            expected_status,
+            interval_secs,
+            timeout_ms,
+            disabled,
+        } => {
+            let mut header_map = std::collections::BTreeMap::new();
+            for header in headers {
+                let Some((name, value)) = header.split_once(':') else {
+                    bail!("--header {header:?}: expected `Name: value`");
+                };
+                header_map.insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+            let body = match body_file {
+                Some(path) => Some(
+                    serde_json::from_str(&read_document(&path)?)
+                        .with_context(|| format!("{} is not JSON", path.display()))?,
+                ),
+                None => None,
+            };
+            let mut definition = definition_of(NewProbe {
+                name,
+                service,
+                model,
+                kind: match kind {
+                    ProbeKindArg::Http => ProbeKind::Http,
+                    ProbeKindArg::StreamingCompletion => ProbeKind::StreamingCompletion,
+                },
+                method,
+                url,
+                headers: header_map,
+                body,
+                expected_status,
+                interval_secs,
+                timeout_ms,
+                enabled: Some(!disabled),
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            definition.url = config
+                .outbound
+                .check_target(&definition.url)
+                .await
+                .map_err(|refusal| anyhow::anyhow!("url: {refusal}"))?
+                .to_string();
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let stored = probes::create(&mut tx, &definition).await?;
+            tx.commit().await?;
+            println!(
+                "created probe {} ({}): {} {} every {} s",
+                stored.definition.name,
+                stored.id,
+                stored.definition.method,
+                stored.definition.url,
+                stored.definition.interval_secs
+            );
+        }
+        ProbeCommand::List { tenant } => {
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            for stored in probes::list(&mut tx).await? {
+                let d = &stored.definition;
+                let last = match &stored.last {
+                    Some(last) => format!(
+                        "{} {}{}",
+                        last.outcome.as_str(),
+                        last.at.to_rfc3339(),
+                        last.error
+                            .as_deref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ),
+                    None => "not run yet".to_owned(),
+                };
+                println!(
+                    "{}\t{}\t{}\t{} {}\tevery {} s\t{}\t{}",
+                    stored.id,
+                    d.name,
+                    d.kind.as_str(),
+                    d.method,
+                    d.url,
+                    d.interval_secs,
+                    if d.enabled { "enabled" } else { "disabled" },
+                    last
+                );
+            }
+        }
+        ProbeCommand::Delete { tenant, probe } => {
+            let db = connect(config).await?;
+            let mut tx = db
+                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                .await?;
+            let stored = match probe.parse() {
+                Ok(id) if probe.starts_with("prb_") => probes::find(&mut tx, id).await?,
+                _ => probes::find_by_name(&mut tx, &probe).await?,
+            };
+            probes::delete(&mut tx, stored.id).await?;
+            tx.commit().await?;
+            println!("deleted probe {} ({})", stored.definition.name, stored.id);
         }
     }
     Ok(())

@@ -362,6 +362,92 @@ async fn operator_commands_manage_tenants_and_slas_and_refuse_invalid_documents(
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_commands_define_list_and_delete_probes_within_the_outbound_policy() {
+    let database = TestDatabase::create().await;
+    let dir = tempfile::tempdir().unwrap();
+    let service_url = database.service_url();
+    let owner_url = database.owner_url();
+    let strict = [
+        ("SLAPROOF_DATABASE__URL", service_url.as_str()),
+        ("SLAPROOF_DATABASE__MIGRATE_URL", owner_url.as_str()),
+    ];
+    let open = [
+        strict[0],
+        strict[1],
+        ("SLAPROOF_OUTBOUND__ALLOW_PRIVATE_TARGETS", "true"),
+    ];
+    assert!(
+        run(slaproof(dir.path(), &strict).args(["tenant", "create", "acme-ai"]))
+            .status
+            .success()
+    );
+    let create = [
+        "probe",
+        "create",
+        "--tenant",
+        "acme-ai",
+        "health",
+        "--url",
+        "http://localhost:9/health",
+        "--service",
+        "chat-completions",
+        "--header",
+        "Authorization: Bearer sk-cli-secret",
+        "--interval-secs",
+        "30",
+    ];
+    // Loopback is refused by default, naming the field and the range.
+    let refused = run(slaproof(dir.path(), &strict).args(create));
+    assert!(!refused.status.success());
+    let err = text(&refused.stderr);
+    assert!(err.contains("url: localhost resolves to"), "{err}");
+    assert!(err.contains("loopback"), "{err}");
+    // Bad fields are named like the API names them.
+    let bad = run(slaproof(dir.path(), &open).args([
+        "probe",
+        "create",
+        "--tenant",
+        "acme-ai",
+        "p",
+        "--url",
+        "http://localhost:9/",
+        "--service",
+        "s",
+        "--interval-secs",
+        "5",
+    ]));
+    assert!(
+        text(&bad.stderr).contains("interval_secs"),
+        "{}",
+        text(&bad.stderr)
+    );
+
+    let created = run(slaproof(dir.path(), &open).args(create));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    assert!(
+        text(&created.stdout).contains("created probe health (prb_"),
+        "{}",
+        text(&created.stdout)
+    );
+    let listed = text(
+        &run(slaproof(dir.path(), &strict).args(["probe", "list", "--tenant", "acme-ai"])).stdout,
+    );
+    assert!(
+        listed.contains("\thealth\thttp\tGET http://localhost:9/health\tevery 30 s\tenabled"),
+        "{listed}"
+    );
+    assert!(!listed.contains("sk-cli-secret"), "{listed}");
+    let deleted =
+        run(slaproof(dir.path(), &strict)
+            .args(["probe", "delete", "--tenant", "acme-ai", "health"]));
+    assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    let listed = text(
+        &run(slaproof(dir.path(), &strict).args(["probe", "list", "--tenant", "acme-ai"])).stdout,
+    );
+    assert!(listed.is_empty(), "{listed}");
+}
+
 #[test]
 fn configuration_errors_name_the_key_and_the_rule() {
     let dir = tempfile::tempdir().unwrap();

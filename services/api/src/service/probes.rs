@@ -240,6 +240,37 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError
     Ok(())
 }
 
+/// A new probe's definition with the defaults applied, checked field by
+/// field (not yet its URL against the outbound policy, which needs DNS).
+/// The CLI defines probes through this too.
+pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, ServiceError> {
+    let interval_secs = new.interval_secs.unwrap_or(60);
+    let mut definition = ProbeDefinition {
+        name: new.name,
+        service: new.service,
+        model: new.model,
+        kind: new.kind,
+        method: new.method.unwrap_or_else(|| {
+            match new.kind {
+                ProbeKind::Http => "GET",
+                ProbeKind::StreamingCompletion => "POST",
+            }
+            .to_owned()
+        }),
+        url: new.url,
+        headers: new.headers,
+        body: new.body,
+        expected_status: new.expected_status.unwrap_or(200),
+        interval_secs,
+        timeout_ms: new
+            .timeout_ms
+            .unwrap_or_else(|| 10_000.min(interval_secs.saturating_mul(1000))),
+        enabled: new.enabled.unwrap_or(true),
+    };
+    check_definition(&mut definition)?;
+    Ok(definition)
+}
+
 impl Service {
     /// Refuses a URL the operator's outbound policy does not allow,
     /// resolving its host now; the runner checks again at each connection.
@@ -266,30 +297,7 @@ impl Service {
         new: NewProbe,
     ) -> Result<StoredProbe, ServiceError> {
         caller.require_provider(Scope::ProbeManage)?;
-        let interval_secs = new.interval_secs.unwrap_or(60);
-        let mut definition = ProbeDefinition {
-            name: new.name,
-            service: new.service,
-            model: new.model,
-            kind: new.kind,
-            method: new.method.unwrap_or_else(|| {
-                match new.kind {
-                    ProbeKind::Http => "GET",
-                    ProbeKind::StreamingCompletion => "POST",
-                }
-                .to_owned()
-            }),
-            url: new.url,
-            headers: new.headers,
-            body: new.body,
-            expected_status: new.expected_status.unwrap_or(200),
-            interval_secs,
-            timeout_ms: new
-                .timeout_ms
-                .unwrap_or_else(|| 10_000.min(interval_secs.saturating_mul(1000))),
-            enabled: new.enabled.unwrap_or(true),
-        };
-        check_definition(&mut definition)?;
+        let mut definition = definition_of(new)?;
         definition.url = self.check_url(&definition.url).await?;
         let mut tx = self.tx(caller).await?;
         let probe = probes::create(&mut tx, &definition).await?;
