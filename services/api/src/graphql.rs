@@ -251,6 +251,43 @@ impl Query {
         }
         Ok(connection)
     }
+
+    // --- synthetic probes (see the Probe types at the end) -----------------
+
+    /// The tenant's synthetic probes, by name.
+    #[graphql(visible = "holds_probes")]
+    async fn probes(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, Probe>> {
+        let (service, caller) = parts(ctx)?;
+        let page = service
+            .list_probes(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for p in page.items {
+            connection
+                .edges
+                .push(Edge::new(hex_cursor(&p.definition.name), Probe::from(p)));
+        }
+        Ok(connection)
+    }
+
+    /// One probe, by id (`prb_…`) or name.
+    #[graphql(visible = "holds_probes")]
+    async fn probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
+        let (service, caller) = parts(ctx)?;
+        Ok(service
+            .get_probe(caller, &probe)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    // --- end of synthetic probes -------------------------------------------
 }
 
 /// Cursors are those of the REST pages, so both APIs page alike.
@@ -449,6 +486,97 @@ impl Mutation {
             .map_err(refuse)?;
         Ok(tenant.into())
     }
+
+    // --- synthetic probes (see the Probe types at the end) -----------------
+
+    /// Defines a probe; its first run is due at once.
+    #[graphql(visible = "holds_probes")]
+    async fn create_probe(
+        &self,
+        ctx: &Context<'_>,
+        input: ProbeInput,
+    ) -> async_graphql::Result<Probe> {
+        let (service, caller) = parts(ctx)?;
+        let new = crate::service::probes::NewProbe {
+            name: input.name,
+            service: input.service,
+            model: input.model,
+            kind: input.kind.into(),
+            method: input.method,
+            url: input.url,
+            headers: headers_of(input.headers)?,
+            body: input.body.map(|b| b.0),
+            expected_status: input.expected_status,
+            interval_secs: input.interval_secs,
+            timeout_ms: input.timeout_ms,
+            enabled: input.enabled,
+        };
+        Ok(service
+            .create_probe(caller, new)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Changes a probe (by id or name): given fields only; `headers`
+    /// replaces every header.
+    #[graphql(visible = "holds_probes")]
+    async fn update_probe(
+        &self,
+        ctx: &Context<'_>,
+        probe: String,
+        input: ProbePatchInput,
+    ) -> async_graphql::Result<Probe> {
+        let (service, caller) = parts(ctx)?;
+        let patch = crate::service::probes::ProbePatch {
+            name: input.name,
+            service: input.service,
+            model: match input.model {
+                async_graphql::MaybeUndefined::Undefined => None,
+                async_graphql::MaybeUndefined::Null => Some(None),
+                async_graphql::MaybeUndefined::Value(m) => Some(Some(m)),
+            },
+            kind: input.kind.map(Into::into),
+            method: input.method,
+            url: input.url,
+            headers: input.headers.map(headers_of).transpose()?,
+            body: match input.body {
+                async_graphql::MaybeUndefined::Undefined => None,
+                async_graphql::MaybeUndefined::Null => Some(None),
+                async_graphql::MaybeUndefined::Value(b) => Some(Some(b.0)),
+            },
+            expected_status: input.expected_status,
+            interval_secs: input.interval_secs,
+            timeout_ms: input.timeout_ms,
+            enabled: input.enabled,
+        };
+        Ok(service
+            .update_probe(caller, &probe, patch)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Deletes a probe (by id or name); its recorded runs stay.
+    #[graphql(visible = "holds_probes")]
+    async fn delete_probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<bool> {
+        let (service, caller) = parts(ctx)?;
+        service.delete_probe(caller, &probe).await.map_err(refuse)?;
+        Ok(true)
+    }
+
+    /// Makes a probe due now; a runner measures it within a poll.
+    #[graphql(visible = "holds_probes")]
+    async fn run_probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
+        let (service, caller) = parts(ctx)?;
+        Ok(service
+            .run_probe_now(caller, &probe)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    // --- end of synthetic probes -------------------------------------------
 }
 
 #[derive(Debug, SimpleObject)]
@@ -1074,6 +1202,154 @@ impl From<slaproof_store::tenants::Tenant> for Tenant {
             name: t.name,
             display_name: t.display_name,
             created_at: t.created_at.to_rfc3339(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic probes: the types of the probe queries and mutations above.
+// ---------------------------------------------------------------------------
+
+fn holds_probes(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::ProbeManage)
+}
+
+/// What a probe measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, async_graphql::Enum)]
+pub enum ProbeKindGql {
+    /// One request; good when it answers the expected status.
+    Http,
+    /// An OpenAI-style chat completion with `stream: true`.
+    StreamingCompletion,
+}
+
+impl From<ProbeKindGql> for slaproof_store::probes::ProbeKind {
+    fn from(k: ProbeKindGql) -> Self {
+        match k {
+            ProbeKindGql::Http => Self::Http,
+            ProbeKindGql::StreamingCompletion => Self::StreamingCompletion,
+        }
+    }
+}
+
+/// A request header of a probe.
+#[derive(Debug, Clone, async_graphql::InputObject)]
+pub struct ProbeHeaderInput {
+    pub name: String,
+    /// Stored, never answered.
+    pub value: String,
+}
+
+fn headers_of(
+    headers: Vec<ProbeHeaderInput>,
+) -> async_graphql::Result<std::collections::BTreeMap<String, String>> {
+    let mut map = std::collections::BTreeMap::new();
+    for h in headers {
+        if map.insert(h.name.clone(), h.value).is_some() {
+            return Err(refuse(ServiceError::invalid(
+                format!("headers.{}", h.name),
+                "is given twice",
+            )));
+        }
+    }
+    Ok(map)
+}
+
+/// A probe to define; the fields and defaults of `POST /v1/probes`.
+#[derive(Debug, async_graphql::InputObject)]
+pub struct ProbeInput {
+    pub name: String,
+    pub service: String,
+    pub model: Option<String>,
+    pub kind: ProbeKindGql,
+    pub method: Option<String>,
+    pub url: String,
+    #[graphql(default)]
+    pub headers: Vec<ProbeHeaderInput>,
+    pub body: Option<Json<serde_json::Value>>,
+    pub expected_status: Option<i32>,
+    pub interval_secs: Option<i32>,
+    pub timeout_ms: Option<i32>,
+    pub enabled: Option<bool>,
+}
+
+/// Changes to a probe: omitted fields stay; `null` clears `model`/`body`.
+#[derive(Debug, async_graphql::InputObject)]
+pub struct ProbePatchInput {
+    pub name: Option<String>,
+    pub service: Option<String>,
+    pub model: async_graphql::MaybeUndefined<String>,
+    pub kind: Option<ProbeKindGql>,
+    pub method: Option<String>,
+    pub url: Option<String>,
+    pub headers: Option<Vec<ProbeHeaderInput>>,
+    pub body: async_graphql::MaybeUndefined<Json<serde_json::Value>>,
+    pub expected_status: Option<i32>,
+    pub interval_secs: Option<i32>,
+    pub timeout_ms: Option<i32>,
+    pub enabled: Option<bool>,
+}
+
+/// The last run of a probe.
+#[derive(Debug, SimpleObject)]
+pub struct ProbeLastRun {
+    /// RFC 3339.
+    pub at: String,
+    /// `good`, `bad` or `error`.
+    pub outcome: &'static str,
+    pub status: Option<i32>,
+    pub error: Option<String>,
+    pub latency_ms: Option<f64>,
+}
+
+/// A synthetic probe; header values are never answered.
+#[derive(Debug, SimpleObject)]
+pub struct Probe {
+    /// `prb_…`.
+    pub id: String,
+    pub name: String,
+    pub service: String,
+    pub model: Option<String>,
+    /// `http` or `streaming_completion`.
+    pub kind: &'static str,
+    pub method: String,
+    pub url: String,
+    pub header_names: Vec<String>,
+    pub body: Option<Json<serde_json::Value>>,
+    pub expected_status: i32,
+    pub interval_secs: i32,
+    pub timeout_ms: i32,
+    pub enabled: bool,
+    /// RFC 3339.
+    pub next_run_at: String,
+    pub last_run: Option<ProbeLastRun>,
+}
+
+impl From<slaproof_store::probes::StoredProbe> for Probe {
+    fn from(p: slaproof_store::probes::StoredProbe) -> Self {
+        let d = p.definition;
+        Self {
+            id: p.id.to_string(),
+            name: d.name,
+            service: d.service,
+            model: d.model,
+            kind: d.kind.as_str(),
+            method: d.method,
+            url: d.url,
+            header_names: d.headers.into_keys().collect(),
+            body: d.body.map(Json),
+            expected_status: d.expected_status,
+            interval_secs: d.interval_secs,
+            timeout_ms: d.timeout_ms,
+            enabled: d.enabled,
+            next_run_at: p.next_run_at.to_rfc3339(),
+            last_run: p.last.map(|l| ProbeLastRun {
+                at: l.at.to_rfc3339(),
+                outcome: l.outcome.as_str(),
+                status: l.status,
+                error: l.error,
+                latency_ms: l.latency_us.map(|us| us as f64 / 1000.0),
+            }),
         }
     }
 }
