@@ -1407,6 +1407,28 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
     // Latency minutes count the same events under the latency objective.
     let latency = objective_of(&dashboard, "latency-p99");
     assert_eq!(latency["minutes"].as_array().unwrap().len(), 2, "{latency}");
+    // The percentiles come from the chart sketches: every event took 100 ms
+    // (TTFT 30 ms), and the sketch answers within 1%.
+    let percentiles = dashboard["percentiles"].as_array().unwrap();
+    assert_eq!(percentiles.len(), 2, "{dashboard}");
+    let busy_percentiles = percentiles
+        .iter()
+        .find(|p| p["minute"] == busy_point["minute"])
+        .unwrap();
+    assert_eq!(busy_percentiles["latency"]["count"], 20);
+    for (measure, micros) in [("latency", 100_000.0), ("ttft", 30_000.0)] {
+        let p99 = busy_percentiles[measure]["p99_us"].as_f64().unwrap();
+        assert!(
+            (p99 - micros).abs() <= micros * 0.01,
+            "{measure} p99 {p99} in {busy_percentiles}"
+        );
+    }
+    assert!(busy_percentiles.get("maintenance").is_none());
+    let planned_percentiles = percentiles
+        .iter()
+        .find(|p| p["minute"] == planned_point["minute"])
+        .unwrap();
+    assert_eq!(planned_percentiles["maintenance"], "whole");
 
     // A viewer without history sees the numbers, not the minutes, and is told why.
     let (status, viewed) = w
@@ -1425,6 +1447,8 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
         &json!({ "field": "objectives[availability].minutes", "scope": "sla:read:history" })
     ));
     assert!(redacted.contains(&json!({ "field": "maintenance", "scope": "maintenance:read" })));
+    assert!(redacted.contains(&json!({ "field": "percentiles", "scope": "sla:read:history" })));
+    assert!(viewed.get("percentiles").is_none());
 
     // An embed token for uptime sees neither the latency numbers nor minutes.
     let (status, created) = w
@@ -1449,6 +1473,12 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
     assert!(embedded["redacted"].as_array().unwrap().contains(
         &json!({ "field": "objectives[latency-p99].minutes", "scope": "sla:read:latency" })
     ));
+    assert!(
+        embedded["redacted"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({ "field": "percentiles", "scope": "sla:read:latency" }))
+    );
 
     // Another customer's user: not found; the own customer: everything.
     let (status, _) = w
@@ -1501,7 +1531,7 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
     );
 
     // GraphQL answers the same numbers through the same call.
-    let query = r#"{ dashboard(sla: "acme-enterprise") { objectives { objective compliance { compliancePpm budgetRemaining } minutes { minute good total ratioPpm maintenance } } maintenance { startsAt } } }"#;
+    let query = r#"{ dashboard(sla: "acme-enterprise") { objectives { objective compliance { compliancePpm budgetRemaining } minutes { minute good total ratioPpm maintenance } } percentiles { minute latency { count p99Us } } maintenance { startsAt } } }"#;
     let answer = w.graphql(&admin, query).await;
     assert!(answer["errors"].is_null(), "{answer}");
     let graphql = &answer["data"]["dashboard"];
@@ -1520,6 +1550,15 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
             .unwrap()
             .iter()
             .any(|p| p["good"] == 19 && p["total"] == 20 && p["ratioPpm"] == 950_000)
+    );
+    let over_graphql_percentiles = graphql["percentiles"].as_array().unwrap();
+    assert_eq!(over_graphql_percentiles.len(), 2, "{graphql}");
+    assert!(
+        over_graphql_percentiles
+            .iter()
+            .any(|p| p["minute"] == busy_point["minute"]
+                && p["latency"]["p99Us"] == busy_percentiles["latency"]["p99_us"]),
+        "{graphql}"
     );
     let answer = w
         .graphql(&w.token(&["operations_viewer"], None), query)

@@ -1028,6 +1028,38 @@ impl Dashboard {
             })
             .collect()
     }
+    /// Latency, TTFT and TPOT percentiles per minute with events (within
+    /// 1%); needs `sla:read:latency` and `sla:read:history`.
+    #[graphql(visible = "holds_history")]
+    async fn percentiles(&self) -> async_graphql::Result<Vec<PercentilePoint>> {
+        let points = self.0.percentiles.as_ref().ok_or_else(|| {
+            let scope = self
+                .0
+                .redacted
+                .iter()
+                .find(|r| r.field == "percentiles")
+                .and_then(|r| Scope::parse(r.scope))
+                .unwrap_or(Scope::SlaReadLatency);
+            refuse(ServiceError::MissingScope(scope))
+        })?;
+        let measure = |p: &crate::service::dashboard::Percentiles| Percentiles {
+            count: p.count,
+            p50_us: p.p50_us,
+            p95_us: p.p95_us,
+            p99_us: p.p99_us,
+        };
+        Ok(points
+            .iter()
+            .map(|p| PercentilePoint {
+                minute: minute_text(p.minute),
+                latency: measure(&p.latency),
+                ttft: measure(&p.ttft),
+                tpot: measure(&p.tpot),
+                maintenance: p.maintenance.map(maintenance_name),
+            })
+            .collect())
+    }
+
     /// Maintenance overlapping the range; needs `maintenance:read`.
     #[graphql(visible = "holds_maintenance")]
     async fn maintenance(&self) -> async_graphql::Result<Vec<MaintenanceSpan>> {
@@ -1082,17 +1114,46 @@ impl DashboardObjective {
         Ok(points
             .iter()
             .map(|p| MinutePoint {
-                minute: p.minute.to_rfc3339(),
+                minute: minute_text(p.minute),
                 good: p.good,
                 total: p.total,
                 ratio_ppm: p.ratio_ppm,
-                maintenance: p.maintenance.map(|m| match m {
-                    MinuteMaintenance::Whole => "whole",
-                    MinuteMaintenance::Part => "part",
-                }),
+                maintenance: p.maintenance.map(maintenance_name),
             })
             .collect())
     }
+}
+
+/// A minute as REST writes it (`2026-11-30T12:34:00Z`).
+fn minute_text(minute: DateTime<Utc>) -> String {
+    minute.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+fn maintenance_name(m: MinuteMaintenance) -> &'static str {
+    match m {
+        MinuteMaintenance::Whole => "whole",
+        MinuteMaintenance::Part => "part",
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+pub struct PercentilePoint {
+    /// RFC 3339.
+    pub minute: String,
+    pub latency: Percentiles,
+    pub ttft: Percentiles,
+    pub tpot: Percentiles,
+    /// `whole` or `part` when the minute overlaps maintenance.
+    pub maintenance: Option<&'static str>,
+}
+
+/// Microseconds, within 1%; null when no event carried the measure.
+#[derive(Debug, SimpleObject)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50_us: Option<u64>,
+    pub p95_us: Option<u64>,
+    pub p99_us: Option<u64>,
 }
 
 #[derive(Debug, SimpleObject)]

@@ -13,7 +13,7 @@ use slaproof_domain::budget::Tally;
 use slaproof_domain::window::Period;
 use slaproof_evaluator::evaluate::merge_periods;
 use slaproof_evaluator::minute::{ceil_minute, floor_minute};
-use slaproof_evaluator::records;
+use slaproof_evaluator::{records, sketch};
 use slaproof_store::{StoreError, maintenance};
 
 use super::compliance::{ComplianceNumbers, compliance_view};
@@ -36,6 +36,12 @@ pub struct DashboardView {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     pub objectives: Vec<ObjectiveDashboard>,
+    /// Latency, TTFT and TPOT percentiles of the SLA's service per minute
+    /// with events, from the evaluator's chart sketches (each within 1%);
+    /// absent (and listed in `redacted`) without `sla:read:latency` and
+    /// `sla:read:history`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Vec<PercentilePoint>>,
     /// The maintenance windows overlapping the range (merged where they
     /// touch); absent without `maintenance:read`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,6 +79,53 @@ pub struct MinutePoint {
     /// not).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<MinuteMaintenance>,
+}
+
+/// The distributions of one minute's events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct PercentilePoint {
+    pub minute: DateTime<Utc>,
+    pub latency: Percentiles,
+    pub ttft: Percentiles,
+    pub tpot: Percentiles,
+    /// As on the minute points: `whole` or `part` under maintenance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MinuteMaintenance>,
+}
+
+/// Percentiles of one measure in microseconds, within 1% (absent when no
+/// event of the minute carried the measure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Percentiles {
+    /// Events that carried the measure.
+    pub count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p95_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<u64>,
+}
+
+/// The quantiles the dashboard charts.
+const QUANTILES: [f64; 3] = [0.5, 0.95, 0.99];
+
+impl From<&sketch::Summary> for Percentiles {
+    fn from(s: &sketch::Summary) -> Self {
+        // Microseconds are whole; the sketch's estimate is rounded.
+        let at = |i: usize| {
+            s.quantiles
+                .get(i)
+                .filter(|q| q.is_finite() && **q >= 0.0)
+                .map(|q| q.round() as u64)
+        };
+        Percentiles {
+            count: s.count,
+            p50_us: at(0),
+            p95_us: at(1),
+            p99_us: at(2),
+        }
+    }
 }
 
 /// How much of a minute maintenance covers.
@@ -169,6 +222,22 @@ impl Service {
             .await
             .map_err(StoreError::from)?
         };
+        let charts_latency = caller.has(Scope::SlaReadLatency) && caller.has(Scope::SlaReadHistory);
+        let sketches = if charts_latency {
+            Some(
+                sketch::percentiles(
+                    &mut tx,
+                    stored.id,
+                    from,
+                    to,
+                    Duration::minutes(1),
+                    &QUANTILES,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
         let windows = maintenance::overlapping(&mut tx, stored.id, from, to).await?;
         tx.commit().await?;
         let periods = merge_periods(
@@ -224,6 +293,32 @@ impl Service {
                 }
             })
             .collect();
+        let percentiles = match sketches {
+            Some(points) => Some(
+                points
+                    .iter()
+                    .filter(|p| p.latency.count + p.ttft.count + p.tpot.count > 0)
+                    .map(|p| PercentilePoint {
+                        minute: p.start,
+                        latency: (&p.latency).into(),
+                        ttft: (&p.ttft).into(),
+                        tpot: (&p.tpot).into(),
+                        maintenance: coverage(&periods, p.start),
+                    })
+                    .collect(),
+            ),
+            None => {
+                redacted.push(Redaction {
+                    field: "percentiles".to_owned(),
+                    scope: if caller.has(Scope::SlaReadLatency) {
+                        Scope::SlaReadHistory.as_str()
+                    } else {
+                        Scope::SlaReadLatency.as_str()
+                    },
+                });
+                None
+            }
+        };
         let maintenance = if caller.has(Scope::MaintenanceRead) {
             Some(
                 periods
@@ -247,6 +342,7 @@ impl Service {
             from,
             to,
             objectives,
+            percentiles,
             maintenance,
             redacted,
         })
