@@ -5,8 +5,9 @@
 //! The dashboard is the issue's: compliance and budget of each objective
 //! of one SLA plus a day of one-minute points (good, total, ratio) each.
 //! One tenant, the demo SLA (4 objectives) evaluated from real events,
-//! then a day of minute rollups seeded under it (1,440 per objective, as
-//! the evaluator writes them) and evaluated again.
+//! then a day of minute rollups (1,440 per objective, as the evaluator
+//! writes them) and chart sketches seeded under it and evaluated again.
+//! With them come a day of latency, TTFT and TPOT percentiles.
 //!
 //! REST: `GET /v1/slas/{name}/dashboard`; GraphQL: `{ dashboard(sla:) { … } }`
 //! for the same numbers. Both run the same service call. The whole
@@ -30,7 +31,7 @@ use slaproof_tests::spawn_app_with;
 const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
 const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
 const DEMO_SLA: &str = include_str!("../../services/domain/fixtures/demo-sla.yaml");
-const QUERY: &str = r#"{ dashboard(sla: "acme-enterprise") { objectives { objective family compliance { met compliancePpm budgetRemaining burnRateMilli } minutes { minute good total ratioPpm maintenance } } } }"#;
+const QUERY: &str = r#"{ dashboard(sla: "acme-enterprise") { objectives { objective family compliance { met compliancePpm budgetRemaining burnRateMilli } minutes { minute good total ratioPpm maintenance } } percentiles { minute latency { count p50Us p95Us p99Us } ttft { count p50Us p95Us p99Us } tpot { count p50Us p95Us p99Us } maintenance } } }"#;
 /// Minutes of rollups seeded before now: the dashboard's default day.
 const SEEDED_MINUTES: i32 = 24 * 60;
 
@@ -135,6 +136,14 @@ async fn main() -> anyhow::Result<()> {
     let (rest_points, graphql_points) = (
         points(&rest["objectives"]),
         points(&graphql["data"]["dashboard"]["objectives"]),
+    );
+    let percentiles = |dashboard: &Value| dashboard["percentiles"].as_array().map_or(0, Vec::len);
+    anyhow::ensure!(
+        percentiles(&rest) >= SEEDED_MINUTES as usize - 3
+            && percentiles(&rest) == percentiles(&graphql["data"]["dashboard"]),
+        "REST answered {} percentile points, GraphQL {}",
+        percentiles(&rest),
+        percentiles(&graphql["data"]["dashboard"])
     );
     anyhow::ensure!(
         rest_points >= 4 * (SEEDED_MINUTES as usize - 3) && rest_points == graphql_points,
@@ -303,6 +312,35 @@ async fn seed_a_day_of_minutes(db: &Database, tenant: TenantId) -> anyhow::Resul
              late_good = EXCLUDED.late_good, late_total = EXCLUDED.late_total",
     )
     .bind(tenant.uuid())
+    .execute(&mut *tx)
+    .await?;
+    // And the chart sketches of those minutes (one distribution of 25
+    // events, the same for every minute: the read's cost is in decoding
+    // and merging, not in the values).
+    let mut minute = slaproof_evaluator::sketch::Sketches::default();
+    for i in 0..25 {
+        minute.add(&slaproof_domain::event::EventView {
+            latency_us: Some(80_000 + i * 4_000),
+            ttft_us: Some(20_000 + i * 1_000),
+            tpot_us: Some(8_000 + i * 100),
+            ..Default::default()
+        });
+    }
+    let [latency, ttft, tpot] = minute.encode();
+    sqlx::query(
+        "INSERT INTO evaluator_sketches (tenant_id, sla_id, version, minute, latency, ttft, tpot) \
+         SELECT c.tenant_id, c.sla_id, c.version, m.minute, $3, $4, $5 \
+         FROM evaluator_coverage c \
+         CROSS JOIN generate_series(date_trunc('minute', now()) - make_interval(mins => $1), \
+                                    date_trunc('minute', now()) - interval '3 minutes', interval '1 minute') AS m(minute) \
+         WHERE c.tenant_id = $2 \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(SEEDED_MINUTES)
+    .bind(tenant.uuid())
+    .bind(latency)
+    .bind(ttft)
+    .bind(tpot)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
