@@ -1790,3 +1790,34 @@ async fn graphql_mutations_for_windows_keys_and_embed_tokens_follow_the_rest_rul
         .await;
     assert_eq!(customer["data"]["customer"]["externalRef"], "acme-corp");
 }
+
+#[tokio::test]
+async fn housekeeping_deletes_idempotency_keys_past_their_day() {
+    let w = world().await;
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    for (key, age_secs) in [("old", 25 * 3600), ("recent", 3600), ("new", 1)] {
+        sqlx::query(
+            "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, status, response, created_at) \
+             VALUES ($1, 'someone', $2, '\\x00', 201, '{}', now() - make_interval(secs => $3))",
+        )
+        .bind(w.tenant.uuid())
+        .bind(key)
+        .bind(f64::from(age_secs))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let deleted = slaproof_api::service::idempotency::expire_keys(&w.app.db)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let mut left: Vec<String> = sqlx::query_scalar("SELECT key FROM api_idempotency_keys")
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    left.sort();
+    assert_eq!(left, ["new", "recent"]);
+}

@@ -1,5 +1,6 @@
 //! The housekeeping service: keeps the daily partitions of the events table
-//! created ahead and drops those past retention. Replicas may run it side by
+//! created ahead and drops those past retention, and deletes the API's
+//! idempotency keys past their day. Replicas may run it side by
 //! side; the schema serializes their DDL.
 
 use std::time::Duration;
@@ -31,6 +32,12 @@ pub async fn run(db: Database, config: EventsConfig, shutdown: CancellationToken
             // Retried next round; ingest keeps working on the partitions made
             // ahead, which is why they are made days ahead.
             Err(err) => tracing::error!(error = %err, "event partition upkeep failed"),
+        }
+        // Idempotency keys past their day: retried next round on failure.
+        match slaproof_api::service::idempotency::expire_keys(&db).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, "expired idempotency keys deleted"),
+            Err(err) => tracing::error!(error = %err, "deleting expired idempotency keys failed"),
         }
         tokio::select! {
             () = shutdown.cancelled() => return,

@@ -4,11 +4,40 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use slaproof_store::{Database, StoreError, tenants};
+
 use super::{Caller, Service, ServiceError};
 
 /// Seconds after which an unfinished claim counts as abandoned: longer than
 /// any request may run.
 pub const ABANDONED_AFTER_SECS: f64 = 300.0;
+
+/// Seconds an answered key is kept: a client retries within minutes, and a
+/// day still covers one that retries after an outage. Housekeeping deletes
+/// older keys ([`expire_keys`]), so the table holds about a day of
+/// creating requests.
+pub const KEEP_SECS: f64 = 24.0 * 3600.0;
+
+/// Deletes every tenant's keys older than [`KEEP_SECS`] (run by
+/// housekeeping); answers how many went. Each tenant in its own
+/// transaction: row-level security holds for this too.
+pub async fn expire_keys(db: &Database) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    for tenant in tenants::list(db).await? {
+        let mut tx = db.tenant_tx(tenant.id).await?;
+        deleted += sqlx::query(
+            "DELETE FROM api_idempotency_keys \
+             WHERE tenant_id = $1 AND created_at < now() - make_interval(secs => $2)",
+        )
+        .bind(tenant.id.uuid())
+        .bind(KEEP_SECS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+    }
+    Ok(deleted)
+}
 
 /// What a claimed key says about this request.
 #[derive(Debug, Clone, PartialEq)]
