@@ -30,6 +30,9 @@ use crate::writer::{EventWriter, WriteError};
 /// traffic from their customers'.
 pub const USER_AGENT: &str = concat!("slaproof-probe/", env!("CARGO_PKG_VERSION"));
 
+/// Retries of a probe event's write after a passing database failure.
+const WRITE_RETRIES: u32 = 3;
+
 /// How the probe runner behaves; `slaproof`'s `[probes]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -250,9 +253,25 @@ impl ProbeRunner {
             &stored.definition,
             &measured,
         );
-        self.writer
-            .write(claimed.tenant, std::slice::from_ref(&event))
-            .await?;
+        // The measurement cannot be repeated, so a passing database failure
+        // is retried; the slot's event id makes a retry that did commit a
+        // duplicate, never a second event.
+        let mut attempt = 0;
+        loop {
+            match self
+                .writer
+                .write(claimed.tenant, std::slice::from_ref(&event))
+                .await
+            {
+                Ok(_) => break,
+                Err(err) if err.is_transient() && attempt < WRITE_RETRIES => {
+                    attempt += 1;
+                    tracing::warn!(error = %err, attempt, "probe event not stored yet; retrying");
+                    tokio::time::sleep(Duration::from_millis(200 * (1 << attempt))).await;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
         let mut tx = self.db.tenant_tx(claimed.tenant).await?;
         probes::record_result(
             &mut tx,

@@ -71,8 +71,9 @@ impl ProbeOutcome {
 }
 
 /// A probe as its owner defines it. Checked by the service layer; the
-/// schema's constraints are the last wall.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// schema's constraints are the last wall. `Debug` shows header names only:
+/// their values may be credentials and must not reach a log.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProbeDefinition {
     pub name: String,
     pub service: String,
@@ -87,6 +88,25 @@ pub struct ProbeDefinition {
     pub interval_secs: i32,
     pub timeout_ms: i32,
     pub enabled: bool,
+}
+
+impl std::fmt::Debug for ProbeDefinition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeDefinition")
+            .field("name", &self.name)
+            .field("service", &self.service)
+            .field("model", &self.model)
+            .field("kind", &self.kind)
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("header_names", &self.headers.keys().collect::<Vec<_>>())
+            .field("body", &self.body.as_ref().map(|_| "…"))
+            .field("expected_status", &self.expected_status)
+            .field("interval_secs", &self.interval_secs)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("enabled", &self.enabled)
+            .finish()
+    }
 }
 
 /// The summary of a probe's last run.
@@ -154,8 +174,8 @@ impl TryFrom<Row> for StoredProbe {
             reason,
         };
         let kind = ProbeKind::parse(&r.kind).ok_or_else(|| corrupt(format!("kind {}", r.kind)))?;
-        let headers: BTreeMap<String, String> = serde_json::from_value(r.headers)
-            .map_err(|e| corrupt(format!("headers: {e}")))?;
+        let headers: BTreeMap<String, String> =
+            serde_json::from_value(r.headers).map_err(|e| corrupt(format!("headers: {e}")))?;
         let last = match (r.last_run_at, r.last_outcome) {
             (Some(at), Some(outcome)) => Some(ProbeResult {
                 at,
@@ -379,4 +399,30 @@ pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, S
             scheduled_at,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_header_values() {
+        let definition = ProbeDefinition {
+            name: "p".into(),
+            service: "s".into(),
+            model: None,
+            kind: ProbeKind::Http,
+            method: "GET".into(),
+            url: "https://api.example.com/".into(),
+            headers: [("authorization".to_owned(), "Bearer sk-live-1".to_owned())].into(),
+            body: None,
+            expected_status: 200,
+            interval_secs: 60,
+            timeout_ms: 1000,
+            enabled: true,
+        };
+        let shown = format!("{definition:?}");
+        assert!(shown.contains("authorization"), "{shown}");
+        assert!(!shown.contains("sk-live-1"), "{shown}");
+    }
 }
