@@ -286,8 +286,16 @@ impl Service {
             .outbound
             .check_target(url)
             .await
-            .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?;
-        Ok(parsed.to_string())
+            .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?
+            .to_string();
+        // Normalising (punycode, percent-encoding) can lengthen it.
+        if parsed.len() > 2048 {
+            return Err(ServiceError::invalid(
+                "url",
+                "must be at most 2048 characters",
+            ));
+        }
+        Ok(parsed)
     }
 
     #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
