@@ -115,7 +115,7 @@ type RollupKey = (usize, String, DateTime<Utc>);
 struct Accumulator {
     rows: HashMap<RollupKey, MinuteCounts>,
     /// Chart sketches per SLA and minute (see [`crate::sketch`]).
-    sketches: HashMap<crate::sketch::SketchKey, crate::sketch::Sketches>,
+    sketches: crate::sketch::MinuteSketches,
     events: u64,
 }
 
@@ -135,10 +135,7 @@ impl Accumulator {
                 continue;
             }
             if arrival.counts() {
-                self.sketches
-                    .entry((i, minute))
-                    .or_default()
-                    .add(&event.fields);
+                self.sketches.add((i, minute), &event.fields);
             }
             for objective in sla.counted_objectives() {
                 let verdict = objective.classify(&event.fields);

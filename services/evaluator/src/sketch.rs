@@ -145,6 +145,83 @@ impl Sketches {
 /// Key of a sketch row in the making: (index of the tracked SLA, minute or hour).
 pub(crate) type SketchKey = (usize, DateTime<Utc>);
 
+/// One minute's sketches while an advance accumulates them: open, or
+/// packed into their stored form.
+#[derive(Debug)]
+enum Slot {
+    // Boxed: a packed slot should not take an open one's room.
+    Open(Box<Sketches>),
+    Packed([Bytes; 3]),
+}
+
+impl Slot {
+    fn open(&mut self) -> &mut Sketches {
+        if let Slot::Packed([l, tt, tp]) = self {
+            // Bytes this advance encoded itself; were they ever unreadable,
+            // the minute's earlier values would be lost from the chart only.
+            let sketches = Sketches::decode(l.take(), tt.take(), tp.take()).unwrap_or_else(|err| {
+                tracing::error!(error = %err, "could not reopen a packed sketch");
+                Sketches::default()
+            });
+            *self = Slot::Open(Box::new(sketches));
+        }
+        match self {
+            Slot::Open(s) => s,
+            Slot::Packed(_) => unreachable!("opened above"),
+        }
+    }
+
+    fn sketches(&self) -> Result<Sketches, EvaluatorError> {
+        match self {
+            Slot::Open(s) => Ok(Sketches::clone(s)),
+            Slot::Packed([l, tt, tp]) => Sketches::decode(l.clone(), tt.clone(), tp.clone()),
+        }
+    }
+}
+
+/// The minute sketches of one advance. A backlog (a new SLA version is
+/// backfilled from the start of its period, up to a month of minutes) would
+/// hold every minute's bins in memory, some kilobytes each; minutes are
+/// packed into their encoded form (a few hundred bytes) once many are open,
+/// and reopened if a later event falls in them. Steady rounds touch a few
+/// minutes and never pack.
+#[derive(Debug, Default)]
+pub(crate) struct MinuteSketches {
+    slots: HashMap<SketchKey, Slot>,
+    open: usize,
+    added: u64,
+}
+
+/// Open minutes above which the accumulator packs them all.
+const MAX_OPEN: usize = 1_024;
+
+impl MinuteSketches {
+    /// Adds an event to the sketches of its SLA and minute.
+    pub(crate) fn add(&mut self, key: SketchKey, event: &impl EventFields) {
+        self.added += 1;
+        if self.added.is_multiple_of(10_000) && self.open > MAX_OPEN {
+            self.pack();
+        }
+        let slot = self
+            .slots
+            .entry(key)
+            .or_insert_with(|| Slot::Packed([None, None, None]));
+        if matches!(slot, Slot::Packed(_)) {
+            self.open += 1;
+        }
+        slot.open().add(event);
+    }
+
+    fn pack(&mut self) {
+        for slot in self.slots.values_mut() {
+            if let Slot::Open(s) = slot {
+                *slot = Slot::Packed(s.encode());
+            }
+        }
+        self.open = 0;
+    }
+}
+
 /// Merges this advance's minute sketches into the stored minute and hour
 /// rows (read, merged in Rust, written back: sketches do not merge in SQL).
 /// The caller holds the tenant's watermark lock, so no other run writes
@@ -153,17 +230,18 @@ pub(crate) type SketchKey = (usize, DateTime<Utc>);
 pub(crate) async fn write(
     tx: &mut TenantTx,
     tracked: &[TrackedSla],
-    minutes: HashMap<SketchKey, Sketches>,
+    minutes: MinuteSketches,
 ) -> Result<usize, EvaluatorError> {
-    let mut hours: HashMap<SketchKey, Sketches> = HashMap::new();
-    for ((i, minute), s) in &minutes {
+    let mut hours: HashMap<SketchKey, Slot> = HashMap::new();
+    for ((i, minute), slot) in &minutes.slots {
         hours
             .entry((*i, floor_hour(*minute)))
-            .or_default()
-            .merge(s)?;
+            .or_insert_with(|| Slot::Open(Box::default()))
+            .open()
+            .merge(&slot.sketches()?)?;
     }
-    let written = minutes.len();
-    upsert(tx, tracked, minutes, "evaluator_sketches", "minute").await?;
+    let written = minutes.slots.len();
+    upsert(tx, tracked, minutes.slots, "evaluator_sketches", "minute").await?;
     upsert(tx, tracked, hours, "evaluator_sketches_hourly", "hour").await?;
     Ok(written)
 }
@@ -171,7 +249,7 @@ pub(crate) async fn write(
 async fn upsert(
     tx: &mut TenantTx,
     tracked: &[TrackedSla],
-    rows: HashMap<SketchKey, Sketches>,
+    rows: HashMap<SketchKey, Slot>,
     table: &'static str,
     unit: &'static str,
 ) -> Result<(), EvaluatorError> {
@@ -217,10 +295,10 @@ async fn upsert(
         for (n, (_, new)) in chunk.iter().enumerate() {
             let merged = match stored.remove(&(sla[n], version[n], at[n])) {
                 Some(mut old) => {
-                    old.merge(new)?;
+                    old.merge(&new.sketches()?)?;
                     old
                 }
-                None => new.clone(),
+                None => new.sketches()?,
             };
             for (column, bytes) in columns.iter_mut().zip(merged.encode()) {
                 column.push(bytes);
@@ -435,6 +513,42 @@ mod tests {
                     prop_assert!(within(*estimate, exact(&sorted, *q)));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn packed_minutes_reopen_and_lose_nothing() {
+        let minute = |m: i64| DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(m);
+        let event = |v: u64| EventView {
+            latency_us: Some(v),
+            ttft_us: Some(v / 3),
+            ..EventView::default()
+        };
+        let mut acc = MinuteSketches::default();
+        let mut direct: HashMap<i64, Sketches> = HashMap::new();
+        // 3000 minutes, then every minute again: the first pass packs
+        // (more than MAX_OPEN open), the second reopens packed minutes.
+        for round in 0..2u64 {
+            for m in 0..3_000i64 {
+                for k in 0..4u64 {
+                    let v = 1_000 + (m as u64 * 7_919 + k * 104_729 + round) % 5_000_000;
+                    acc.add((0, minute(m)), &event(v));
+                    direct.entry(m).or_default().add(&event(v));
+                }
+            }
+        }
+        assert!(acc.slots.values().any(|s| matches!(s, Slot::Packed(_))));
+        for (m, expected) in &direct {
+            let got = acc.slots[&(0, minute(*m))].sketches().unwrap();
+            assert_eq!(
+                Summary::of(&got.latency, &QS),
+                Summary::of(&expected.latency, &QS)
+            );
+            assert_eq!(
+                Summary::of(&got.ttft, &QS),
+                Summary::of(&expected.ttft, &QS)
+            );
+            assert!(got.tpot.is_none());
         }
     }
 
