@@ -635,6 +635,46 @@ async fn probes_are_managed_with_named_errors_scopes_and_pages() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(problem["field"], "url");
 
+    // At most 100 probes per tenant.
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    for n in 0..97 {
+        probes::create(
+            &mut tx,
+            &ProbeDefinition {
+                name: format!("filler-{n}"),
+                service: "chat-completions".into(),
+                model: None,
+                kind: ProbeKind::Http,
+                method: "GET".into(),
+                url: url.clone(),
+                headers: Default::default(),
+                body: None,
+                expected_status: 200,
+                interval_secs: 3600,
+                timeout_ms: 1000,
+                enabled: false,
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let (status, problem) = w
+        .call(
+            "POST",
+            "/v1/probes",
+            Some(with(json!({"name": "one-too-many"}))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("at most 100 probes"),
+        "{problem}"
+    );
+
     // Deleted: gone, its runs stay as events.
     let (status, _) = w.call("DELETE", &format!("/v1/probes/{id}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);

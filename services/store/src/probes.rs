@@ -255,6 +255,23 @@ pub async fn create(
     row.try_into()
 }
 
+/// How many probes the tenant has, counted under a per-tenant lock held to
+/// the end of the transaction, so that concurrent creations each see the
+/// others' (a cap checked with it holds).
+pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended('slaproof.probes:' || $1::text, 0))",
+    )
+    .bind(tx.tenant().uuid())
+    .execute(&mut **tx)
+    .await?;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM probes WHERE tenant_id = $1")
+        .bind(tx.tenant().uuid())
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(n)
+}
+
 /// Every probe of the tenant, by name.
 pub async fn list(tx: &mut TenantTx) -> Result<Vec<StoredProbe>, StoreError> {
     let rows: Vec<Row> = sqlx::query_as(&format!(

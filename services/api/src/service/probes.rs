@@ -17,6 +17,9 @@ pub const MAX_INTERVAL_SECS: i32 = 86_400;
 pub const MIN_TIMEOUT_MS: i32 = 100;
 pub const MAX_TIMEOUT_MS: i32 = 120_000;
 pub const MAX_HEADERS: usize = 32;
+/// Probes one tenant may have: each is load on the platform and on its
+/// target, and slaproof must not become a tenant's traffic cannon.
+pub const MAX_PROBES_PER_TENANT: i64 = 100;
 /// Headers the HTTP client owns: setting them would make the request lie
 /// about itself or break framing.
 const RESERVED_HEADERS: &[&str] = &[
@@ -308,6 +311,11 @@ impl Service {
         let mut definition = definition_of(new)?;
         definition.url = self.check_url(&definition.url).await?;
         let mut tx = self.tx(caller).await?;
+        if probes::count_locked(&mut tx).await? >= MAX_PROBES_PER_TENANT {
+            return Err(ServiceError::Conflict(format!(
+                "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
+            )));
+        }
         let probe = probes::create(&mut tx, &definition).await?;
         tx.commit().await?;
         Ok(probe)
