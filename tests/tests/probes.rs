@@ -862,3 +862,79 @@ async fn graphql_manages_probes_through_the_same_rules() {
     .await;
     assert_eq!(deleted["data"]["deleteProbe"], true, "{deleted}");
 }
+
+#[tokio::test]
+async fn an_sla_counts_probe_results_like_any_event() {
+    let (target, _) = target().await;
+    let w = world(true).await;
+    let document = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: probed
+spec:
+  service: probed-api
+  window: {rolling: 1d}
+  objectives:
+  - name: probed-availability
+    target: 99%
+    ratio:
+      good: status < 500
+      total: source == "probe"
+  - name: reported-availability
+    target: 99%
+    ratio:
+      good: status < 500
+      total: source == "provider"
+"#;
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    slaproof_store::slas::apply(
+        &mut tx,
+        &slaproof_domain::sla::SlaDefinition::from_document(document).unwrap(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let mut ids = Vec::new();
+    for (name, path, timeout) in [("up", "ok", 2000), ("down", "slow", 300)] {
+        let probe = w
+            .create(json!({
+                "name": name,
+                "service": "probed-api",
+                "kind": "http",
+                "url": format!("http://{target}/{path}"),
+                "interval_secs": 3600,
+                "timeout_ms": timeout,
+            }))
+            .await;
+        ids.push(probe["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        let events = wait_for_events(&w.app.db, w.tenant, id, 1, Duration::from_secs(10)).await;
+        assert_eq!(events.len(), 1, "{id}");
+    }
+
+    // Evaluated as of a little later, so both runs are behind the watermark.
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let run = slaproof_evaluator::evaluate_tenant_up_to(
+        &mut tx,
+        &slaproof_evaluator::Settings::default(),
+        Some(Utc::now() + chrono::Duration::minutes(2)),
+    )
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    let tally = |objective: &str| {
+        run.evaluations
+            .iter()
+            .find(|e| e.sla_name == "probed" && e.objective == objective)
+            .unwrap_or_else(|| panic!("no evaluation of {objective}: {run:?}"))
+            .budget
+            .tally
+    };
+    // The timeout has no status: not good.
+    let probed = tally("probed-availability");
+    assert_eq!((probed.good, probed.total), (1, 2));
+    // Measured by slaproof, not reported by the provider.
+    assert_eq!(tally("reported-availability").total, 0);
+}
