@@ -351,6 +351,27 @@ async fn a_wrong_status_is_bad_and_a_timeout_is_an_error() {
     assert!(latency >= 300_000, "{latency}");
     assert!(latency < 5_000_000, "{latency}");
 
+    // https is spoken (rustls): against a plain-HTTP port the handshake
+    // fails as a connection error, not as an unsupported scheme.
+    let tls = w
+        .create(json!({
+            "name": "tls",
+            "service": "chat-completions",
+            "kind": "http",
+            "url": format!("https://{target}/ok"),
+            "interval_secs": 3600,
+        }))
+        .await;
+    let tls_id = tls["id"].as_str().unwrap();
+    let handshake = wait_for_events(&w.app.db, w.tenant, tls_id, 1, Duration::from_secs(10)).await;
+    assert_eq!(handshake.len(), 1);
+    assert_eq!(handshake[0].status, None);
+    assert_eq!(
+        handshake[0].error_class.as_deref(),
+        Some("connect"),
+        "{handshake:?}"
+    );
+
     let (_, shown) = w.call("GET", "/v1/probes/teapot", None).await;
     assert_eq!(shown["last_run"]["outcome"], "bad");
     assert!(
