@@ -153,9 +153,10 @@ impl ProbeRunner {
         let client = policy
             .client_builder()
             .user_agent(USER_AGENT)
-            // A probe measures a fresh request's cost as a client sees it
-            // most of the time: kept-alive connections, like a gateway's.
-            .pool_idle_timeout(Duration::from_secs(90))
+            // Every run opens its own connection (DNS, TCP, TLS included):
+            // runs are alike whatever the interval, and every run's
+            // addresses pass the policy's resolver again.
+            .pool_max_idle_per_host(0)
             .build()
             .map_err(ProbeError::Client)?;
         Ok(Self {
