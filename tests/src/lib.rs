@@ -48,11 +48,18 @@ pub struct TestDatabase {
 impl TestDatabase {
     /// Creates and migrates a fresh database.
     pub async fn create() -> Self {
-        Self::try_create().await.expect("creating a test database")
+        Self::create_on(admin_options()).await
     }
 
-    async fn try_create() -> anyhow::Result<Self> {
-        let admin = admin_options();
+    /// Creates and migrates a fresh database on the server `admin` reaches
+    /// (a test's own cluster, say).
+    pub async fn create_on(admin: PgConnectOptions) -> Self {
+        Self::try_create(admin)
+            .await
+            .expect("creating a test database")
+    }
+
+    async fn try_create(admin: PgConnectOptions) -> anyhow::Result<Self> {
         let name = format!("slaproof_test_{}", uuid::Uuid::new_v4().simple());
         let mut conn = PgConnection::connect_with(&admin).await.with_context(|| {
             format!("connecting to the test Postgres; is it running? set {DATABASE_URL_VAR} to point elsewhere")
@@ -195,7 +202,11 @@ pub async fn spawn_app() -> TestApp {
 
 /// Like [`spawn_app`], with a chance to change the configuration first.
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
-    let database = TestDatabase::create().await;
+    spawn_app_on(TestDatabase::create().await, adjust).await
+}
+
+/// Like [`spawn_app_with`], against a database the test made.
+pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = Config::default();
     config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.server.shutdown_grace_secs = 5;
