@@ -1821,3 +1821,96 @@ async fn housekeeping_deletes_idempotency_keys_past_their_day() {
     left.sort();
     assert_eq!(left, ["new", "recent"]);
 }
+
+/// A JWKS endpoint on 127.0.0.1:0 answering `set` to every request (plain
+/// HTTP/1.1 over tokio, which is all an issuer's endpoint is to slaproof).
+async fn serve_jwks(set: Value) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    let body = set.to_string();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncache-control: max-age=300\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn tokens_signed_by_a_jwks_key_are_accepted_end_to_end() {
+    let rs = EncodingKey::from_rsa_pem(RS_PRIVATE.as_bytes()).unwrap();
+    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&rs, Algorithm::RS256).unwrap();
+    jwk.common.key_id = Some("idp-2026".into());
+    let url = serve_jwks(json!({ "keys": [jwk] })).await;
+    // No configured keys at all: the JWKS is the only source.
+    let app = spawn_app_with(|config| {
+        config.api.jwks_url = Some(url);
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let claims = json!({
+        "sub": "someone", "iss": "slaproof", "aud": "slaproof-api", "exp": now() + 600,
+        "tenant": tenant.to_string(), "roles": ["provider_admin"],
+    });
+    let http = reqwest::Client::new();
+    let get = |token: String| {
+        http.get(format!("http://{}/v1/slas", app.address))
+            .bearer_auth(token)
+            .send()
+    };
+    let response = get(sign(&claims, RS_PRIVATE, "idp-2026")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = http
+        .post(format!("http://{}/graphql", app.address))
+        .bearer_auth(sign(&claims, RS_PRIVATE, "idp-2026"))
+        .json(&json!({ "query": "{ slas { edges { node { name } } } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(answer["errors"].is_null(), "{answer}");
+    // Another kid, another key under the same kid, HS256 with the public key.
+    let confused = {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("idp-2026".into());
+        jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_secret(RS_PUBLIC.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    for (name, token) in [
+        ("unknown kid", sign(&claims, RS_PRIVATE, "idp-2027")),
+        ("wrong key", sign(&claims, OTHER_RS_PRIVATE, "idp-2026")),
+        ("HS256 with the public key", confused),
+    ] {
+        let response = get(token).await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{name}");
+    }
+}
