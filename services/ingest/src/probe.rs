@@ -240,6 +240,10 @@ impl ProbeRunner {
             Err(err) => return Err(err.into()),
         };
         tx.commit().await?;
+        // Switched off since it was claimed: its owner wants no more runs.
+        if !stored.definition.enabled {
+            return Ok(());
+        }
         let measured = measure(
             &self.client,
             &self.policy,
