@@ -221,6 +221,7 @@ async fn another_tenant_and_another_customer_see_nothing() {
     for path in [
         "/v1/slas/acme-enterprise".to_owned(),
         "/v1/slas/acme-enterprise/compliance".to_owned(),
+        "/v1/slas/acme-enterprise/dashboard".to_owned(),
         "/v1/slas/acme-enterprise/export".to_owned(),
         format!("/v1/customers/{}", w.acme),
     ] {
