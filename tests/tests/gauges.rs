@@ -160,6 +160,8 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
         score("r19", 0.8),
         // A request whose event never comes: stored, never counted.
         score("ghost", 0.1),
+        // A metric no objective measures: stored, left pending.
+        json!({"metric": "helpfulness", "service": "chat", "request_id": "r1", "value": 0.2}),
     ];
     let reply = post_json(&app, "/v1/gauges", &key, &json!(after)).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -167,7 +169,7 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
     let reply = post_json(&app, "/v1/gauges", &key, &json!(early)).await;
     assert_eq!(
         (reply.status, reply.body["stored"].as_u64()),
-        (200, Some(6))
+        (200, Some(7))
     );
 
     // Evaluated before the late events exist: r15..r19 and ghost wait.
@@ -204,7 +206,7 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
         }
     );
     let mut tx = app.db.tenant_tx(tenant).await.unwrap();
-    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 6);
+    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 7);
     tx.commit().await.unwrap();
 
     // (The evaluator ran ahead of the clock above, so these events are
@@ -246,8 +248,8 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
     );
     assert_eq!(
         gauges::pending(&mut tx).await.unwrap(),
-        1,
-        "only the ghost waits"
+        2,
+        "the ghost and the metric no objective measures wait"
     );
     tx.commit().await.unwrap();
 

@@ -183,6 +183,19 @@ pub async fn attribute(
         // No gauge objective: values wait, pending, for one.
         return Ok(out);
     };
+    // Only values some gauge objective measures are looked for; the others
+    // wait, pending, without costing each round a lookup.
+    let (services, metrics): (Vec<String>, Vec<String>) = tracked
+        .iter()
+        .flat_map(|s| {
+            s.definition.objectives.iter().filter_map(|o| {
+                gauge_sli(&o.sli)
+                    .map(|g| (s.definition.service.clone(), g.metric.as_str().to_owned()))
+            })
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .unzip();
     // The events are looked up from `since` on, so that partitions older
     // than any coverage are pruned; values received long before it are
     // about requests no objective counts and stay pending.
@@ -197,7 +210,8 @@ pub async fn attribute(
                    AND e.occurred_at >= $3 AND e.received_at < $2 \
                  ORDER BY e.occurred_at LIMIT 1) e \
              WHERE g.tenant_id = $1 AND g.attributed_at IS NULL AND g.received_at < $2 \
-               AND g.received_at >= $4) \
+               AND g.received_at >= $4 \
+               AND (g.service, g.metric) IN (SELECT * FROM UNNEST($5::text[], $6::text[]))) \
          UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2 \
          FROM found f \
          WHERE g.tenant_id = $1 AND g.metric = f.metric AND g.service = f.service AND g.request_id = f.request_id \
@@ -207,6 +221,8 @@ pub async fn attribute(
     .bind(as_of)
     .bind(since)
     .bind(since - SKEW)
+    .bind(&services)
+    .bind(&metrics)
     .fetch_all(&mut **tx)
     .await
     .doing("attributing gauge values")?;
