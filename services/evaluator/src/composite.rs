@@ -346,6 +346,7 @@ pub async fn freeze(
 
 /// The objectives' evaluations in force in `period`'s frozen results, by
 /// objective: what a frozen composite's parts point at.
+#[tracing::instrument(skip(tx))]
 pub async fn frozen_evaluations(
     tx: &mut TenantTx,
     sla: SlaId,
