@@ -1130,8 +1130,24 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
         "{told:?}"
     );
     // Told once.
-    evaluate("2026-11-21T00:01:00Z").await;
+    let again = evaluate("2026-11-21T00:01:00Z").await;
     assert_eq!(outbox_types(&db, tenant).await.len(), told.len());
+    // Read back as the API would: the latest composite, with its parts.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let stored = slaproof_evaluator::composite::latest(&mut tx, again.composites[0].sla)
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(stored.id, again.composites[0].id);
+    assert_eq!(
+        (stored.consumed_pico, stored.remaining_pico, stored.met),
+        (1_125_000_000_000, -125_000_000_000, Some(false))
+    );
+    assert_eq!(stored.parts[0]["objective"], "availability");
+    assert_eq!(stored.parts[0]["weightMicros"], 3_000_000);
+    assert_eq!(stored.parts[0]["consumedPico"], 1_500_000_000_000u64);
+    assert_eq!(stored.parts[1]["consumedPico"], 0);
 
     // The month closes: the composite is frozen beside the objectives.
     let run = evaluate("2026-12-01T00:10:00Z").await;

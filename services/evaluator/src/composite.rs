@@ -234,6 +234,49 @@ pub async fn insert(tx: &mut TenantTx, c: &CompositeEvaluation) -> Result<(), Ev
     Ok(())
 }
 
+/// A composite evaluation as stored: for the API's reads.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredComposite {
+    pub id: uuid::Uuid,
+    pub sla_id: uuid::Uuid,
+    pub version: i32,
+    pub evaluated_at: DateTime<Utc>,
+    pub as_of: DateTime<Utc>,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    /// C × 10¹²: 10¹² is the weighted budget exactly spent.
+    pub consumed_pico: i64,
+    /// (1 − C) × 10¹²; negative once overspent.
+    pub remaining_pico: i64,
+    /// C ≤ 1; `None` when no objective had data.
+    pub met: Option<bool>,
+    pub burn_rate_milli: i64,
+    pub exhaustion_secs: Option<i64>,
+    /// `[{objective, weightMicros, targetPpm, good, total, consumedPico, evaluation}]`.
+    pub parts: serde_json::Value,
+}
+
+/// The latest composite evaluation of an SLA; `None` when it has no
+/// composite (or none was evaluated yet).
+#[tracing::instrument(skip(tx))]
+pub async fn latest(
+    tx: &mut TenantTx,
+    sla: SlaId,
+) -> Result<Option<StoredComposite>, EvaluatorError> {
+    sqlx::query_as(
+        "SELECT id, sla_id, version, evaluated_at, as_of, period_start, period_end, consumed_pico, \
+             remaining_pico, met, burn_rate_milli, exhaustion_secs, parts \
+         FROM composite_evaluations WHERE tenant_id = $1 AND sla_id = $2 \
+         ORDER BY evaluated_at DESC, id DESC LIMIT 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .fetch_optional(&mut **tx)
+    .await
+    .doing("reading the latest composite")
+}
+
 /// What the outbox is told about a composite.
 pub fn summary(c: &CompositeEvaluation) -> serde_json::Value {
     serde_json::json!({
