@@ -285,8 +285,12 @@ impl ProbeRunner {
                 at: measured.started_at,
                 outcome: measured.outcome,
                 status: measured.status,
+                // The detail may quote the target (a stream's error
+                // message): bounded, so a target cannot fill the row.
                 error: measured.error_class.map(|class| match &measured.error {
-                    Some(detail) => format!("{class}: {detail}"),
+                    Some(detail) => {
+                        format!("{class}: {}", detail.chars().take(500).collect::<String>())
+                    }
                     None => class.to_owned(),
                 }),
                 latency_us: Some(measured.latency_us),
