@@ -195,6 +195,23 @@ mod tests {
         }
 
         #[test]
+        fn whole_sums_of_fractions_are_exact(
+            pairs in prop::collection::vec((1u64..=1_000, 0u64..=1_000), 1..=3)
+        ) {
+            // a/n + 2(n − a)/(2n) = 1 for each pair: the fractional parts
+            // sum to a whole number, where the fixed-point sum falls short.
+            let mut slices = Vec::new();
+            for (n, a) in pairs {
+                let a = a.min(n);
+                slices.push((a, n));
+                slices.push((2 * (n - a), 2 * n));
+            }
+            let r = ratios(&slices);
+            prop_assert_eq!(r.micro_good(), reference(&slices));
+            prop_assert_eq!(r.micro_good() % 1_000_000, 0);
+        }
+
+        #[test]
         fn large_totals_do_not_overflow(
             slices in prop::collection::vec((0u64..=u64::MAX >> 8, 1u64..=u64::MAX >> 8), 1..50)
         ) {
