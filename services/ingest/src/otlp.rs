@@ -97,9 +97,23 @@ pub(crate) fn refusal(encoding: Encoding, problem: Problem) -> Response {
 
 #[tracing::instrument(skip_all, fields(tenant, spans))]
 pub async fn post_traces(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
+    export(request, |encoding, request| async move {
+        handle(&ingest, encoding, request).await
+    })
+    .await
+}
+
+/// Answers one OTLP export request: picks the encoding from its content
+/// type (refusing others with 415, in JSON, the one people can read), runs
+/// `handle`, and answers a refusal in the request's own encoding, as the
+/// specification asks of every OTLP/HTTP signal.
+pub(crate) async fn export<F, Fut>(request: Request, handle: F) -> Response
+where
+    F: FnOnce(Encoding, Request) -> Fut,
+    Fut: std::future::Future<Output = Result<Response, Problem>>,
+{
     let media_type = body::media_type(request.headers());
     let Some(encoding) = Encoding::of(media_type.as_deref()) else {
-        // Neither encoding was asked for; JSON is the one people can read.
         return refusal(
             Encoding::Json,
             Problem::new(
@@ -110,7 +124,7 @@ pub async fn post_traces(State(ingest): State<Arc<Ingest>>, request: Request) ->
             .with_detail("send application/x-protobuf or application/json"),
         );
     };
-    match handle(&ingest, encoding, request).await {
+    match handle(encoding, request).await {
         Ok(response) => response,
         Err(problem) => refusal(encoding, problem),
     }

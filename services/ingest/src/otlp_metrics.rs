@@ -32,10 +32,10 @@ use prost::Message;
 use slaproof_store::histograms::{self, HistogramPoint, Temporality};
 
 use crate::event::{EventError, TimeBounds, derived_id};
-use crate::otlp::{Encoding, clean, encode, refusal, string};
+use crate::otlp::{Encoding, clean, encode, export, string};
 use crate::problem::Problem;
 use crate::writer::WriteError;
-use crate::{Admitted, Ingest, body};
+use crate::{Admitted, Ingest};
 
 /// How many rejection reasons the partial-success message quotes.
 const QUOTED_REASONS: usize = 5;
@@ -47,22 +47,10 @@ const MAX_BUCKETS: usize = 256;
 
 #[tracing::instrument(skip_all, fields(tenant, points))]
 pub async fn post_metrics(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
-    let media_type = body::media_type(request.headers());
-    let Some(encoding) = Encoding::of(media_type.as_deref()) else {
-        return refusal(
-            Encoding::Json,
-            Problem::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported-media-type",
-                "Unsupported media type",
-            )
-            .with_detail("send application/x-protobuf or application/json"),
-        );
-    };
-    match handle(&ingest, encoding, request).await {
-        Ok(response) => response,
-        Err(problem) => refusal(encoding, problem),
-    }
+    export(request, |encoding, request| async move {
+        handle(&ingest, encoding, request).await
+    })
+    .await
 }
 
 /// The points of an export to store, and the data points refused.
