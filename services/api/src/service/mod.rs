@@ -124,7 +124,14 @@ impl From<StoreError> for ServiceError {
 
 impl From<slaproof_evaluator::EvaluatorError> for ServiceError {
     fn from(err: slaproof_evaluator::EvaluatorError) -> Self {
-        ServiceError::Internal(Box::new(err))
+        match err {
+            // A read the caller shaped (a range, a step): their mistake,
+            // answered as one, not as a server fault.
+            slaproof_evaluator::EvaluatorError::InvalidQuery { field, reason } => {
+                ServiceError::invalid(field, reason)
+            }
+            other => ServiceError::Internal(Box::new(other)),
+        }
     }
 }
 
