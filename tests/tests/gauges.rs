@@ -209,16 +209,27 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
     assert_eq!(gauges::pending(&mut tx).await.unwrap(), 7);
     tx.commit().await.unwrap();
 
-    // (The evaluator ran ahead of the clock above, so these events are
-    // behind its watermark as events; values are attributed by state, not
-    // by the watermark, and still find them.)
-    let later: Vec<Value> = (15..20).map(event).collect();
-    assert_eq!(
-        post_json(&app, "/v1/events", &key, &json!(later))
-            .await
-            .status,
-        200
-    );
+    // The late events arrive after that round. (The evaluator ran ahead of
+    // the clock above, which in service it never does; it finds requests by
+    // reading events from its watermark on, so these are stored as ingest
+    // would store them after that round: received after its watermark.)
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    for i in 15..20 {
+        sqlx::query(
+            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, request_id, \
+                 status, latency_us) \
+             VALUES ($1, $2, $3, $4, 'provider', 'chat', $5, 200, 100000)",
+        )
+        .bind(tenant.uuid())
+        .bind(base + Duration::seconds(i as i64 * 7))
+        .bind(uuid::Uuid::now_v7())
+        .bind(run.advance.as_of + Duration::seconds(1))
+        .bind(format!("r{i}"))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
     let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(3)).await;
     let q = quality(&run);
     // 0.69 is under 0.7; 0.7 itself meets `gte 0.7`.
@@ -262,6 +273,96 @@ async fn scores_count_at_their_requests_time_exactly_once_whether_before_or_afte
             total: 20
         }
     );
+    app.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_gauge_sla_applied_after_its_requests_were_rolled_up_still_places_their_scores() {
+    let app = app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "late-sla", None).await;
+    let base = (Utc::now() - Duration::minutes(10)).trunc_subsecs(6);
+    let events: Vec<Value> = (0..5)
+        .map(|i| {
+            json!({
+                "time": at(base + Duration::seconds(i * 11)),
+                "service": "chat", "request_id": format!("q{i}"), "status": 200
+            })
+        })
+        .collect();
+    assert_eq!(
+        post_json(&app, "/v1/events", &key, &json!(events))
+            .await
+            .status,
+        200
+    );
+    // The events are read while no gauge objective exists: no request is
+    // noted for gauges then.
+    evaluate(&app.db, tenant, Utc::now() + Duration::minutes(2)).await;
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    slas::apply(&mut tx, &SlaDefinition::from_document(SLA).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let scores: Vec<Value> = (0..5)
+        .map(|i| score(&format!("q{i}"), if i == 2 { 0.5 } else { 0.9 }))
+        .collect();
+    assert_eq!(
+        post_json(&app, "/v1/gauges", &key, &json!(scores))
+            .await
+            .status,
+        200
+    );
+    // The new version's coverage reaches back over those events: their
+    // requests are found behind the watermark.
+    let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(3)).await;
+    let quality = run
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "quality")
+        .unwrap();
+    assert_eq!(quality.budget.tally, Tally { good: 4, total: 5 });
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 0);
+    let q1 = gauges::find(&mut tx, "quality_score", "chat", "q1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(q1.occurred_at, Some(base + Duration::seconds(11)));
+    tx.commit().await.unwrap();
+    app.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn requests_whose_events_are_past_retention_are_forgotten() {
+    let app = app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "retention", Some(SLA)).await;
+    let now = Utc::now().trunc_subsecs(6);
+    let event = json!([{"time": at(now - Duration::minutes(1)), "service": "chat",
+        "request_id": "kept", "status": 200}]);
+    assert_eq!(
+        post_json(&app, "/v1/events", &key, &event).await.status,
+        200
+    );
+    // A request from before the oldest event partition: its event is gone.
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    sqlx::query(
+        "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
+         VALUES ($1, 'chat', 'gone', '2020-01-01T00:00:00Z', '2020-01-01T00:00:01Z')",
+    )
+    .bind(tenant.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    evaluate(&app.db, tenant, Utc::now() + Duration::minutes(2)).await;
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let left: Vec<String> =
+        sqlx::query_scalar("SELECT request_id FROM gauge_requests ORDER BY request_id")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!(left, ["kept"]);
+    tx.commit().await.unwrap();
     app.stop().await.unwrap();
 }
 

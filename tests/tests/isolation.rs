@@ -148,6 +148,17 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
+    // The first event of the seeded request, as the evaluator records it
+    // for gauge objectives.
+    sqlx::query(
+        "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
+         VALUES ($1, 'chat-completions', $2, now(), now())",
+    )
+    .bind(tenant.uuid())
+    .bind(format!("{name}-1"))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert

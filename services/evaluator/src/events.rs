@@ -11,17 +11,21 @@ use slaproof_domain::event::{EventSource, EventView};
 pub struct ReadEvent {
     pub occurred_at: DateTime<Utc>,
     pub received_at: DateTime<Utc>,
+    /// The request the event is about, if the sender named one (gauge
+    /// values are placed by it, see [`crate::gauge`]).
+    pub request_id: Option<String>,
     pub fields: EventView,
 }
 
 /// The columns [`EventRow`] reads, in its order.
-pub(crate) const EVENT_COLUMNS: &str = "occurred_at, received_at, source, service, model, status, \
-     error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes";
+pub(crate) const EVENT_COLUMNS: &str = "occurred_at, received_at, request_id, source, service, model, \
+     status, error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes";
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct EventRow {
     occurred_at: DateTime<Utc>,
     received_at: DateTime<Utc>,
+    request_id: Option<String>,
     source: String,
     service: String,
     model: Option<String>,
@@ -51,6 +55,7 @@ impl From<EventRow> for ReadEvent {
         ReadEvent {
             occurred_at: r.occurred_at,
             received_at: r.received_at,
+            request_id: r.request_id,
             fields: EventView {
                 service: Some(r.service),
                 model: r.model,

@@ -3,12 +3,21 @@
 //! A value counts at its request's time: the `occurred_at` of the first
 //! stored event with the value's `(service, request_id)`. Ingest stores a
 //! value at once (`gauge_values`), pending; each evaluator round looks up
-//! the events of the pending values received before its watermark and, for
-//! those found (the event also received before the watermark), sets the
+//! the requests of the pending values received before its watermark and,
+//! for those found (the event also received before the watermark), sets the
 //! request's time and the pair's arrival (the later of the two) and adds
 //! the values to the rollups, in the one transaction that also moves the
 //! watermark. A value is counted when and only when its attribution
 //! commits, so exactly once, however late or early it came.
+//!
+//! Finding requests. Events are not indexed by request id: such an index
+//! costs every event of every tenant a write (docs/BENCHMARKS.md) for a
+//! feature only gauge objectives use. Instead the round, which reads every
+//! new event once anyway, keeps the first event of each request of a
+//! service a gauge objective measures in `gauge_requests` ([`Requests`],
+//! [`record_requests`]); a new version with a gauge objective first gets
+//! the requests already behind the watermark. The rows stand for events,
+//! so they go when the events' partitions go (past retention).
 //!
 //! Lateness. Scores routinely come hours after their request, so judging
 //! them against the end of their minute plus grace, as events are, would
@@ -21,7 +30,7 @@
 //! events' rule it is a pure function of the value, so incremental rollups
 //! and a recount from scratch agree.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
@@ -32,6 +41,7 @@ use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::in_any;
+use crate::events::ReadEvent;
 use crate::minute::{Arrival, floor_minute};
 use crate::recount::Recount;
 use crate::rollup::{MinuteCounts, TrackedSla};
@@ -139,6 +149,164 @@ fn earliest_coverage(tracked: &[TrackedSla], only: Option<&[usize]>) -> Option<D
         .min()
 }
 
+/// The earliest time a gauge objective covers and the services gauge
+/// objectives measure, if any SLA has one.
+fn gauge_scope(tracked: &[TrackedSla]) -> Option<(DateTime<Utc>, BTreeSet<String>)> {
+    let since = earliest_coverage(tracked, None)?;
+    let services = tracked
+        .iter()
+        .filter(|s| {
+            s.definition
+                .objectives
+                .iter()
+                .any(|o| gauge_sli(&o.sli).is_some())
+        })
+        .map(|s| s.definition.service.clone())
+        .collect();
+    Some((since, services))
+}
+
+/// The first event of each request seen in one round, for the services
+/// gauge objectives measure, from the earliest gauge coverage on (the
+/// events attribution may place values at; the others are never looked
+/// for).
+#[derive(Debug, Default)]
+pub struct Requests {
+    scope: Option<(DateTime<Utc>, BTreeSet<String>)>,
+    /// (service, request id) → (occurred_at, received_at) of its first event.
+    first: HashMap<(String, String), (DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl Requests {
+    /// Collects for the gauge objectives of `tracked`; collects nothing if
+    /// there are none.
+    pub fn new(tracked: &[TrackedSla]) -> Self {
+        Self {
+            scope: gauge_scope(tracked),
+            first: HashMap::new(),
+        }
+    }
+
+    /// Notes an event read by the round.
+    pub fn note(&mut self, event: &ReadEvent) {
+        let (Some((since, services)), Some(request_id), Some(service)) = (
+            &self.scope,
+            event.request_id.as_deref(),
+            event.fields.service.as_deref(),
+        ) else {
+            return;
+        };
+        if event.occurred_at < *since || !services.contains(service) {
+            return;
+        }
+        let seen = (event.occurred_at, event.received_at);
+        self.first
+            .entry((service.to_owned(), request_id.to_owned()))
+            .and_modify(|first| *first = (*first).min(seen))
+            .or_insert(seen);
+    }
+
+    /// Requests noted.
+    pub fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Whether none was noted.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+}
+
+/// The upsert of `gauge_requests` rows: on conflict the earlier event
+/// (by occurred_at, then received_at) stays.
+const KEEP_FIRST: &str = "ON CONFLICT (tenant_id, service, request_id) DO UPDATE \
+     SET occurred_at = EXCLUDED.occurred_at, received_at = EXCLUDED.received_at \
+     WHERE (EXCLUDED.occurred_at, EXCLUDED.received_at) \
+         < (gauge_requests.occurred_at, gauge_requests.received_at)";
+
+/// Stores the requests a round noted and, when a version with a gauge
+/// objective is new, the requests of events received before the round
+/// (`from`) that the gauge objectives now measure; drops the rows of events
+/// past retention. Runs before [`attribute`] in the same transaction.
+#[tracing::instrument(skip(tx, tracked, new, requests), fields(requests = requests.len()))]
+pub async fn record_requests(
+    tx: &mut TenantTx,
+    tracked: &[TrackedSla],
+    new: &[usize],
+    from: DateTime<Utc>,
+    requests: Requests,
+) -> Result<(), EvaluatorError> {
+    const BATCH: usize = 5_000;
+    let tenant = tx.tenant().uuid();
+    let sql = format!(
+        "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) {KEEP_FIRST}"
+    );
+    let rows: Vec<_> = requests.first.into_iter().collect();
+    for chunk in rows.chunks(BATCH) {
+        let mut service = Vec::with_capacity(chunk.len());
+        let mut request_id = Vec::with_capacity(chunk.len());
+        let mut occurred_at = Vec::with_capacity(chunk.len());
+        let mut received_at = Vec::with_capacity(chunk.len());
+        for ((s, r), (o, at)) in chunk {
+            service.push(s.as_str());
+            request_id.push(r.as_str());
+            occurred_at.push(*o);
+            received_at.push(*at);
+        }
+        sqlx::query(&sql)
+            .bind(tenant)
+            .bind(&service)
+            .bind(&request_id)
+            .bind(&occurred_at)
+            .bind(&received_at)
+            .execute(&mut **tx)
+            .await
+            .doing("recording gauge requests")?;
+    }
+    // A new gauge version may measure a service, or reach back to a time,
+    // no gauge objective did: the requests behind the watermark must be
+    // found as the round's are. All gauge services from the earliest
+    // coverage, so the rows are what reading every event since would give.
+    let gauge_is_new = new.iter().any(|&i| {
+        tracked[i]
+            .definition
+            .objectives
+            .iter()
+            .any(|o| gauge_sli(&o.sli).is_some())
+    });
+    if let Some((since, services)) = gauge_scope(tracked).filter(|_| gauge_is_new) {
+        let services: Vec<String> = services.into_iter().collect();
+        let sql = format!(
+            "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
+             SELECT DISTINCT ON (service, request_id) $1, service, request_id, occurred_at, received_at \
+             FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND received_at < $3 \
+               AND service = ANY($4) AND request_id IS NOT NULL \
+             ORDER BY service, request_id, occurred_at, received_at {KEEP_FIRST}"
+        );
+        sqlx::query(&sql)
+            .bind(tenant)
+            .bind(since)
+            .bind(from)
+            .bind(&services)
+            .execute(&mut **tx)
+            .await
+            .doing("backfilling gauge requests")?;
+    }
+    // Retention: a row whose event's partition is gone would not be found
+    // among events either. Values arriving for such a request stay
+    // pending, as they did when events were looked up directly.
+    sqlx::query(
+        "DELETE FROM gauge_requests WHERE tenant_id = $1 \
+         AND occurred_at < (SELECT min(d) FROM slaproof_event_partition_days() d)::timestamp AT TIME ZONE 'UTC'",
+    )
+    .bind(tenant)
+    .execute(&mut **tx)
+    .await
+    .doing("pruning gauge requests")?;
+    Ok(())
+}
+
 /// What one round of attribution did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attributed {
@@ -193,23 +361,23 @@ pub async fn attribute(
                     .map(|g| (s.definition.service.clone(), g.metric.as_str().to_owned()))
             })
         })
-        .collect::<std::collections::BTreeSet<_>>()
+        .collect::<BTreeSet<_>>()
         .into_iter()
         .unzip();
-    // The events are looked up from `since` on, so that partitions older
-    // than any coverage are pruned; values received long before it are
-    // about requests no objective counts and stay pending.
+    // Requests are found from `since` on (rows recorded before the
+    // earliest coverage moved later are not used); values received long
+    // before it are about requests no objective counts and stay pending.
+    // The rows hold events received before this round's watermark only
+    // ([`record_requests`] ran before, in this transaction).
     let placed: Vec<PlacedValue> = sqlx::query_as(
         "WITH found AS ( \
-             SELECT g.metric, g.service, g.request_id, e.occurred_at, \
-                 greatest(g.received_at, e.received_at) AS arrived_at \
+             SELECT g.metric, g.service, g.request_id, r.occurred_at, \
+                 greatest(g.received_at, r.received_at) AS arrived_at \
              FROM gauge_values g \
-             CROSS JOIN LATERAL ( \
-                 SELECT occurred_at, received_at FROM events e \
-                 WHERE e.tenant_id = g.tenant_id AND e.service = g.service AND e.request_id = g.request_id \
-                   AND e.occurred_at >= $3 AND e.received_at < $2 \
-                 ORDER BY e.occurred_at LIMIT 1) e \
-             WHERE g.tenant_id = $1 AND g.attributed_at IS NULL AND g.received_at < $2 \
+             JOIN gauge_requests r \
+               ON r.tenant_id = g.tenant_id AND r.service = g.service AND r.request_id = g.request_id \
+             WHERE r.occurred_at >= $3 AND r.received_at < $2 \
+               AND g.tenant_id = $1 AND g.attributed_at IS NULL AND g.received_at < $2 \
                AND g.received_at >= $4 \
                AND (g.service, g.metric) IN (SELECT * FROM UNNEST($5::text[], $6::text[]))) \
          UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2 \
@@ -326,7 +494,7 @@ pub async fn recount(
              SELECT occurred_at, received_at FROM events e \
              WHERE e.tenant_id = g.tenant_id AND e.service = g.service AND e.request_id = g.request_id \
                AND e.received_at < $5 \
-             ORDER BY e.occurred_at LIMIT 1) e \
+             ORDER BY e.occurred_at, e.received_at LIMIT 1) e \
          WHERE g.tenant_id = $1 AND g.service = $2 AND g.metric = $3 AND g.received_at < $5 \
            AND e.occurred_at >= $4 AND e.occurred_at < $6",
     )

@@ -309,6 +309,9 @@ pub async fn advance_to(
             acc.add(&tracked, Some(&new), &ReadEvent::from(row), grace);
         }
     }
+    // The requests gauge values are placed at, noted while the new events
+    // are read (no index on events finds them: see `crate::gauge`).
+    let mut requests = crate::gauge::Requests::new(&tracked);
     if as_of > from {
         let sql = format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND received_at >= $2 AND received_at < $3"
@@ -319,9 +322,12 @@ pub async fn advance_to(
             .bind(as_of)
             .fetch(&mut **tx);
         while let Some(row) = rows.try_next().await.doing("reading new events")? {
-            acc.add(&tracked, None, &ReadEvent::from(row), grace);
+            let event = ReadEvent::from(row);
+            requests.note(&event);
+            acc.add(&tracked, None, &event, grace);
         }
     }
+    crate::gauge::record_requests(tx, &tracked, &new, from, requests).await?;
     // Gauge values whose request's event is stored, into the same rows.
     let gauges = crate::gauge::attribute(tx, &tracked, &new, as_of, grace).await?;
     for (key, c) in gauges.rows {
