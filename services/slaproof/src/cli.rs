@@ -352,7 +352,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn up(config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Result<()> {
+fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Result<()> {
     let embedded = match (config.service_connection(), config.owner_connection()) {
         (Some(_), Some(_)) => None,
         _ => {
@@ -383,8 +383,25 @@ fn up(config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Result<(
         } else {
             None
         };
+        // With no token issuer configured the API would refuse everyone:
+        // the demo brings a key of its own and prints tokens to try it.
+        let tokens = match &demo {
+            Some(demo) if config.api.keys.is_empty() && config.api.jwks_url.is_none() => {
+                let key = demo::api_key(&config.embedded.data_dir)?;
+                let tokens = demo::tokens(&config.embedded.data_dir, demo, &key, &config.api)?;
+                config.api.keys.push(key);
+                Some(tokens)
+            }
+            _ => None,
+        };
         let app = Application::build(config.clone(), db, Service::ALL).await?;
-        print_welcome(&app, embedded.as_ref(), &connections, demo.as_ref());
+        print_welcome(
+            &app,
+            embedded.as_ref(),
+            &connections,
+            demo.as_ref(),
+            tokens.as_ref(),
+        );
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         if let (Some(rate), Some(demo)) = (loadgen, &demo) {
@@ -409,6 +426,7 @@ fn print_welcome(
     embedded: Option<&EmbeddedPostgres>,
     connections: &Connections,
     demo: Option<&demo::Demo>,
+    tokens: Option<&demo::DemoTokens>,
 ) {
     let url = format!("http://{}", app.local_addr());
     let mut out = String::new();
@@ -440,8 +458,30 @@ fn print_welcome(
             if demo.created { " (created now)" } else { "" }
         ));
         out.push_str(&format!("  Ingest key  {}\n", demo.ingest_key));
+        if let Some(tokens) = tokens {
+            out.push_str(&format!(
+                "  API tokens  valid {} h, signed with the demo's HS256 key (kid {}, secret in {})\n",
+                demo::TOKEN_HOURS,
+                demo::API_KEY_ID,
+                tokens.secret_file.display()
+            ));
+            out.push_str(&format!(
+                "    provider admin        {}\n",
+                tokens.provider_admin
+            ));
+            out.push_str(&format!(
+                "    {} customer admin  {}\n",
+                demo.customer_ref, tokens.customer_admin
+            ));
+        }
         out.push_str("\nTry, in another terminal:\n");
         out.push_str(&format!("  curl {url}/readyz\n"));
+        if let Some(tokens) = tokens {
+            out.push_str(&format!(
+                "  curl -H 'Authorization: Bearer {}' {url}/v1/slas/{}/dashboard\n",
+                tokens.customer_admin, demo.sla_name
+            ));
+        }
         out.push_str(&format!(
             "  cargo run -p slaproof -- sla export --tenant demo {}\n",
             demo.sla_name

@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::Context;
-use slaproof_domain::ids::TenantId;
+use slaproof_domain::ids::{CustomerId, TenantId};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_store::{Database, StoreError, customers, ingest_keys, slas, tenants};
 
@@ -18,12 +18,20 @@ pub const SLA_DOCUMENT: &str = include_str!("../../domain/fixtures/demo-sla.yaml
 /// Where the demo ingest key is kept, inside the data directory, so that it
 /// can be shown again on later starts (a real tenant's key is shown once).
 const KEY_FILE: &str = "demo-ingest-key";
+/// Where the demo's API signing secret is kept, beside the ingest key, so
+/// that tokens printed on one start still work after a restart.
+const API_SECRET_FILE: &str = "demo-api-secret";
+/// The `kid` of the demo's API key.
+pub const API_KEY_ID: &str = "slaproof-demo";
+/// How long the tokens printed at start are valid.
+pub const TOKEN_HOURS: u64 = 12;
 
 /// What the demo consists of.
 #[derive(Debug, Clone)]
 pub struct Demo {
     pub tenant: TenantId,
     pub customer_ref: String,
+    pub customer: CustomerId,
     pub sla_name: String,
     pub ingest_key: String,
     /// Whether this start created the tenant.
@@ -50,12 +58,14 @@ pub async fn ensure(db: &Database, data_dir: &Path) -> anyhow::Result<Demo> {
     };
 
     let mut tx = db.tenant_tx(tenant).await?;
-    if customers::find_by_ref(&mut tx, &customer_ref)
-        .await?
-        .is_none()
-    {
-        customers::create(&mut tx, &customer_ref, "Acme Corp").await?;
-    }
+    let customer = match customers::find_by_ref(&mut tx, &customer_ref).await? {
+        Some(found) => found.id,
+        None => {
+            customers::create(&mut tx, &customer_ref, "Acme Corp")
+                .await?
+                .id
+        }
+    };
     slas::apply(&mut tx, &definition).await?;
 
     fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
@@ -88,8 +98,97 @@ pub async fn ensure(db: &Database, data_dir: &Path) -> anyhow::Result<Demo> {
     Ok(Demo {
         tenant,
         customer_ref,
+        customer,
         sla_name: definition.name.as_str().to_owned(),
         ingest_key,
         created,
+    })
+}
+
+/// The API key of a demo start: with no token issuer configured (no
+/// `[[api.keys]]`, no `api.jwks_url`) the API would refuse every request,
+/// so `slaproof up` configures an HS256 key of its own, kept in the data
+/// directory, and prints tokens signed with it. A deployment configures its
+/// issuer's keys instead, and then none of this happens.
+pub fn api_key(data_dir: &Path) -> anyhow::Result<slaproof_api::settings::KeySettings> {
+    fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    let path = data_dir.join(API_SECRET_FILE);
+    let saved = fs::read_to_string(&path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| s.len() >= 2 * slaproof_api::settings::MIN_SECRET_BYTES);
+    let secret = match saved {
+        Some(secret) => secret,
+        None => {
+            let secret = hex::encode(rand::random::<[u8; 32]>());
+            let mut file = fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("saving the demo API secret to {}", path.display()))?;
+            writeln!(file, "{secret}")?;
+            secret
+        }
+    };
+    Ok(slaproof_api::settings::KeySettings {
+        id: API_KEY_ID.to_owned(),
+        algorithm: slaproof_api::settings::KeyAlgorithm::HS256,
+        public_key_pem: None,
+        secret: Some(secret.into()),
+    })
+}
+
+/// Tokens for trying the API on the demo tenant.
+#[derive(Debug, Clone)]
+pub struct DemoTokens {
+    /// The provider's admin: every operation of the tenant.
+    pub provider_admin: String,
+    /// The demo customer's admin: its own SLA, every metric and history.
+    pub customer_admin: String,
+    /// Where the key's secret is kept.
+    pub secret_file: std::path::PathBuf,
+}
+
+/// Signs a provider-admin and a customer-admin token for the demo with
+/// `key`, valid for [`TOKEN_HOURS`].
+pub fn tokens(
+    data_dir: &Path,
+    demo: &Demo,
+    key: &slaproof_api::settings::KeySettings,
+    api: &slaproof_api::Settings,
+) -> anyhow::Result<DemoTokens> {
+    use secrecy::ExposeSecret;
+    let secret = key
+        .secret
+        .as_ref()
+        .context("the demo API key has no secret")?;
+    let encoding = jsonwebtoken::EncodingKey::from_secret(secret.expose_secret().as_bytes())
+        .context("the demo API secret")?;
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    header.kid = Some(key.id.clone());
+    let exp = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0) + TOKEN_HOURS * 3600;
+    let sign = |sub: &str, role: &str, customer: Option<String>| {
+        let claims = slaproof_api::auth::Claims {
+            sub: sub.to_owned(),
+            iss: api.issuer.clone(),
+            aud: api.audience.clone(),
+            exp,
+            nbf: None,
+            tenant: demo.tenant.to_string(),
+            roles: vec![role.to_owned()],
+            customer,
+        };
+        jsonwebtoken::encode(&header, &claims, &encoding).context("signing a demo token")
+    };
+    Ok(DemoTokens {
+        provider_admin: sign("demo-provider-admin", "provider_admin", None)?,
+        customer_admin: sign(
+            "demo-customer-admin",
+            "customer_admin",
+            Some(demo.customer.to_string()),
+        )?,
+        secret_file: data_dir.join(API_SECRET_FILE),
     })
 }

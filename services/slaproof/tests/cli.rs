@@ -162,6 +162,28 @@ fn ingest_key_of(banner: &str) -> String {
         .expect("the banner shows the demo ingest key")
 }
 
+/// The demo API token printed on the banner line that starts with `who`.
+fn token_of(banner: &str, who: &str) -> String {
+    banner
+        .lines()
+        .find(|l| l.trim().starts_with(who))
+        .and_then(|l| l.split_whitespace().last())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("the banner shows a {who} token:\n{banner}"))
+}
+
+/// GET `path` with a bearer token; the status and the body.
+async fn get_with(url: &str, path: &str, token: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{url}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
     let dir = shared_tempdir();
@@ -179,6 +201,26 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
 
     let ready = reqwest::get(format!("{}/readyz", up.url)).await.unwrap();
     assert_eq!(ready.status(), 200);
+
+    // The API is usable at once with the printed tokens: the provider's
+    // admin sees the demo customer, the customer's admin its dashboard,
+    // nobody without a token anything.
+    let provider = token_of(&up.banner, "provider admin");
+    let customer = token_of(&up.banner, "acme-corp customer admin");
+    let (status, customers) = get_with(&up.url, "/v1/customers", &provider).await;
+    assert_eq!(status, 200, "{customers}");
+    assert_eq!(customers["data"][0]["external_ref"], "acme-corp");
+    let (status, dashboard) =
+        get_with(&up.url, "/v1/slas/acme-enterprise/dashboard", &customer).await;
+    assert_eq!(status, 200, "{dashboard}");
+    assert_eq!(dashboard["sla"], "acme-enterprise");
+    let (status, _) = get_with(&up.url, "/v1/customers", &customer).await;
+    assert_eq!(status, 403, "a customer's admin manages no customers");
+    let anonymous = reqwest::get(format!("{}/v1/customers", up.url))
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
     let cluster = data_dir.join("postgres");
     let cluster_text = cluster.display().to_string();
     assert!(
@@ -207,6 +249,8 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
     let up = start_up(dir.path(), &data_dir);
     assert!(!up.banner.contains("(created now)"), "{}", up.banner);
     assert_eq!(ingest_key_of(&up.banner), key);
+    // The demo key is kept: tokens printed by the first start still work.
+    assert_eq!(get_with(&up.url, "/v1/customers", &provider).await.0, 200);
     assert_eq!(
         reqwest::get(format!("{}/readyz", up.url))
             .await
