@@ -309,9 +309,13 @@ async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<Str
 }
 
 impl Service {
-    /// Changes one objective's target, as a new version of the SLA. A
-    /// customer admin may do this on its own SLA (`sla:write:thresholds`);
-    /// the new target must be one the caller may read, too.
+    /// Changes one objective's target, as a new version of the SLA. The
+    /// target is the contract credits are paid on, so it is the provider's
+    /// alone (`sla:write`, like applying a document): a customer's user is
+    /// refused whatever its roles say, or it could promise itself 100% and
+    /// collect. A customer's own alert lines are thresholds
+    /// ([`Service::set_threshold`]), which never touch the contract. The new
+    /// target must be one the caller may read, too.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn change_target(
         &self,
@@ -320,7 +324,7 @@ impl Service {
         objective: &str,
         target_ppm: u32,
     ) -> Result<AppliedView, ServiceError> {
-        caller.require(Scope::SlaWriteThresholds)?;
+        caller.require_provider(Scope::SlaWrite)?;
         let target = slaproof_domain::quantity::TargetPpm::from_ppm(target_ppm)
             .map_err(|e| ServiceError::invalid("target_ppm", e.to_string()))?;
         let mut tx = self.tx(caller).await?;
