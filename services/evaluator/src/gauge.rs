@@ -19,6 +19,13 @@
 //! the requests already behind the watermark. The rows stand for events,
 //! so they go when the events' partitions go (past retention).
 //!
+//! One corner differs from a lookup among all stored events: a row keeps a
+//! request's first event from the earliest gauge coverage at the time it
+//! was read; if that coverage later moves forward (the earliest gauge
+//! version replaced by a later-covering one) past the row, a second event
+//! of the same request after the new start is not found and the value
+//! waits. Request ids repeated across days are not what they are for.
+//!
 //! Lateness. Scores routinely come hours after their request, so judging
 //! them against the end of their minute plus grace, as events are, would
 //! put almost every value outside the verdict. What the grace protects is a
