@@ -8,6 +8,7 @@ pub mod evaluate;
 pub mod events;
 pub mod facts;
 pub mod gauge;
+mod metrics;
 pub mod minute;
 pub mod records;
 pub mod recount;

@@ -171,9 +171,15 @@ pub async fn work_due(
             return Ok(round);
         }
         for job in &claimed {
+            let started = std::time::Instant::now();
             match run_job(db, settings, job).await {
-                Ok(run) => round.runs.push(run),
+                Ok(run) => {
+                    let lag = (Utc::now() - run.advance.as_of).as_seconds_f64();
+                    crate::metrics::evaluated(started.elapsed(), lag);
+                    round.runs.push(run);
+                }
                 Err(err) => {
+                    crate::metrics::failed();
                     tracing::error!(tenant = %job.tenant, error = %err, "evaluation failed; will retry");
                     let retry = std::time::Duration::from_secs(settings.interval_secs);
                     if let Err(fail) = jobs::fail(db, job, &err.to_string(), retry).await {

@@ -21,6 +21,7 @@ pub mod event;
 pub mod gate;
 pub mod gauges;
 pub mod loadgen;
+mod metrics;
 pub mod native;
 pub mod otlp;
 pub mod otlp_metrics;
@@ -107,7 +108,10 @@ impl Ingest {
     /// (401) and reads its body within the limit (413). The admission is
     /// held until the answer is sent.
     pub(crate) async fn admit(&self, request: Request) -> Result<Admitted, Problem> {
-        let admission = self.gate.admit()?;
+        let admission = self
+            .gate
+            .admit()
+            .inspect_err(|_| metrics::batch_refused(429))?;
         let who =
             auth::authenticate(&self.db, request.headers(), self.gate.retry_after_secs()).await?;
         tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
@@ -139,12 +143,18 @@ impl Ingest {
         tenant: TenantId,
         events: &[StoredEvent],
     ) -> Result<Written, Problem> {
+        let started = std::time::Instant::now();
         let written = {
             let _writer = self.gate.writer(admission).await?;
             self.writer.write(tenant, events).await
         };
+        metrics::write_duration(started.elapsed());
+        if written.is_ok() {
+            metrics::accepted(events.len());
+        }
         written.map_err(|err| {
             if err.is_transient() {
+                metrics::batch_refused(503);
                 tracing::warn!(error = %err, "batch not stored; the client will retry");
                 Problem::unavailable(self.gate.retry_after_secs())
             } else {

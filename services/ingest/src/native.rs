@@ -17,6 +17,7 @@ use slaproof_store::events::StoredEvent;
 
 use crate::body::{self, BatchFormat};
 use crate::event::{EventError, EventIn, IdSeed, TimeBounds};
+use crate::metrics::{self, Refusal};
 use crate::problem::Problem;
 use crate::{Admitted, Ingest};
 
@@ -127,7 +128,9 @@ async fn handle(
         .await?;
     tracing::Span::current().record("events", checked.received);
 
+    metrics::refused(Refusal::Invalid, checked.errors.len());
     if !checked.errors.is_empty() && (query.atomic || checked.events.is_empty()) {
+        metrics::refused(Refusal::Atomic, checked.events.len());
         let detail = if query.atomic {
             format!(
                 "{} of {} events are invalid and the batch is atomic; nothing was stored",

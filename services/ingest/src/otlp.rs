@@ -23,6 +23,7 @@ use prost::Message;
 use slaproof_store::events::{EventSource, StoredEvent};
 
 use crate::event::{self, EventError, TimeBounds, derived_id};
+use crate::metrics::{self, Refusal};
 use crate::problem::Problem;
 use crate::{Admitted, Ingest, body};
 
@@ -156,6 +157,7 @@ async fn handle(
         })
         .await?;
     tracing::Span::current().record("spans", mapped.spans);
+    metrics::refused(Refusal::Invalid, mapped.errors.len());
     ingest.store(&admission, who.tenant, &mapped.events).await?;
     let partial_success = (!mapped.errors.is_empty()).then(|| ExportTracePartialSuccess {
         rejected_spans: i64::try_from(mapped.errors.len()).unwrap_or(i64::MAX),

@@ -252,6 +252,7 @@ impl ProbeRunner {
         )
         .await;
         tracing::debug!(outcome = measured.outcome.as_str(), status = ?measured.status, latency_us = measured.latency_us, "probe ran");
+        crate::metrics::probe_run(measured.outcome.as_str());
         let event = event_of(
             claimed.id,
             claimed.scheduled_at,

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 
 use crate::config::{Config, describe};
-use crate::{health, housekeeping};
+use crate::{health, housekeeping, telemetry};
 
 /// A service one process can run. `slaproof up` runs all of them;
 /// `slaproof serve <service>` runs one. Later services (ingest, evaluator,
@@ -116,6 +116,10 @@ impl Application {
                     .await
                     .context("building the API")?,
             );
+        }
+        if telemetry::exporting() {
+            // Under TraceLayer: the route is matched by then (`MatchedPath`).
+            router = router.layer(axum::middleware::from_fn(telemetry::http_metrics));
         }
         let router = router.layer(TraceLayer::new_for_http());
         let probes = if services.contains(&Service::Probes) {

@@ -272,12 +272,16 @@ pub struct TenantArg {
 /// `up` starts the embedded Postgres on this thread before it builds one.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
-    telemetry::init(&config.log);
-    match cli.command {
+    let telemetry = telemetry::init(&config.log, &config.telemetry)?;
+    let result = match cli.command {
         Command::Up { no_demo, loadgen } => up(config, !no_demo, loadgen),
         Command::Keys { command } => keys(command),
         command => runtime()?.block_on(run_async(config, command)),
-    }
+    };
+    // After the graceful stop, with the runtime gone: the last spans and
+    // metrics are flushed by the export threads.
+    telemetry.shutdown();
+    result
 }
 
 /// Key generation is CPU-bound and synchronous; it reports its stages, and

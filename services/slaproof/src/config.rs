@@ -34,6 +34,7 @@ const SECTIONS: &[&str] = &[
     "api",
     "demo",
     "log",
+    "telemetry",
 ];
 
 /// The whole configuration of a slaproof process.
@@ -54,6 +55,8 @@ pub struct Config {
     pub api: slaproof_api::Settings,
     pub demo: DemoConfig,
     pub log: LogConfig,
+    /// slaproof's own traces and metrics, exported over OTLP/HTTP.
+    pub telemetry: TelemetryConfig,
 }
 
 /// The HTTP listener every service exposes.
@@ -234,6 +237,33 @@ impl Default for LogConfig {
     }
 }
 
+/// slaproof's own traces and metrics, for its operators.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP base URL (`http://collector:4318`); `/v1/traces` and
+    /// `/v1/metrics` are appended. Unset: nothing is exported, unless the
+    /// standard `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// Seconds between two metric exports.
+    pub export_interval_secs: u64,
+    /// The share of traces kept, from 0 to 1 (a parent's decision wins).
+    pub sample_ratio: f64,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "slaproof".to_owned(),
+            export_interval_secs: 60,
+            sample_ratio: 1.0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -301,6 +331,44 @@ impl Config {
                 ));
             }
             parse_url(url).map_err(|e| invalid("database.migrate_url", e))?;
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint {
+            match url::Url::parse(endpoint) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+                Ok(url) => {
+                    return Err(invalid(
+                        "telemetry.otlp_endpoint",
+                        format!("must be an http or https URL, got scheme {}", url.scheme()),
+                    ));
+                }
+                Err(e) => {
+                    return Err(invalid(
+                        "telemetry.otlp_endpoint",
+                        format!("is not a URL: {e}"),
+                    ));
+                }
+            }
+        }
+        if self.telemetry.service_name.trim().is_empty() {
+            return Err(invalid("telemetry.service_name", "must not be empty"));
+        }
+        if !(1..=3600).contains(&self.telemetry.export_interval_secs) {
+            return Err(invalid(
+                "telemetry.export_interval_secs",
+                format!(
+                    "must be between 1 and 3600, got {}",
+                    self.telemetry.export_interval_secs
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.telemetry.sample_ratio) {
+            return Err(invalid(
+                "telemetry.sample_ratio",
+                format!(
+                    "must be between 0 and 1, got {}",
+                    self.telemetry.sample_ratio
+                ),
+            ));
         }
         if !(1..=1000).contains(&self.database.max_connections) {
             return Err(invalid(
@@ -471,6 +539,27 @@ mod tests {
         assert_eq!(config.server.listen.port(), 8080);
         assert!(config.database.url.is_none());
         assert_eq!(config.events.retention_days, 400);
+        assert!(config.telemetry.otlp_endpoint.is_none());
+    }
+
+    #[test]
+    fn telemetry_settings_are_checked_and_named() {
+        let err = with("[telemetry]\notlp_endpoint = \"collector:4318\"").unwrap_err();
+        assert!(err.to_string().contains("telemetry.otlp_endpoint"), "{err}");
+        let err = with("[telemetry]\notlp_endpoint = \"ftp://collector\"").unwrap_err();
+        assert!(err.to_string().contains("http or https"), "{err}");
+        let err = with("[telemetry]\nsample_ratio = 1.5").unwrap_err();
+        assert!(err.to_string().contains("telemetry.sample_ratio"), "{err}");
+        let err = with("[telemetry]\nexport_interval_secs = 0").unwrap_err();
+        assert!(
+            err.to_string().contains("telemetry.export_interval_secs"),
+            "{err}"
+        );
+        let config = with("[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"").unwrap();
+        assert_eq!(
+            config.telemetry.otlp_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
     }
 
     #[test]
@@ -495,6 +584,7 @@ mod tests {
         assert_eq!(config.ingest.max_body_bytes, defaults.ingest.max_body_bytes);
         assert_eq!(config.ingest.max_in_flight, defaults.ingest.max_in_flight);
         assert_eq!(config.ingest.writers, defaults.ingest.writers);
+        assert_eq!(config.telemetry, defaults.telemetry);
         assert_eq!(config.api.issuer, defaults.api.issuer);
         assert_eq!(config.api.audience, defaults.api.audience);
         assert_eq!(config.api.leeway_secs, defaults.api.leeway_secs);

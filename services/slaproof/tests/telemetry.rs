@@ -1,0 +1,362 @@
+//! slaproof's own telemetry end to end: `slaproof up` exporting to a real
+//! OTLP/HTTP receiver on loopback, which decodes what arrives with the
+//! OpenTelemetry project's own protobuf types. A process of its own, since
+//! the tracing subscriber and the meter provider are process-wide.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{Metric, metric, number_data_point};
+use prost::Message;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
+
+/// What the receiver was sent.
+#[derive(Default)]
+struct Received {
+    traces: Vec<ExportTraceServiceRequest>,
+    metrics: Vec<ExportMetricsServiceRequest>,
+}
+
+type Shared = Arc<Mutex<Received>>;
+
+/// An OTLP/HTTP receiver on 127.0.0.1; its base URL.
+async fn receiver(received: Shared) -> String {
+    async fn traces(State(received): State<Shared>, body: Bytes) -> Vec<u8> {
+        let request = ExportTraceServiceRequest::decode(body).expect("an OTLP trace export");
+        received.lock().unwrap().traces.push(request);
+        Vec::new()
+    }
+    async fn metrics(State(received): State<Shared>, body: Bytes) -> Vec<u8> {
+        let request = ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics export");
+        received.lock().unwrap().metrics.push(request);
+        Vec::new()
+    }
+    let app = Router::new()
+        .route("/v1/traces", post(traces))
+        .route("/v1/metrics", post(metrics))
+        .with_state(received);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// Every exported metric called `name`.
+fn metrics_named<'a>(received: &'a Received, name: &str) -> Vec<&'a Metric> {
+    received
+        .metrics
+        .iter()
+        .flat_map(|r| &r.resource_metrics)
+        .flat_map(|r| &r.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .filter(|m| m.name == name)
+        .collect()
+}
+
+fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+}
+
+/// The largest value of a cumulative counter across exports.
+fn counter_total(received: &Received, name: &str) -> f64 {
+    metrics_named(received, name)
+        .into_iter()
+        .filter_map(|m| match &m.data {
+            Some(metric::Data::Sum(sum)) => Some(&sum.data_points),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|p| match p.value {
+            Some(number_data_point::Value::AsInt(v)) => Some(v as f64),
+            Some(number_data_point::Value::AsDouble(v)) => Some(v),
+            None => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The largest count of a histogram's points whose attributes satisfy `matches`.
+fn histogram_count(
+    received: &Received,
+    name: &str,
+    unit: &str,
+    matches: impl Fn(&[KeyValue]) -> bool,
+) -> u64 {
+    metrics_named(received, name)
+        .into_iter()
+        .filter(|m| m.unit == unit)
+        .filter_map(|m| match &m.data {
+            Some(metric::Data::Histogram(h)) => Some(&h.data_points),
+            _ => None,
+        })
+        .flatten()
+        .filter(|p| matches(&p.attributes))
+        .map(|p| p.count)
+        .max()
+        .unwrap_or(0)
+}
+
+fn gauge_seen(received: &Received, name: &str) -> bool {
+    metrics_named(received, name)
+        .iter()
+        .any(|m| matches!(&m.data, Some(metric::Data::Gauge(g)) if !g.data_points.is_empty()))
+}
+
+fn span_names(received: &Received) -> Vec<String> {
+    received
+        .traces
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+fn service_names(received: &Received) -> Vec<String> {
+    let traces = received
+        .traces
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .filter_map(|r| r.resource.as_ref());
+    let metrics = received
+        .metrics
+        .iter()
+        .flat_map(|r| &r.resource_metrics)
+        .filter_map(|r| r.resource.as_ref());
+    traces
+        .chain(metrics)
+        .map(|r| match attribute(&r.attributes, "service.name") {
+            Some(any_value::Value::StringValue(s)) => s.clone(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Waits, within a bound, until `done` holds for what was received.
+async fn wait_for(received: &Shared, what: &str, done: impl Fn(&Received) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if done(&received.lock().unwrap()) {
+            return;
+        }
+        if Instant::now() > deadline {
+            let got = received.lock().unwrap();
+            let names: Vec<String> = got
+                .metrics
+                .iter()
+                .flat_map(|r| &r.resource_metrics)
+                .flat_map(|r| &r.scope_metrics)
+                .flat_map(|s| &s.metrics)
+                .map(|m| m.name.clone())
+                .collect();
+            panic!(
+                "no {what} within 90 s; metrics seen: {names:?}; spans seen: {:?}",
+                span_names(&got)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `slaproof up` in `dir` with a clean slaproof environment, exporting to
+/// `endpoint`; the child and its HTTP base URL and demo ingest key.
+fn start_up(dir: &Path, endpoint: &str) -> (Child, String, String) {
+    let mut command = Command::new(BIN);
+    command.current_dir(dir).stdin(Stdio::null());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("SLAPROOF_") || key.starts_with("OTEL_") {
+            command.env_remove(key);
+        }
+    }
+    let mut child = command
+        .env("NO_COLOR", "1")
+        // The ingest handler's spans are at info; the rest need not be.
+        .env("RUST_LOG", "warn,slaproof_ingest=info")
+        .env("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0")
+        .env("SLAPROOF_EMBEDDED__DATA_DIR", dir.join("data"))
+        .env("SLAPROOF_TELEMETRY__OTLP_ENDPOINT", endpoint)
+        .env("SLAPROOF_TELEMETRY__SERVICE_NAME", "slaproof-under-test")
+        .env("SLAPROOF_TELEMETRY__EXPORT_INTERVAL_SECS", "1")
+        .env("SLAPROOF_EVALUATOR__INTERVAL_SECS", "1")
+        .arg("up")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting slaproof up");
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut banner = String::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(line) => {
+                banner.push_str(&line);
+                banner.push('\n');
+                if line.starts_with("Stop with Ctrl-C") {
+                    break;
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                panic!("slaproof up did not come up; it printed:\n{banner}");
+            }
+        }
+    }
+    let url = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("HTTP"))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the banner names the HTTP address")
+        .to_owned();
+    let key = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Ingest key"))
+        .map(|k| k.trim().to_owned())
+        .expect("the banner shows the demo ingest key");
+    (child, url, key)
+}
+
+/// Sends SIGTERM; the exit status, or `None` (and a kill) after 60 s.
+fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Stops `slaproof up` (and so its Postgres) even when an assertion fails.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            stop(&mut self.0);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
+    let received = Shared::default();
+    let endpoint = receiver(received.clone()).await;
+    let dir = tempfile::Builder::new()
+        .prefix("slaproof-otel-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    // The unprivileged Postgres user must enter it (tempdirs are 0700).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (child, url, key) = start_up(dir.path(), &endpoint);
+    let mut running = Running(child);
+
+    let now = chrono::Utc::now() - chrono::Duration::seconds(30);
+    let sent = 5;
+    let mut events: Vec<serde_json::Value> = (0..sent)
+        .map(|i| {
+            json!({
+                "time": now.to_rfc3339(),
+                "service": "chat-completions",
+                "model": "llama-3-70b",
+                "request_id": format!("otel-{i}"),
+                "status": 200,
+                "latency_ms": 812.5
+            })
+        })
+        .collect();
+    // One invalid event, refused on its own (207).
+    events.push(json!({"time": now.to_rfc3339(), "service": "chat-completions", "latency_ms": -5}));
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{url}/v1/events"))
+        .bearer_auth(&key)
+        .json(&events)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 207);
+    // An API request without a token: a 401, still a request to count.
+    let response = http.get(format!("{url}/v1/slas")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+
+    wait_for(&received, "ingest and API metrics", |r| {
+        counter_total(r, "slaproof.ingest.events.accepted") >= sent as f64
+            && counter_total(r, "slaproof.ingest.events.refused") >= 1.0
+            && histogram_count(r, "http.server.request.duration", "s", |a| {
+                matches!(attribute(a, "http.route"), Some(any_value::Value::StringValue(s)) if s == "/v1/slas")
+                    && matches!(attribute(a, "http.response.status_code"), Some(any_value::Value::IntValue(401)))
+            }) >= 1
+            && histogram_count(r, "http.server.request.duration", "s", |a| {
+                matches!(attribute(a, "http.route"), Some(any_value::Value::StringValue(s)) if s == "/v1/events")
+                    && matches!(attribute(a, "http.response.status_code"), Some(any_value::Value::IntValue(207)))
+            }) >= 1
+            && histogram_count(r, "slaproof.ingest.write.duration", "s", |_| true) >= 1
+    })
+    .await;
+    wait_for(&received, "evaluator metrics", |r| {
+        counter_total(r, "slaproof.evaluator.tenants.evaluated") >= 1.0
+            && histogram_count(r, "slaproof.evaluator.evaluation.duration", "s", |_| true) >= 1
+            && gauge_seen(r, "slaproof.evaluator.watermark.lag")
+    })
+    .await;
+    {
+        let got = received.lock().unwrap();
+        // Plausible: no more accepted than sent, exactly one refused as invalid.
+        assert_eq!(
+            counter_total(&got, "slaproof.ingest.events.accepted"),
+            sent as f64
+        );
+        assert_eq!(counter_total(&got, "slaproof.ingest.events.refused"), 1.0);
+    }
+
+    // Spans arrive in batches, and at the latest on the graceful stop.
+    let status = stop(&mut running.0).expect("slaproof up exits within 60 s of SIGTERM");
+    assert!(status.success(), "slaproof up exited with {status}");
+    wait_for(&received, "the ingest handler's span", |r| {
+        span_names(r).iter().any(|n| n == "post_events")
+    })
+    .await;
+    let got = received.lock().unwrap();
+    assert!(
+        service_names(&got)
+            .iter()
+            .all(|name| name == "slaproof-under-test"),
+        "{:?}",
+        service_names(&got)
+    );
+}
