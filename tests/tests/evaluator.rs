@@ -566,11 +566,12 @@ fn incremental_rollups_equal_a_recount_from_scratch() {
 
 #[tokio::test]
 async fn two_instances_share_tenants_and_agree_with_one() {
-    async fn arrange(db: &Database) -> Vec<TenantId> {
-        let today = Utc::now().date_naive();
+    // Both arrangements use the same instant: which events are late
+    // depends on where `now` falls within its minute.
+    async fn arrange(db: &Database, now: chrono::DateTime<Utc>) -> Vec<TenantId> {
+        let today = now.date_naive();
         ensure_days(db, today - chrono::Days::new(1), today).await;
         let mut out = Vec::new();
-        let now = Utc::now();
         for t in 0..6 {
             let tenant = tenant_with_sla(db, &format!("tenant-{t}"), &[SLA, SECOND_SLA]).await;
             let events: Vec<Ev> = (0..200i64)
@@ -610,7 +611,8 @@ async fn two_instances_share_tenants_and_agree_with_one() {
     let shared = TestDatabase::create().await;
     let first = shared.service_database().await;
     let second = shared.service_database().await;
-    let tenants = arrange(&first).await;
+    let now = Utc::now();
+    let tenants = arrange(&first, now).await;
     slaproof_evaluator::schedule_all(&first).await.unwrap();
     let settings = Settings {
         batch: 1,
@@ -638,7 +640,7 @@ async fn two_instances_share_tenants_and_agree_with_one() {
     // One instance on its own database with the same data.
     let alone = TestDatabase::create().await;
     let single = alone.service_database().await;
-    let single_tenants = arrange(&single).await;
+    let single_tenants = arrange(&single, now).await;
     slaproof_evaluator::schedule_all(&single).await.unwrap();
     let one = work_due(&single, &settings, "alone").await.unwrap();
     assert!(one.failures.is_empty());
