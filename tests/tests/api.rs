@@ -1920,3 +1920,181 @@ async fn tokens_signed_by_a_jwks_key_are_accepted_end_to_end() {
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{name}");
     }
 }
+
+#[tokio::test]
+async fn customer_thresholds_follow_the_role_matrix_and_never_touch_the_contract() {
+    let w = world().await;
+    let path = "/v1/slas/acme-enterprise/thresholds";
+    let line = "/v1/slas/acme-enterprise/thresholds/availability";
+    let lines = json!({ "compliance_below_ppm": 999_500, "burn_rate_above_milli": 2_000 });
+    // (role, customer, allowed)
+    let matrix = [
+        ("provider_admin", None, true),
+        ("customer_admin", Some(w.acme), true),
+        ("operations_viewer", None, false),
+        ("auditor", None, false),
+    ];
+    for (role, customer, allowed) in matrix {
+        let token = w.token(&[role], customer);
+        let set = w.call("PUT", line, &token, Some(lines.clone())).await;
+        let list = w.call("GET", path, &token, None).await;
+        let delete = w.call("DELETE", line, &token, None).await;
+        if allowed {
+            assert_eq!(set.0, StatusCode::OK, "{role}: {}", set.1);
+            assert_eq!(set.1["objective"], "availability");
+            assert_eq!(set.1["customer_ref"], "acme-corp");
+            assert_eq!(set.1["compliance_below_ppm"], 999_500);
+            assert_eq!(set.1["burn_rate_above_milli"], 2_000);
+            assert!(set.1.get("budget_remaining_below_ppm").is_none());
+            assert_eq!(set.1["crossed"], json!([]));
+            assert_eq!(list.0, StatusCode::OK, "{role}: {}", list.1);
+            assert_eq!(list.1["data"].as_array().unwrap().len(), 1, "{}", list.1);
+            assert_eq!(list.1["data"][0]["compliance_below_ppm"], 999_500);
+            assert_eq!(delete.0, StatusCode::NO_CONTENT, "{role}");
+            // Deleted: a second delete finds nothing, the list is empty.
+            let again = w.call("DELETE", line, &token, None).await;
+            assert_eq!(again.0, StatusCode::NOT_FOUND, "{role}: {}", again.1);
+            let (_, empty) = w.call("GET", path, &token, None).await;
+            assert_eq!(empty["data"], json!([]));
+        } else {
+            for (op, answer) in [("set", &set), ("list", &list), ("delete", &delete)] {
+                assert_eq!(answer.0, StatusCode::FORBIDDEN, "{role} {op}: {}", answer.1);
+                assert_eq!(answer.1["scope"], "sla:write:thresholds", "{role} {op}");
+            }
+        }
+    }
+
+    // Another customer's admin: the SLA does not exist for it.
+    let globex = w.token(&["customer_admin"], Some(w.other_customer));
+    for (method, p) in [("PUT", line), ("GET", path), ("DELETE", line)] {
+        let body = (method == "PUT").then(|| lines.clone());
+        let (status, answer) = w.call(method, p, &globex, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {p}: {answer}");
+    }
+
+    // Bad lines are refused naming the field and the reason.
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    for (body, field) in [
+        (json!({ "compliance_below_ppm": 0 }), "compliance_below_ppm"),
+        (
+            json!({ "budget_remaining_below_ppm": 1_000_001 }),
+            "budget_remaining_below_ppm",
+        ),
+        (
+            json!({ "burn_rate_above_milli": 0 }),
+            "burn_rate_above_milli",
+        ),
+        (json!({}), "compliance_below_ppm"),
+        (json!({ "target_ppm": 1_000_000 }), "body"),
+    ] {
+        let (status, answer) = w.call("PUT", line, &acme, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+        assert_eq!(answer["field"], field, "{body}: {answer}");
+    }
+    let (status, answer) = w
+        .call(
+            "PUT",
+            "/v1/slas/acme-enterprise/thresholds/no-such-objective",
+            &acme,
+            Some(lines.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+
+    // A customer's line never makes a new version of the contract, and the
+    // customer still cannot change the target itself.
+    let (status, _) = w.call("PUT", line, &acme, Some(lines.clone())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, sla) = w.call("GET", "/v1/slas/acme-enterprise", &acme, None).await;
+    assert_eq!(sla["current_version"], 1, "{sla}");
+    let (status, refused) = w
+        .call(
+            "PUT",
+            "/v1/slas/acme-enterprise/objectives/availability/target",
+            &acme,
+            Some(json!({ "target_ppm": 999_999 })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(refused["scope"], "sla:write");
+
+    // The dashboard carries the line for the chart; null where none is set.
+    let (status, dashboard) = w
+        .call("GET", "/v1/slas/acme-enterprise/dashboard", &acme, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{dashboard}");
+    let availability = objective_of(&dashboard, "availability");
+    assert_eq!(availability["thresholds"]["compliance_below_ppm"], 999_500);
+    assert!(objective_of(&dashboard, "latency-p99")["thresholds"].is_null());
+
+    // GraphQL: the same calls, the same rules.
+    let set = r#"mutation { setThreshold(sla: "acme-enterprise", objective: "availability", budgetRemainingBelowPpm: 250000) { objective budgetRemainingBelowPpm complianceBelowPpm crossed } }"#;
+    let read = r#"{ thresholds(sla: "acme-enterprise") { objective budgetRemainingBelowPpm } }"#;
+    let delete =
+        r#"mutation { deleteThreshold(sla: "acme-enterprise", objective: "availability") }"#;
+    for (role, customer, allowed) in matrix {
+        let token = w.token(&[role], customer);
+        let answers = [
+            w.graphql(&token, set).await,
+            w.graphql(&token, read).await,
+            w.graphql(&token, delete).await,
+        ];
+        for answer in &answers {
+            if allowed {
+                assert!(answer["errors"].is_null(), "{role}: {answer}");
+            } else {
+                assert_eq!(
+                    refused_scopes(answer),
+                    ["sla:write:thresholds"],
+                    "{role}: {answer}"
+                );
+            }
+        }
+        if allowed {
+            let line = &answers[0]["data"]["setThreshold"];
+            assert_eq!(line["budgetRemainingBelowPpm"], 250_000, "{role}");
+            assert!(line["complianceBelowPpm"].is_null(), "replaced: {line}");
+            assert_eq!(
+                answers[1]["data"]["thresholds"][0]["objective"],
+                "availability"
+            );
+            assert_eq!(answers[2]["data"]["deleteThreshold"], true);
+        }
+    }
+    let answer = w.graphql(&globex, read).await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "NOT_FOUND",
+        "{answer}"
+    );
+    let answer = w
+        .graphql(
+            &acme,
+            r#"mutation { setThreshold(sla: "acme-enterprise", objective: "availability", burnRateAboveMilli: 0) { objective } }"#,
+        )
+        .await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "INVALID",
+        "{answer}"
+    );
+    assert!(
+        answer["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("burn_rate_above_milli:"),
+        "{answer}"
+    );
+
+    // Hidden from the introspection of callers without the scope.
+    let fields = |answer: Value| -> Vec<String> {
+        answer["data"]["__type"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mutations = r#"{ __type(name: "Mutation") { fields { name } } }"#;
+    let viewer = w.token(&["operations_viewer"], None);
+    assert!(fields(w.graphql(&acme, mutations).await).contains(&"setThreshold".to_owned()));
+    assert!(!fields(w.graphql(&viewer, mutations).await).contains(&"setThreshold".to_owned()));
+}

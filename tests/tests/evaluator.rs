@@ -1446,3 +1446,140 @@ spec:
     assert_eq!(run.composites[0].result.consumed_pico, 1_000_001_000_002);
     assert_eq!(run.composites[0].met(), Some(false));
 }
+
+/// [`SLA`] for a customer, whose own alert lines the evaluator checks.
+const CUSTOMER_SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window:
+    calendar: month
+    timeZone: UTC
+  objectives:
+  - name: availability
+    target: 99%
+    ratio:
+      good: status < 500
+"#;
+
+#[tokio::test]
+async fn a_customers_threshold_is_told_once_when_crossed_and_once_when_recovered() {
+    use slaproof_store::{customers, thresholds};
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-20".parse().unwrap(),
+        "2026-11-20".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenants::create(&db, "acme", "acme").await.unwrap().id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let customer = customers::create(&mut tx, "acme-corp", "Acme")
+        .await
+        .unwrap()
+        .id;
+    let sla = slas::apply(
+        &mut tx,
+        &SlaDefinition::from_document(CUSTOMER_SLA).unwrap(),
+    )
+    .await
+    .unwrap()
+    .sla;
+    // Tell me when compliance falls below 90% (the contract says 99%).
+    thresholds::set(
+        &mut tx,
+        sla,
+        customer,
+        "availability",
+        thresholds::Lines {
+            compliance_below_ppm: Some(900_000),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let events = |from: &str, count: i64, bad: i64| -> Vec<Ev> {
+        let start = at(from);
+        (0..count)
+            .map(|i| {
+                let occurred_at = start + Duration::seconds(i);
+                Ev {
+                    occurred_at,
+                    received_at: occurred_at,
+                    service: "chat",
+                    model: "big",
+                    status: if i < bad { 503 } else { 200 },
+                    latency_us: Some(1_000),
+                }
+            })
+            .collect()
+    };
+    let evaluate = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    let told = |db: Database| async move {
+        outbox_types(&db, tenant)
+            .await
+            .into_iter()
+            .filter(|(t, _)| t.starts_with("sla.threshold_"))
+            .collect::<Vec<_>>()
+    };
+
+    // 100 good events: above the line, nothing to tell.
+    insert_events(&db, tenant, &events("2026-11-20T10:00:00Z", 100, 0)).await;
+    evaluate("2026-11-20T10:05:00Z").await;
+    assert_eq!(told(db.clone()).await, []);
+
+    // 100 more, half bad: 150 of 200 good, 75% < 90%: crossed, told once.
+    insert_events(&db, tenant, &events("2026-11-20T10:10:00Z", 100, 50)).await;
+    evaluate("2026-11-20T10:15:00Z").await;
+    let crossed = told(db.clone()).await;
+    assert_eq!(crossed.len(), 1, "{crossed:?}");
+    let (kind, payload) = &crossed[0];
+    assert_eq!(kind, "sla.threshold_crossed");
+    assert_eq!(payload["threshold"], "compliance");
+    assert_eq!(payload["line"], 900_000);
+    assert_eq!(payload["value"], 750_000);
+    assert_eq!(payload["objective"], "availability");
+    assert_eq!(payload["customer"], customer.to_string());
+    // The contract is untouched: the verdict is on the 99% target.
+    assert_eq!(payload["targetPpm"], 990_000);
+
+    // The same state at the next round: nothing new.
+    evaluate("2026-11-20T10:16:00Z").await;
+    assert_eq!(told(db.clone()).await.len(), 1);
+
+    // 400 good events: 550 of 600 (91.7%) is above the line again: told once.
+    insert_events(&db, tenant, &events("2026-11-20T10:20:00Z", 400, 0)).await;
+    evaluate("2026-11-20T10:30:00Z").await;
+    let after = told(db.clone()).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after[1].0, "sla.threshold_recovered");
+    assert_eq!(after[1].1["value"], 916_666);
+    evaluate("2026-11-20T10:31:00Z").await;
+    assert_eq!(told(db.clone()).await.len(), 2);
+
+    // The row keeps the state the messages told.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let rows = thresholds::list(&mut tx, sla, Some(customer))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(!rows[0].crossed.compliance);
+    assert_eq!(rows[0].evaluated_at, Some(at("2026-11-20T10:31:00Z")));
+}

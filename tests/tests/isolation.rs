@@ -159,6 +159,24 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // A customer's own alert line on the demo SLA (the evaluator keeps its
+    // crossing state below).
+    let acme = customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap();
+    slaproof_store::thresholds::set(
+        &mut tx,
+        applied.sla,
+        acme.id,
+        "availability",
+        slaproof_store::thresholds::Lines {
+            compliance_below_ppm: Some(999_500),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     // The evaluator's tables: a run as of two minutes after the seeded
     // event fills rollups, watermark, coverage, evaluations and alert

@@ -26,7 +26,8 @@ pub enum Scope {
     SlaExport,
     /// Creating and changing SLA documents.
     SlaWrite,
-    /// Changing objective targets and thresholds.
+    /// A customer's own alert thresholds on its SLA's objectives; never the
+    /// contract's targets (those are `sla:write`, provider only).
     SlaWriteThresholds,
     CustomerRead,
     CustomerWrite,

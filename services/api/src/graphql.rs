@@ -86,6 +86,10 @@ fn holds_customers(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::CustomerRead)
 }
 
+fn holds_thresholds(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaWriteThresholds)
+}
+
 fn holds_a_metric(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::SlaReadUptime) || holds(ctx, Scope::SlaReadLatency)
 }
@@ -288,6 +292,28 @@ impl Query {
     }
 
     // --- end of synthetic probes -------------------------------------------
+
+    // --- customer thresholds (see the Threshold type at the end) ----------
+
+    /// A customer's own alert lines on an SLA's objectives (a customer's
+    /// user: its own SLA's); needs `sla:write:thresholds`.
+    #[graphql(visible = "holds_thresholds")]
+    async fn thresholds(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+    ) -> async_graphql::Result<Vec<Threshold>> {
+        let (service, caller) = parts(ctx)?;
+        Ok(service
+            .list_thresholds(caller, &sla)
+            .await
+            .map_err(refuse)?
+            .into_iter()
+            .map(Threshold::from)
+            .collect())
+    }
+
+    // --- end of customer thresholds -----------------------------------------
 }
 
 /// Cursors are those of the REST pages, so both APIs page alike.
@@ -577,6 +603,51 @@ impl Mutation {
     }
 
     // --- end of synthetic probes -------------------------------------------
+
+    // --- customer thresholds (see the Threshold type at the end) ----------
+
+    /// Sets (creates or replaces) the customer's alert lines on one
+    /// objective; at least one line. Never a new SLA version.
+    #[graphql(visible = "holds_thresholds")]
+    async fn set_threshold(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        objective: String,
+        compliance_below_ppm: Option<u32>,
+        budget_remaining_below_ppm: Option<u32>,
+        burn_rate_above_milli: Option<u64>,
+    ) -> async_graphql::Result<Threshold> {
+        let (service, caller) = parts(ctx)?;
+        let new = crate::service::thresholds::NewThreshold {
+            compliance_below_ppm,
+            budget_remaining_below_ppm,
+            burn_rate_above_milli,
+        };
+        Ok(service
+            .set_threshold(caller, &sla, &objective, new)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Deletes the customer's alert lines on one objective.
+    #[graphql(visible = "holds_thresholds")]
+    async fn delete_threshold(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        objective: String,
+    ) -> async_graphql::Result<bool> {
+        let (service, caller) = parts(ctx)?;
+        service
+            .delete_threshold(caller, &sla, &objective)
+            .await
+            .map_err(refuse)?;
+        Ok(true)
+    }
+
+    // --- end of customer thresholds -----------------------------------------
 }
 
 #[derive(Debug, SimpleObject)]
@@ -1024,6 +1095,7 @@ impl Dashboard {
                     },
                     minutes: o.minutes.clone(),
                     minutes_scope,
+                    thresholds: o.thresholds.clone(),
                 }
             })
             .collect()
@@ -1089,6 +1161,7 @@ pub struct DashboardObjective {
     compliance: ObjectiveCompliance,
     minutes: Option<Vec<crate::service::dashboard::MinutePoint>>,
     minutes_scope: Scope,
+    thresholds: Option<Option<crate::service::thresholds::ThresholdView>>,
 }
 
 #[Object]
@@ -1103,6 +1176,17 @@ impl DashboardObjective {
     async fn compliance(&self) -> &ObjectiveCompliance {
         &self.compliance
     }
+    /// The customer's own alert lines on this objective, for the chart to
+    /// draw (null when none are set); needs the family's scope.
+    #[graphql(visible = "holds_a_metric")]
+    async fn thresholds(&self) -> async_graphql::Result<Option<Threshold>> {
+        let lines = self
+            .thresholds
+            .as_ref()
+            .ok_or_else(|| refuse(ServiceError::MissingScope(self.compliance.family.scope())))?;
+        Ok(lines.clone().map(Threshold::from))
+    }
+
     /// One point per minute that counted events, oldest first; needs the
     /// family's scope and `sla:read:history`.
     #[graphql(visible = "holds_history")]
@@ -1411,6 +1495,39 @@ impl From<slaproof_store::probes::StoredProbe> for Probe {
                 error: l.error,
                 latency_ms: l.latency_us.map(|us| us as f64 / 1000.0),
             }),
+        }
+    }
+}
+
+/// A customer's own alert lines on one objective (never the contract).
+#[derive(Debug, SimpleObject)]
+pub struct Threshold {
+    pub objective: String,
+    pub family: &'static str,
+    pub customer_ref: String,
+    pub compliance_below_ppm: Option<u32>,
+    pub budget_remaining_below_ppm: Option<u32>,
+    pub burn_rate_above_milli: Option<u64>,
+    /// The lines the latest evaluation was past: `compliance`, `budget`,
+    /// `burn_rate`.
+    pub crossed: Vec<String>,
+    /// RFC 3339; null before the first evaluation since the lines were set.
+    pub evaluated_at: Option<String>,
+    pub updated_at: String,
+}
+
+impl From<crate::service::thresholds::ThresholdView> for Threshold {
+    fn from(t: crate::service::thresholds::ThresholdView) -> Self {
+        Threshold {
+            objective: t.objective,
+            family: family_name(t.family),
+            customer_ref: t.customer_ref,
+            compliance_below_ppm: t.compliance_below_ppm,
+            budget_remaining_below_ppm: t.budget_remaining_below_ppm,
+            burn_rate_above_milli: t.burn_rate_above_milli,
+            crossed: t.crossed.into_iter().map(str::to_owned).collect(),
+            evaluated_at: t.evaluated_at.map(|t| t.to_rfc3339()),
+            updated_at: t.updated_at.to_rfc3339(),
         }
     }
 }

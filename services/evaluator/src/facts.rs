@@ -16,7 +16,7 @@ pub const BUDGET_EXHAUSTED: &str = "budget-exhausted";
 /// The state kept for "the period's objective is missed".
 pub const BREACHED: &str = "breached";
 
-fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
+pub(crate) fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
     let tally = e.budget.tally;
     serde_json::json!({
         "sla": e.sla.to_string(),

@@ -13,6 +13,7 @@ use crate::facts::{ClosedPeriod, close_periods, record_budget_facts};
 use crate::records::insert_evaluation;
 use crate::rollup::{Advance, advance, advance_to};
 use crate::settings::Settings;
+use crate::thresholds::record_threshold_crossings;
 
 /// The kind of the job rows the evaluator claims.
 pub const JOB_KIND: &str = "evaluate";
@@ -24,7 +25,7 @@ pub struct TenantRun {
     pub advance: Advance,
     pub evaluations: Vec<ObjectiveEvaluation>,
     /// Outbox messages written: alerts firing or resolving, budgets
-    /// exhausted, breaches.
+    /// exhausted, breaches, customers' thresholds crossed or recovered.
     pub alerts_told: usize,
     /// Period results frozen (or superseded) by this run.
     pub closed: Vec<ClosedPeriod>,
@@ -85,6 +86,7 @@ pub async fn evaluate_tenant_up_to(
             insert_evaluation(tx, &evaluation).await?;
             alerts_told += record_alerts(tx, &evaluation).await?;
             alerts_told += record_budget_facts(tx, &evaluation).await?;
+            alerts_told += record_threshold_crossings(tx, &evaluation).await?;
             evaluations.push(evaluation);
         }
         if let Some(c) = composite::compose(sla, &evaluations[first..]) {

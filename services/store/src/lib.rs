@@ -20,6 +20,7 @@ pub mod partitions;
 pub mod probes;
 pub mod slas;
 pub mod tenants;
+pub mod thresholds;
 
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;

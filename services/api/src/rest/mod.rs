@@ -16,6 +16,7 @@ pub mod maintenance;
 pub mod probes;
 pub mod slas;
 pub mod tenants;
+pub mod thresholds;
 
 use std::sync::Arc;
 
@@ -59,6 +60,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(embed::router())
         .merge(tenants::router())
         .merge(probes::router())
+        .merge(thresholds::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             embed::frame_ancestors,
@@ -415,6 +417,9 @@ impl utoipa::Modify for BearerAuth {
         probes::remove,
         probes::run_now,
         probes::runs,
+        thresholds::list,
+        thresholds::set,
+        thresholds::remove,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),

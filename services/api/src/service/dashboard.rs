@@ -18,6 +18,7 @@ use slaproof_store::{StoreError, maintenance};
 
 use super::compliance::{ComplianceNumbers, compliance_view};
 use super::slas::Family;
+use super::thresholds::{ThresholdView, threshold_view};
 use super::{Caller, Redaction, Service, ServiceError};
 use crate::authz::Scope;
 
@@ -63,6 +64,11 @@ pub struct ObjectiveDashboard {
     /// `sla:read:history`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub minutes: Option<Vec<MinutePoint>>,
+    /// The customer's own alert lines on this objective, for the chart to
+    /// draw: `null` when none are set; absent (and listed in `redacted`)
+    /// without the family's scope. Never the contract's target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Option<ThresholdView>>,
 }
 
 /// The events of one minute as the evaluator counted them for an objective.
@@ -192,8 +198,12 @@ impl Service {
     ) -> Result<DashboardView, ServiceError> {
         let (from, to) = dashboard_range(from, to, Utc::now())?;
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
         let latest = records::latest(&mut tx, stored.id).await?;
+        let lines = match stored.customer {
+            Some(c) => slaproof_store::thresholds::list(&mut tx, stored.id, Some(c)).await?,
+            None => Vec::new(),
+        };
         let compliance = compliance_view(caller, &stored, &latest);
         let mut redacted = compliance.redacted;
         // The objectives whose minutes this caller may read.
@@ -285,11 +295,23 @@ impl Service {
                         scope: scope.as_str(),
                     });
                 }
+                let thresholds = if caller.has(o.family.scope()) {
+                    Some(lines.iter().find(|l| l.objective == o.objective).map(|l| {
+                        threshold_view(l, o.family, customer_ref.as_deref().unwrap_or(""))
+                    }))
+                } else {
+                    redacted.push(Redaction {
+                        field: format!("objectives[{}].thresholds", o.objective),
+                        scope: o.family.scope().as_str(),
+                    });
+                    None
+                };
                 ObjectiveDashboard {
                     objective: o.objective,
                     family: o.family,
                     numbers: o.numbers,
                     minutes: points,
+                    thresholds,
                 }
             })
             .collect();

@@ -18,6 +18,7 @@ pub mod maintenance;
 pub mod probes;
 pub mod slas;
 pub mod tenants;
+pub mod thresholds;
 
 use std::sync::Arc;
 
