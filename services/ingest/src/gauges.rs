@@ -33,6 +33,7 @@ use slaproof_store::gauges::{self, GaugeValue, GaugeWrite};
 
 use crate::body::{self, BatchFormat};
 use crate::event::{EventError, TimeBounds, text};
+use crate::metrics::{self, Refusal};
 use crate::native::EventsQuery;
 use crate::problem::Problem;
 use crate::writer::WriteError;
@@ -197,7 +198,9 @@ async fn handle(
         .await?;
     tracing::Span::current().record("values", checked.received);
 
+    metrics::gauges_refused(Refusal::Invalid, checked.errors.len());
     if !checked.errors.is_empty() && (query.atomic || checked.values.is_empty()) {
+        metrics::gauges_refused(Refusal::Atomic, checked.values.len());
         let detail = if query.atomic {
             format!(
                 "{} of {} values are invalid and the batch is atomic; nothing was stored",
@@ -243,7 +246,9 @@ async fn handle(
     }
     errors.sort_by_key(|e| e.index);
     let accepted = checked.values.len() - written.conflicts.len();
+    metrics::gauges_refused(Refusal::Conflict, written.conflicts.len());
     if !written.conflicts.is_empty() && (query.atomic || accepted == 0) {
+        metrics::gauges_refused(Refusal::Atomic, accepted);
         let detail = format!(
             "{} of {} values conflict with values stored before; nothing was stored",
             written.conflicts.len(),
@@ -257,6 +262,7 @@ async fn handle(
         .with_detail(detail)
         .with_errors(errors));
     }
+    metrics::gauges_accepted(written.stored, written.duplicates);
     let status = if errors.is_empty() {
         StatusCode::OK
     } else {

@@ -32,6 +32,7 @@ use prost::Message;
 use slaproof_store::histograms::{self, HistogramPoint, Temporality};
 
 use crate::event::{EventError, TimeBounds, derived_id};
+use crate::metrics;
 use crate::otlp::{Encoding, clean, encode, export, string};
 use crate::problem::Problem;
 use crate::writer::WriteError;
@@ -82,9 +83,10 @@ async fn handle(
         })
         .await?;
     tracing::Span::current().record("points", mapped.data_points);
+    metrics::points_refused(mapped.errors.len());
     if !mapped.points.is_empty() {
         let _writer = ingest.gate.writer(&admission).await?;
-        write(ingest, who.tenant, &mapped.points)
+        let new = write(ingest, who.tenant, &mapped.points)
             .await
             .map_err(|err| {
                 if err.is_transient() {
@@ -95,6 +97,8 @@ async fn handle(
                     Problem::internal()
                 }
             })?;
+        let points = mapped.points.len() as u64;
+        metrics::points_stored(new, points.saturating_sub(new));
     }
     let partial_success = (!mapped.errors.is_empty()).then(|| ExportMetricsPartialSuccess {
         rejected_data_points: i64::try_from(mapped.errors.len()).unwrap_or(i64::MAX),

@@ -15,8 +15,12 @@ use axum::extract::State;
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
-use opentelemetry_proto::tonic::metrics::v1::{Metric, metric, number_data_point};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Histogram, HistogramDataPoint, Metric, ResourceMetrics, ScopeMetrics,
+    metric, number_data_point,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::json;
 
@@ -109,6 +113,76 @@ fn histogram_count(
         .map(|p| p.count)
         .max()
         .unwrap_or(0)
+}
+
+/// The largest value of a cumulative counter's series with one attribute
+/// value (`counter_total` would take the largest of all series).
+fn counter_with(received: &Received, name: &str, key: &str, value: &str) -> f64 {
+    metrics_named(received, name)
+        .into_iter()
+        .filter_map(|m| match &m.data {
+            Some(metric::Data::Sum(sum)) => Some(&sum.data_points),
+            _ => None,
+        })
+        .flatten()
+        .filter(|p| {
+            matches!(attribute(&p.attributes, key), Some(any_value::Value::StringValue(s)) if s == value)
+        })
+        .filter_map(|p| match p.value {
+            Some(number_data_point::Value::AsInt(v)) => Some(v as f64),
+            Some(number_data_point::Value::AsDouble(v)) => Some(v),
+            None => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// An OTLP export with one GenAI histogram point to store and a non-GenAI
+/// histogram point to refuse.
+fn histogram_export(end: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
+    let kv = |key: &str, value: &str| KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        ..Default::default()
+    };
+    let nanos = |t: chrono::DateTime<chrono::Utc>| t.timestamp_nanos_opt().unwrap() as u64;
+    let point = HistogramDataPoint {
+        attributes: vec![kv("gen_ai.request.model", "llama-3-70b")],
+        start_time_unix_nano: nanos(end - chrono::Duration::minutes(1)),
+        time_unix_nano: nanos(end),
+        count: 2,
+        sum: Some(0.5),
+        bucket_counts: vec![1, 1, 0],
+        explicit_bounds: vec![0.1, 1.0],
+        ..Default::default()
+    };
+    let histogram = |name: &str| Metric {
+        name: name.into(),
+        unit: "s".into(),
+        data: Some(metric::Data::Histogram(Histogram {
+            data_points: vec![point.clone()],
+            aggregation_temporality: AggregationTemporality::Delta as i32,
+        })),
+        ..Default::default()
+    };
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "chat-completions")],
+                ..Default::default()
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                metrics: vec![
+                    histogram("gen_ai.server.time_to_first_token"),
+                    histogram("http.server.request.duration"),
+                ],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
 }
 
 fn gauge_seen(received: &Received, name: &str) -> bool {
@@ -310,6 +384,35 @@ async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 207);
+    // Gauge values: one new and one invalid, then the new one again (a
+    // duplicate).
+    let gauge = json!({"metric": "quality_score", "value": 0.9, "service": "chat-completions", "request_id": "otel-0"});
+    let response = http
+        .post(format!("{url}/v1/gauges"))
+        .bearer_auth(&key)
+        .json(&json!([gauge, {"metric": "quality_score", "service": "chat-completions"}]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 207);
+    let response = http
+        .post(format!("{url}/v1/gauges"))
+        .bearer_auth(&key)
+        .json(&json!([gauge]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    // OTLP histogram points: one stored, one refused (not GenAI).
+    let response = http
+        .post(format!("{url}/v1/metrics"))
+        .bearer_auth(&key)
+        .header("content-type", "application/x-protobuf")
+        .body(histogram_export(now))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
     // An API request without a token: a 401, still a request to count.
     let response = http.get(format!("{url}/v1/slas")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 401);
@@ -326,6 +429,11 @@ async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
                     && matches!(attribute(a, "http.response.status_code"), Some(any_value::Value::IntValue(207)))
             }) >= 1
             && histogram_count(r, "slaproof.ingest.write.duration", "s", |_| true) >= 1
+            && counter_with(r, "slaproof.ingest.gauges.accepted", "outcome", "new") >= 1.0
+            && counter_with(r, "slaproof.ingest.gauges.accepted", "outcome", "duplicate") >= 1.0
+            && counter_with(r, "slaproof.ingest.gauges.refused", "reason", "invalid") >= 1.0
+            && counter_with(r, "slaproof.ingest.histogram_points.stored", "outcome", "new") >= 1.0
+            && counter_total(r, "slaproof.ingest.histogram_points.refused") >= 1.0
     })
     .await;
     wait_for(&received, "evaluator metrics", |r| {
@@ -342,6 +450,23 @@ async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
             sent as f64
         );
         assert_eq!(counter_total(&got, "slaproof.ingest.events.refused"), 1.0);
+        // Gauges: one new and one duplicate accepted, one invalid refused.
+        let gauges =
+            |outcome| counter_with(&got, "slaproof.ingest.gauges.accepted", "outcome", outcome);
+        assert_eq!((gauges("new"), gauges("duplicate")), (1.0, 1.0));
+        assert_eq!(counter_total(&got, "slaproof.ingest.gauges.refused"), 1.0);
+        assert_eq!(
+            counter_with(&got, "slaproof.ingest.gauges.refused", "reason", "invalid"),
+            1.0
+        );
+        assert_eq!(
+            counter_total(&got, "slaproof.ingest.histogram_points.stored"),
+            1.0
+        );
+        assert_eq!(
+            counter_total(&got, "slaproof.ingest.histogram_points.refused"),
+            1.0
+        );
     }
 
     // Spans arrive in batches, and at the latest on the graceful stop.
