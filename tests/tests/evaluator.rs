@@ -1583,3 +1583,156 @@ async fn a_customers_threshold_is_told_once_when_crossed_and_once_when_recovered
     assert!(!rows[0].crossed.compliance);
     assert_eq!(rows[0].evaluated_at, Some(at("2026-11-20T10:31:00Z")));
 }
+
+/// Dates a version's application (`sla_versions.created_at`, stamped by
+/// the database clock) to the test's calendar, as the owner.
+async fn applied_at(database: &TestDatabase, tenant: TenantId, version: i32, when: &str) {
+    use sqlx::Connection;
+    let mut owner = database.owner_connection().await;
+    let mut tx = owner.begin().await.unwrap();
+    sqlx::query("SELECT set_config('app.tenant_id', $1, true)")
+        .bind(tenant.uuid().to_string())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let updated = sqlx::query(
+        "UPDATE sla_versions SET created_at = $2 WHERE tenant_id = $1 AND version = $3",
+    )
+    .bind(tenant.uuid())
+    .bind(at(when))
+    .bind(version)
+    .execute(&mut *tx)
+    .await
+    .unwrap()
+    .rows_affected();
+    assert_eq!(updated, 1);
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_period_is_closed_once_by_the_version_in_force_at_its_end_when_a_new_one_comes_in_its_grace()
+ {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-12-02".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    applied_at(&database, tenant, 1, "2026-10-15T00:00:00Z").await;
+    // November: 1,000 events, 20 failing (98%: v1's 99% is missed).
+    let start = at("2026-11-10T00:00:00Z");
+    let mut events: Vec<Ev> = (0..1000i64)
+        .map(|i| Ev {
+            occurred_at: start + Duration::minutes(i),
+            received_at: start + Duration::minutes(i),
+            service: "chat",
+            model: "big",
+            status: if i % 50 == 0 { 503 } else { 200 },
+            latency_us: Some(1_000),
+        })
+        .collect();
+    insert_events(&db, tenant, &events).await;
+    let evaluate = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            run
+        }
+    };
+    evaluate("2026-11-30T12:00:00Z").await;
+
+    // Version 2 (a 95% target: it would be met) is applied two minutes
+    // after November ended, within its five minutes of grace; a failing
+    // event of November's last minute arrives in the grace too.
+    let relaxed = SLA.replacen("target: 99%", "target: 95%", 1);
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    slas::apply(&mut tx, &SlaDefinition::from_document(&relaxed).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    applied_at(&database, tenant, 2, "2026-12-01T00:02:00Z").await;
+    let late = Ev {
+        occurred_at: at("2026-11-30T23:59:30Z"),
+        received_at: at("2026-12-01T00:03:00Z"),
+        service: "chat",
+        model: "big",
+        status: 503,
+        latency_us: Some(1_000),
+    };
+    insert_events(&db, tenant, std::slice::from_ref(&late)).await;
+    events.push(late);
+
+    // Still in the grace: nothing closes; the current verdicts are v2's.
+    let run = evaluate("2026-12-01T00:04:00Z").await;
+    assert!(run.closed.is_empty(), "{:?}", run.closed);
+    assert!(!run.evaluations.is_empty());
+    assert!(run.evaluations.iter().all(|e| e.version == 2));
+
+    // Past the grace: November closes once, judged by version 1 (in
+    // force at its end) with the event folded in during the grace.
+    let run = evaluate("2026-12-01T00:10:00Z").await;
+    assert_eq!(run.closed.len(), 2, "{:?}", run.closed);
+    assert!(
+        run.closed
+            .iter()
+            .all(|c| c.revision == 1 && c.evaluation.version == 1)
+    );
+    assert!(run.evaluations.iter().all(|e| e.version == 2));
+    let availability = run
+        .closed
+        .iter()
+        .find(|c| c.evaluation.objective == "availability")
+        .unwrap();
+    assert_eq!(
+        availability.evaluation.period.start,
+        at("2026-11-01T00:00:00Z")
+    );
+    assert_eq!(
+        availability.evaluation.budget.tally,
+        Tally {
+            good: 1001 - 21,
+            total: 1001
+        }
+    );
+    assert_eq!(availability.evaluation.budget.target.ppm(), 990_000);
+    assert!(!availability.evaluation.budget.met());
+    assert_eq!(availability.evaluation.late_folded, 1);
+
+    // Again, and a day later: nothing more is closed or told.
+    assert!(evaluate("2026-12-01T00:11:00Z").await.closed.is_empty());
+    assert!(evaluate("2026-12-02T00:10:00Z").await.closed.is_empty());
+    let closed: Vec<serde_json::Value> = outbox_types(&db, tenant)
+        .await
+        .into_iter()
+        .filter(|(t, _)| t == "sla.period_closed")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(closed.len(), 2, "{closed:?}");
+    assert!(
+        closed
+            .iter()
+            .all(|p| p["version"] == 1 && p["revision"] == 1)
+    );
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let frozen: Vec<(i32, String, i32, i64)> = sqlx::query_as(
+        "SELECT version, objective, revision, total FROM period_results ORDER BY objective",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        frozen,
+        vec![
+            (1, "availability".to_owned(), 1, 1001),
+            (1, "latency-p90".to_owned(), 1, 1001)
+        ]
+    );
+}

@@ -99,7 +99,10 @@ pub struct Closed {
     pub composite: Option<ClosedComposite>,
 }
 
-/// Freezes the previous calendar period of an SLA when it can close, and
+/// Freezes the previous calendar period of an SLA when it can close (by
+/// the version that was in force at its end: see [`TrackedSla::closing`]),
+/// once — a version applied in its grace neither closes it again nor
+/// leaves it open — and
 /// supersedes that result with a new revision when a maintenance window
 /// covering it was added or cancelled since. Tells `sla.period_closed`
 /// each time. The composite (when the SLA has one) is frozen from the same
@@ -115,6 +118,13 @@ pub async fn close_periods(
     let Some(period) = closable_period(&sla.definition.window, as_of, grace) else {
         return Ok(Closed::default());
     };
+    // A period is judged by the version in force at its end: an earlier
+    // version tracked for it closes it, the version in force leaves it.
+    if sla.closing.is_some_and(|p| p.start != period.start)
+        || sla.hands_over.is_some_and(|p| p.start == period.start)
+    {
+        return Ok(Closed::default());
+    }
     if sla.covers_from > period.start {
         // The rollups of this version do not cover the whole period.
         return Ok(Closed::default());

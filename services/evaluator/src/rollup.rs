@@ -16,6 +16,7 @@ use futures_util::TryStreamExt;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::objective::{EventVerdict, Objective};
 use slaproof_domain::sla::SlaDefinition;
+use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
@@ -41,6 +42,15 @@ pub struct TrackedSla {
     pub definition: SlaDefinition,
     /// Its rollups count every event that occurred at or after this instant.
     pub covers_from: DateTime<Utc>,
+    /// `Some(period)` for an earlier version kept only to judge the last
+    /// period that ended while it was in force (a period is judged by the
+    /// terms in force at its end): it is rolled up — so events folded in
+    /// during the grace count — and closes that period, but is not
+    /// evaluated otherwise. Kept while that period can still be corrected.
+    pub closing: Option<Period>,
+    /// For the version in force: the period it leaves to the earlier
+    /// version that was in force at that period's end, never closing it.
+    pub hands_over: Option<Period>,
 }
 
 impl TrackedSla {
@@ -215,15 +225,81 @@ pub async fn track(
                 from
             }
         };
+        let earlier = in_force_at_last_end(tx, &stored).await?;
         tracked.push(TrackedSla {
             id: stored.id,
-            name: summary.name,
+            name: summary.name.clone(),
             version: stored.version,
             definition: stored.definition,
             covers_from,
+            closing: None,
+            hands_over: earlier.as_ref().map(|e| e.2),
         });
+        // The earlier version judges its last period while that period can
+        // still close or be corrected (until the next one ends, as for
+        // the version in force), if its rollups cover all of it.
+        if let Some((version, definition, period)) = earlier {
+            let horizon = definition.window.period_containing(period.end).end;
+            let covers = covered.get(&(key.0, version)).copied();
+            if as_of < horizon
+                && let Some(covers_from) = covers.filter(|from| *from <= period.start)
+            {
+                tracked.push(TrackedSla {
+                    id: stored.id,
+                    name: summary.name,
+                    version,
+                    definition,
+                    covers_from,
+                    closing: Some(period),
+                    hands_over: None,
+                });
+            }
+        }
     }
     Ok((tracked, new))
+}
+
+/// The earlier version that was in force at the end of the last period
+/// that ended before `current` was applied, with that period: the version
+/// whose terms judge it. `None` when `current` was already in force then
+/// (applied mid-period, it judges the whole period), when it is the first
+/// version (a period before it existed is judged by it, as backfilled), or
+/// for rolling windows, which have no periods to close.
+async fn in_force_at_last_end(
+    tx: &mut TenantTx,
+    current: &slas::StoredSla,
+) -> Result<Option<(i32, SlaDefinition, Period)>, EvaluatorError> {
+    if matches!(current.definition.window, TimeWindow::Rolling { .. }) {
+        return Ok(None);
+    }
+    let earlier: Vec<(i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT version, definition, created_at FROM sla_versions \
+         WHERE tenant_id = $1 AND sla_id = $2 AND version < $3 ORDER BY version DESC",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(current.id.uuid())
+    .bind(current.version)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("reading earlier SLA versions")?;
+    for (version, definition, created_at) in earlier {
+        let definition: SlaDefinition =
+            serde_json::from_value(definition).map_err(|e| EvaluatorError::Corrupt {
+                what: "SLA definition",
+                reason: e.to_string(),
+            })?;
+        let window = definition.window;
+        if matches!(window, TimeWindow::Rolling { .. }) {
+            return Ok(None);
+        }
+        let applied = window.period_containing(current.created_at);
+        let last = window.period_containing(applied.start - Duration::seconds(1));
+        if created_at < last.end {
+            // The newest version applied before that period ended.
+            return Ok(Some((version, definition, last)));
+        }
+    }
+    Ok(None)
 }
 
 /// Advances the tenant's rollups to the last minute boundary at least

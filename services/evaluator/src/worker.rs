@@ -82,14 +82,21 @@ pub async fn evaluate_tenant_up_to(
     let mut closed_composites = Vec::new();
     for sla in &tracked {
         let first = evaluations.len();
-        for evaluation in evaluate_sla(tx, sla, advance.as_of, settings.grace()).await? {
+        // An earlier version kept to judge its last period only closes it.
+        let in_force = sla.closing.is_none();
+        let current = if in_force {
+            evaluate_sla(tx, sla, advance.as_of, settings.grace()).await?
+        } else {
+            Vec::new()
+        };
+        for evaluation in current {
             insert_evaluation(tx, &evaluation).await?;
             alerts_told += record_alerts(tx, &evaluation).await?;
             alerts_told += record_budget_facts(tx, &evaluation).await?;
             alerts_told += record_threshold_crossings(tx, &evaluation).await?;
             evaluations.push(evaluation);
         }
-        if let Some(c) = composite::compose(sla, &evaluations[first..]) {
+        if in_force && let Some(c) = composite::compose(sla, &evaluations[first..]) {
             composite::insert(tx, &c).await?;
             alerts_told += composite::record_facts(tx, &c).await?;
             composites.push(c);
