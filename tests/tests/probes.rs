@@ -282,9 +282,9 @@ async fn an_http_probe_runs_on_its_schedule_and_records_status_and_latency() {
     assert_eq!(probe["enabled"], true);
     let id = probe["id"].as_str().unwrap().to_owned();
 
-    // Due at creation, then every 10 s.
-    let events = wait_for_events(&w.app.db, w.tenant, &id, 2, Duration::from_secs(20)).await;
-    assert_eq!(events.len(), 2, "{events:?}");
+    // Due at creation, then at the probe's own slots, every 10 s.
+    let events = wait_for_events(&w.app.db, w.tenant, &id, 3, Duration::from_secs(30)).await;
+    assert_eq!(events.len(), 3, "{events:?}");
     for event in &events {
         assert_eq!(event.source, "probe");
         assert_eq!(event.service, "chat-completions");
@@ -294,9 +294,16 @@ async fn an_http_probe_runs_on_its_schedule_and_records_status_and_latency() {
         assert!(event.latency_us.unwrap() >= micros(OK_DELAY), "{event:?}");
         assert_eq!(event.ttft_us, None);
     }
-    // Consecutive slots of the schedule, not two runs of one slot.
-    assert_eq!(slot(&events[1]) - slot(&events[0]), 10, "{events:?}");
+    // The second run is the probe's first slot after creation (its phase
+    // within the interval), then consecutive slots of the schedule, not
+    // two runs of one slot.
+    assert!(
+        (0..=10).contains(&(slot(&events[1]) - slot(&events[0]))),
+        "{events:?}"
+    );
+    assert_eq!(slot(&events[2]) - slot(&events[1]), 10, "{events:?}");
     assert!(events[1].occurred_at > events[0].occurred_at);
+    assert!(events[2].occurred_at > events[1].occurred_at);
 
     let (status, shown) = w.call("GET", "/v1/probes/health", None).await;
     assert_eq!(status, StatusCode::OK, "{shown}");
@@ -770,11 +777,13 @@ async fn two_runners_never_run_the_same_slot_twice() {
         assert_eq!(events.len(), 1, "{id}: {events:?}");
         assert_eq!(events[0].status, Some(200));
     }
-    // Nothing is due any more: the slots moved on an interval.
+    // Nothing is due any more: the slots moved on, each to the probe's next
+    // slot within the interval.
     assert_eq!(one.run_due().await.unwrap(), 0);
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     for stored in probes::list(&mut tx).await.unwrap() {
-        assert!(stored.next_run_at > Utc::now() + chrono::Duration::minutes(59));
+        assert!(stored.next_run_at > Utc::now());
+        assert!(stored.next_run_at <= Utc::now() + chrono::Duration::minutes(60));
         assert_eq!(
             stored.last.as_ref().map(|l| l.outcome),
             Some(probes::ProbeOutcome::Good)
@@ -958,4 +967,101 @@ spec:
     assert_eq!((probed.good, probed.total), (1, 2));
     // Measured by slaproof, not reported by the provider.
     assert_eq!(tally("reported-availability").total, 0);
+}
+
+/// Probes created together run at once (their first run is due at
+/// creation), then each on a grid of its own (a phase from its id): their
+/// slots spread over the interval instead of firing together for ever, and
+/// each slot is still claimed once.
+#[tokio::test]
+async fn probes_created_together_spread_their_slots_over_the_interval() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenants::create(&db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    const PROBES: usize = 20;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    for n in 0..PROBES {
+        probes::create(
+            &mut tx,
+            &ProbeDefinition {
+                name: format!("p{n:02}"),
+                service: "chat-completions".into(),
+                model: None,
+                kind: ProbeKind::Http,
+                method: "GET".into(),
+                url: "https://api.example.com/health".into(),
+                headers: Default::default(),
+                body: None,
+                expected_status: 200,
+                interval_secs: 60,
+                timeout_ms: 5000,
+                enabled: true,
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let before = Utc::now();
+    let first = probes::claim_due(&db, 100).await.unwrap();
+    assert_eq!(first.len(), PROBES, "all due at creation");
+    assert!(probes::claim_due(&db, 100).await.unwrap().is_empty());
+    let after = Utc::now();
+
+    let next = |db: Database| async move {
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        let mut next: Vec<(String, DateTime<Utc>)> = probes::list(&mut tx)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.definition.name, p.next_run_at))
+            .collect();
+        tx.commit().await.unwrap();
+        next.sort();
+        next
+    };
+    let slots = next(db.clone()).await;
+    for (name, at) in &slots {
+        assert!(
+            *at > before && *at <= after + chrono::Duration::seconds(60),
+            "{name}: {at}"
+        );
+    }
+    // Spread, not one instant: distinct to the millisecond, and over at
+    // least half the interval (20 phases drawn from 60 s all falling in
+    // one half has odds of about 1 in 25,000).
+    let mut millis: Vec<i64> = slots.iter().map(|(_, at)| at.timestamp_millis()).collect();
+    millis.sort_unstable();
+    let span = millis[PROBES - 1] - millis[0];
+    millis.dedup();
+    assert!(millis.len() >= PROBES - 2, "{slots:?}");
+    assert!(span >= 30_000, "spread over {span} ms only: {slots:?}");
+
+    // An interval later (the slots moved back by 60 s, as if the time had
+    // come): each probe's slot is claimed once, and the next one is on the
+    // same grid, a whole number of intervals on.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    sqlx::query("UPDATE probes SET next_run_at = next_run_at - interval '60 seconds'")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let claimed = probes::claim_due(&db, 100).await.unwrap();
+    assert_eq!(claimed.len(), PROBES);
+    assert!(probes::claim_due(&db, 100).await.unwrap().is_empty());
+    let moved = next(db.clone()).await;
+    for ((name, old), (_, new)) in slots.iter().zip(&moved) {
+        let step = (*new - *old).num_milliseconds();
+        assert!(step == 0 || step == 60_000, "{name}: {old} -> {new}");
+        assert!(
+            claimed
+                .iter()
+                .any(|c| c.scheduled_at == *old - chrono::Duration::seconds(60)),
+            "{name}: the slot claimed is the one that was due"
+        );
+    }
 }

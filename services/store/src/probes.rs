@@ -225,7 +225,9 @@ fn headers_json(headers: &BTreeMap<String, String>) -> serde_json::Value {
 }
 
 /// Adds a probe; its first run is due at once, so a new probe shows a
-/// result within a poll of the runners.
+/// result within a poll of the runners. Its later runs fall on slots of its
+/// own (a phase from its id, see `slaproof_claim_probes`), so probes
+/// created together do not keep firing together.
 #[tracing::instrument(skip(tx, definition), fields(name = %definition.name))]
 pub async fn create(
     tx: &mut TenantTx,
