@@ -1736,3 +1736,174 @@ async fn a_period_is_closed_once_by_the_version_in_force_at_its_end_when_a_new_o
         ]
     );
 }
+
+#[tokio::test]
+async fn old_evaluations_are_thinned_to_the_last_of_each_hour_and_named_ones_kept() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None)
+        .await
+        .unwrap()
+        .id
+        .uuid();
+    // Ten days of evaluations every 20 minutes (:10, :30, :50) of both
+    // objectives.
+    sqlx::query(
+        "INSERT INTO evaluations (tenant_id, id, sla_id, version, objective, evaluated_at, as_of, \
+             period_start, period_end, target_ppm, good, total, excluded, late_folded, late_total, met, \
+             compliance_ppm, budget_allowed, budget_consumed, budget_remaining, burn_rate_milli) \
+         SELECT $1, gen_random_uuid(), $2, 1, o, t, t, '2026-12-01T00:00:00Z', '2027-01-01T00:00:00Z', \
+             990000, 100, 100, 0, 0, 0, true, 1000000, 1, 0, 1, 0 \
+         FROM unnest(ARRAY['availability', 'latency-p90']) AS o, \
+              generate_series('2026-12-01T00:10:00Z'::timestamptz, '2026-12-10T23:50:00Z', '20 minutes') AS t",
+    )
+    .bind(tenant.uuid())
+    .bind(sla)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let id_at = |when: &'static str| {
+        sqlx::query_scalar::<_, uuid::Uuid>(
+            "SELECT id FROM evaluations WHERE objective = 'availability' AND evaluated_at = $1",
+        )
+        .bind(at(when))
+    };
+    // Named, though not the last of their hour: a frozen period result's
+    // evaluation, a part of a kept composite (07:50, the last of its hour),
+    // a part of a frozen composite result (its composite, 08:10, is not
+    // the last of its hour either). The part of a composite thinned away
+    // (07:10) goes with it.
+    let frozen = id_at("2026-12-02T05:10:00Z")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO period_results (tenant_id, id, sla_id, version, objective, period_start, period_end, \
+             revision, as_of, target_ppm, good, total, excluded, late_total, met, evaluation_id) \
+         VALUES ($1, gen_random_uuid(), $2, 1, 'availability', '2026-11-01T00:00:00Z', \
+             '2026-12-01T00:00:00Z', 1, '2026-12-02T05:10:00Z', 990000, 1, 1, 0, 0, true, $3)",
+    )
+    .bind(tenant.uuid())
+    .bind(sla)
+    .bind(frozen)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let mut composites = Vec::new();
+    for (when, part) in [
+        ("2026-12-02T07:10:00Z", "2026-12-02T07:10:00Z"),
+        ("2026-12-02T07:50:00Z", "2026-12-02T06:30:00Z"),
+        ("2026-12-02T08:10:00Z", "2026-12-02T08:30:00Z"),
+        ("2026-12-02T08:50:00Z", "2026-12-02T08:50:00Z"),
+    ] {
+        let part = id_at(part).fetch_one(&mut *tx).await.unwrap();
+        let id: uuid::Uuid = sqlx::query_scalar(
+            "INSERT INTO composite_evaluations (tenant_id, id, sla_id, version, evaluated_at, as_of, \
+                 period_start, period_end, consumed_pico, met, burn_rate_milli, parts) \
+             VALUES ($1, gen_random_uuid(), $2, 1, $3, $3, '2026-12-01T00:00:00Z', \
+                 '2027-01-01T00:00:00Z', 0, true, 0, $4) RETURNING id",
+        )
+        .bind(tenant.uuid())
+        .bind(sla)
+        .bind(at(when))
+        .bind(serde_json::json!([{"objective": "availability", "evaluation": part}]))
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        composites.push(id);
+    }
+    sqlx::query(
+        "INSERT INTO composite_period_results (tenant_id, id, sla_id, version, period_start, period_end, \
+             revision, as_of, consumed_pico, met, parts, composite_evaluation_id) \
+         SELECT tenant_id, gen_random_uuid(), sla_id, 1, '2026-11-01T00:00:00Z', '2026-12-01T00:00:00Z', \
+             1, as_of, consumed_pico, met, parts, id FROM composite_evaluations WHERE id = $1",
+    )
+    .bind(composites[2])
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    // Seven full days before 2026-12-11T00:30: thinned before 12-04T00:00.
+    let now = at("2026-12-11T00:30:00Z");
+    assert_eq!(
+        slaproof_evaluator::thinning::thinning_cutoff(now, 7),
+        at("2026-12-04T00:00:00Z")
+    );
+    let done = slaproof_evaluator::thinning::thin_all(&db, now, 7)
+        .await
+        .unwrap();
+    // Per objective 216 rows in the 72 old hours, 72 kept; three more
+    // of availability are named.
+    assert_eq!(done.evaluations, 2 * (216 - 72) - 3);
+    assert_eq!(done.composites, 1);
+
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let old: Vec<(String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT objective, evaluated_at FROM evaluations WHERE evaluated_at < '2026-12-04T00:00:00Z' \
+         ORDER BY objective, evaluated_at",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let recent: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT objective, count(*) FROM evaluations WHERE evaluated_at >= '2026-12-04T00:00:00Z' \
+         GROUP BY objective ORDER BY objective",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let kept_composites: Vec<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT evaluated_at FROM composite_evaluations ORDER BY evaluated_at")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    tx.commit().await.unwrap();
+    let hourly = |named: &[&str]| {
+        let mut expected: Vec<DateTime<Utc>> = (0..72)
+            .map(|h| at("2026-12-01T00:50:00Z") + Duration::hours(h))
+            .chain(named.iter().map(|n| at(n)))
+            .collect();
+        expected.sort();
+        expected
+    };
+    let of = |objective: &str| {
+        old.iter()
+            .filter(|(o, _)| o == objective)
+            .map(|(_, t)| *t)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of("availability"),
+        hourly(&[
+            "2026-12-02T05:10:00Z",
+            "2026-12-02T06:30:00Z",
+            "2026-12-02T08:30:00Z"
+        ])
+    );
+    assert_eq!(of("latency-p90"), hourly(&[]));
+    // The seven days from 12-04 on, at three an hour: all kept.
+    assert_eq!(
+        recent,
+        vec![
+            ("availability".to_owned(), 7 * 72),
+            ("latency-p90".to_owned(), 7 * 72)
+        ]
+    );
+    assert_eq!(
+        kept_composites,
+        vec![
+            at("2026-12-02T07:50:00Z"),
+            at("2026-12-02T08:10:00Z"),
+            at("2026-12-02T08:50:00Z")
+        ]
+    );
+
+    // Thinning again deletes nothing.
+    let again = slaproof_evaluator::thinning::thin_all(&db, now, 7)
+        .await
+        .unwrap();
+    assert_eq!(again, slaproof_evaluator::thinning::Thinned::default());
+}

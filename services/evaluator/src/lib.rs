@@ -15,6 +15,7 @@ pub mod recount;
 pub mod rollup;
 pub mod settings;
 pub mod sketch;
+pub mod thinning;
 pub mod thresholds;
 pub mod worker;
 

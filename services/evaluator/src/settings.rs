@@ -26,6 +26,9 @@ pub struct Settings {
     pub lease_secs: u64,
     /// Tenants one worker claims per round.
     pub batch: i32,
+    /// Days every evaluation is kept; housekeeping thins older ones to the
+    /// last of each hour per objective (see [`crate::thinning`]).
+    pub evaluations_full_days: u32,
 }
 
 impl Default for Settings {
@@ -36,6 +39,7 @@ impl Default for Settings {
             settle_secs: 10,
             lease_secs: 300,
             batch: 8,
+            evaluations_full_days: 7,
         }
     }
 }
@@ -73,6 +77,12 @@ impl Settings {
         check("evaluator.grace_secs", self.grace_secs, 0, 7 * 86_400)?;
         check("evaluator.settle_secs", self.settle_secs, 0, 3600)?;
         check("evaluator.lease_secs", self.lease_secs, 10, 86_400)?;
+        check(
+            "evaluator.evaluations_full_days",
+            u64::from(self.evaluations_full_days),
+            1,
+            3650,
+        )?;
         check(
             "evaluator.batch",
             u64::try_from(self.batch).unwrap_or(0),

@@ -164,6 +164,7 @@ impl Application {
                     workers.spawn(housekeeping::run(
                         self.db.clone(),
                         self.config.events.clone(),
+                        self.config.evaluator.evaluations_full_days,
                         shutdown.clone(),
                     ));
                 }

@@ -1,7 +1,8 @@
 //! The housekeeping service: keeps the daily partitions of the events table
-//! created ahead and drops those past retention, and deletes the API's
-//! idempotency keys past their day. Replicas may run it side by
-//! side; the schema serializes their DDL.
+//! created ahead and drops those past retention, deletes the API's
+//! idempotency keys past their day, and thins evaluations older than
+//! `evaluator.evaluations_full_days` to one an hour per objective. Replicas
+//! may run it side by side; the schema serializes their DDL.
 
 use std::time::Duration;
 
@@ -12,7 +13,12 @@ use crate::config::EventsConfig;
 
 /// Runs one round at start, then one every `upkeep_interval_secs`, until
 /// cancelled.
-pub async fn run(db: Database, config: EventsConfig, shutdown: CancellationToken) {
+pub async fn run(
+    db: Database,
+    config: EventsConfig,
+    evaluations_full_days: u32,
+    shutdown: CancellationToken,
+) {
     let interval = Duration::from_secs(config.upkeep_interval_secs);
     loop {
         let today = chrono::Utc::now().date_naive();
@@ -38,6 +44,18 @@ pub async fn run(db: Database, config: EventsConfig, shutdown: CancellationToken
             Ok(0) => {}
             Ok(deleted) => tracing::info!(deleted, "expired idempotency keys deleted"),
             Err(err) => tracing::error!(error = %err, "deleting expired idempotency keys failed"),
+        }
+        // Old evaluations thinned: retried next round on failure.
+        match slaproof_evaluator::thinning::thin_all(&db, chrono::Utc::now(), evaluations_full_days)
+            .await
+        {
+            Ok(done) if done.evaluations + done.composites > 0 => tracing::info!(
+                evaluations = done.evaluations,
+                composites = done.composites,
+                "old evaluations thinned"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::error!(error = %err, "thinning old evaluations failed"),
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
