@@ -727,3 +727,97 @@ fn gauge_rollups_equal_a_recount_from_scratch() {
         runtime.block_on(check_scenario(&db, index.get(), s));
     });
 }
+
+/// A value pending past the limit is expired by the evaluator, marked and
+/// kept (not deleted); a fresh one is not; and an expired value never
+/// counts, even when its request's event arrives after. The limit is the
+/// round's (`PENDING_LIMIT`, 400 days); here `expire` runs with a short one
+/// so a value received minutes ago is "old", and then the evaluator's own
+/// round must leave it out.
+#[tokio::test]
+async fn values_pending_too_long_expire_and_never_count_even_when_their_event_comes() {
+    let app = app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "judge", Some(SLA)).await;
+    let now = Utc::now().trunc_subsecs(6);
+    // "old" was received ten minutes ago, "fresh" now.
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    sqlx::query(
+        "INSERT INTO gauge_values (tenant_id, metric, service, request_id, value, received_at) \
+         VALUES ($1, 'quality_score', 'chat', 'old', 0.9, $2)",
+    )
+    .bind(tenant.uuid())
+    .bind(now - Duration::minutes(10))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let reply = post_json(&app, "/v1/gauges", &key, &json!([score("fresh", 0.9)])).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let expired = slaproof_evaluator::gauge::expire(&mut tx, Utc::now(), Duration::minutes(5))
+        .await
+        .unwrap();
+    assert_eq!(expired, 1);
+    let old = gauges::find(&mut tx, "quality_score", "chat", "old")
+        .await
+        .unwrap()
+        .expect("an expired value is kept");
+    assert!(old.expired_at.is_some(), "{old:?}");
+    let fresh = gauges::find(&mut tx, "quality_score", "chat", "fresh")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(fresh.expired_at, None);
+    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 1);
+    assert_eq!(gauges::expired(&mut tx).await.unwrap(), 1);
+    // Expiring again changes nothing.
+    assert_eq!(
+        slaproof_evaluator::gauge::expire(&mut tx, Utc::now(), Duration::minutes(5))
+            .await
+            .unwrap(),
+        0
+    );
+    tx.commit().await.unwrap();
+
+    // Both requests' events arrive now; a round places "fresh" only.
+    let events: Vec<Value> = ["old", "fresh"]
+        .iter()
+        .map(|r| {
+            json!({"time": at(now - Duration::seconds(30)), "service": "chat",
+                   "request_id": r, "status": 200, "latency_ms": 100})
+        })
+        .collect();
+    assert_eq!(
+        post_json(&app, "/v1/events", &key, &json!(events))
+            .await
+            .status,
+        200
+    );
+    let run = evaluate(&app.db, tenant, Utc::now() + Duration::minutes(2)).await;
+    let quality = run
+        .evaluations
+        .iter()
+        .find(|e| e.objective == "quality")
+        .expect("the gauge objective is evaluated");
+    assert_eq!(quality.budget.tally, Tally { good: 1, total: 1 });
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let old = gauges::find(&mut tx, "quality_score", "chat", "old")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (old.attributed_at, old.occurred_at),
+        (None, None),
+        "{old:?}"
+    );
+    assert!(old.expired_at.is_some());
+    let fresh = gauges::find(&mut tx, "quality_score", "chat", "fresh")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(fresh.attributed_at.is_some(), "{fresh:?}");
+    assert_eq!(gauges::pending(&mut tx).await.unwrap(), 0);
+    tx.commit().await.unwrap();
+    app.stop().await.unwrap();
+}

@@ -26,6 +26,12 @@
 //! of the same request after the new start is not found and the value
 //! waits. Request ids repeated across days are not what they are for.
 //!
+//! Expiry. A value still pending [`PENDING_LIMIT`] after it was received
+//! is given up on ([`expire`], in the round after attribution): marked
+//! `expired_at`, kept as a record that it arrived, and never attributed
+//! after, even if its event comes; recounts leave it out too, so rollups
+//! and a recount still agree.
+//!
 //! Lateness. Scores routinely come hours after their request, so judging
 //! them against the end of their minute plus grace, as events are, would
 //! put almost every value outside the verdict. What the grace protects is a
@@ -57,6 +63,12 @@ use crate::rollup::{MinuteCounts, TrackedSla};
 /// between the sender of the value and the sender of the event) and still
 /// be looked for.
 const SKEW: Duration = Duration::days(1);
+
+/// How long a value may wait for its request's event: the events' default
+/// retention (`events.retention_days`). A request whose event is older is
+/// gone from events and could never be found; a value pending longer is
+/// expired by [`expire`] and never counts, even if its event comes after.
+pub const PENDING_LIMIT: Duration = Duration::days(400);
 
 /// When a value arrived relative to its minute and its period's close.
 pub fn arrival(
@@ -384,7 +396,8 @@ pub async fn attribute(
              JOIN gauge_requests r \
                ON r.tenant_id = g.tenant_id AND r.service = g.service AND r.request_id = g.request_id \
              WHERE r.occurred_at >= $3 AND r.received_at < $2 \
-               AND g.tenant_id = $1 AND g.attributed_at IS NULL AND g.received_at < $2 \
+               AND g.tenant_id = $1 AND g.attributed_at IS NULL AND g.expired_at IS NULL \
+               AND g.received_at < $2 \
                AND g.received_at >= $4 \
                AND (g.service, g.metric) IN (SELECT * FROM UNNEST($5::text[], $6::text[]))) \
          UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2 \
@@ -406,6 +419,36 @@ pub async fn attribute(
         add(&mut out.rows, tracked, None, v, grace);
     }
     Ok(out)
+}
+
+/// Expires the values received before `as_of - limit` that are still
+/// pending: marked (the fact that they arrived stays), never attributed
+/// after, so never counted. Runs in the round, after [`attribute`], so a
+/// value whose event this round found counts rather than expiring. Returns
+/// how many were expired.
+pub async fn expire(
+    tx: &mut TenantTx,
+    as_of: DateTime<Utc>,
+    limit: Duration,
+) -> Result<u64, EvaluatorError> {
+    let expired = sqlx::query(
+        "UPDATE gauge_values SET expired_at = $2 \
+         WHERE tenant_id = $1 AND attributed_at IS NULL AND expired_at IS NULL AND received_at < $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(as_of)
+    .bind(as_of - limit)
+    .execute(&mut **tx)
+    .await
+    .doing("expiring gauge values")?
+    .rows_affected();
+    if expired > 0 {
+        tracing::info!(
+            expired,
+            "gauge values pending past the limit expired; they will never count"
+        );
+    }
+    Ok(expired)
 }
 
 /// Attributed values of one gauge objective whose request occurred in
@@ -503,6 +546,7 @@ pub async fn recount(
                AND e.received_at < $5 \
              ORDER BY e.occurred_at, e.received_at LIMIT 1) e \
          WHERE g.tenant_id = $1 AND g.service = $2 AND g.metric = $3 AND g.received_at < $5 \
+           AND g.expired_at IS NULL \
            AND e.occurred_at >= $4 AND e.occurred_at < $6",
     )
     .bind(tx.tenant().uuid())

@@ -406,6 +406,9 @@ pub async fn advance_to(
     crate::gauge::record_requests(tx, &tracked, &new, from, requests).await?;
     // Gauge values whose request's event is stored, into the same rows.
     let gauges = crate::gauge::attribute(tx, &tracked, &new, as_of, grace).await?;
+    // Values that waited too long for their event are given up on, after
+    // this round had its chance to place them.
+    crate::gauge::expire(tx, as_of, crate::gauge::PENDING_LIMIT).await?;
     for (key, c) in gauges.rows {
         acc.rows.entry(key).or_default().merge(c);
     }

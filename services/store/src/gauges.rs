@@ -50,6 +50,8 @@ pub struct StoredGauge {
     pub occurred_at: Option<DateTime<Utc>>,
     pub arrived_at: Option<DateTime<Utc>>,
     pub attributed_at: Option<DateTime<Utc>>,
+    /// When the evaluator gave up on it (pending too long); never counted.
+    pub expired_at: Option<DateTime<Utc>>,
 }
 
 /// Stores `values` for the transaction's tenant (one statement), skipping
@@ -141,7 +143,7 @@ pub async fn find(
 ) -> Result<Option<StoredGauge>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT metric, service, request_id, value, measured_at, received_at, occurred_at, arrived_at, \
-             attributed_at FROM gauge_values \
+             attributed_at, expired_at FROM gauge_values \
          WHERE tenant_id = $1 AND metric = $2 AND service = $3 AND request_id = $4",
     )
     .bind(tx.tenant().uuid())
@@ -155,7 +157,19 @@ pub async fn find(
 /// How many of the tenant's values still wait for their request's event.
 pub async fn pending(tx: &mut TenantTx) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM gauge_values WHERE tenant_id = $1 AND attributed_at IS NULL",
+        "SELECT count(*) FROM gauge_values \
+         WHERE tenant_id = $1 AND attributed_at IS NULL AND expired_at IS NULL",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+/// How many of the tenant's values the evaluator gave up on (pending past
+/// the bound); they never count.
+pub async fn expired(tx: &mut TenantTx) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM gauge_values WHERE tenant_id = $1 AND expired_at IS NOT NULL",
     )
     .bind(tx.tenant().uuid())
     .fetch_one(&mut **tx)
