@@ -1907,3 +1907,79 @@ async fn old_evaluations_are_thinned_to_the_last_of_each_hour_and_named_ones_kep
         .unwrap();
     assert_eq!(again, slaproof_evaluator::thinning::Thinned::default());
 }
+
+#[tokio::test]
+async fn a_version_applied_mid_period_judges_the_whole_period_once() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    ensure_days(
+        &db,
+        "2026-11-01".parse().unwrap(),
+        "2026-12-02".parse().unwrap(),
+    )
+    .await;
+    let tenant = tenant_with_sla(&db, "acme", &[SLA]).await;
+    applied_at(&database, tenant, 1, "2026-10-15T00:00:00Z").await;
+    // 1,000 events from 11-10, 20 failing: v1's 99% is missed, v2's 95% met.
+    let start = at("2026-11-10T00:00:00Z");
+    let events: Vec<Ev> = (0..1000i64)
+        .map(|i| Ev {
+            occurred_at: start + Duration::minutes(i),
+            received_at: start + Duration::minutes(i),
+            service: "chat",
+            model: "big",
+            status: if i % 50 == 0 { 503 } else { 200 },
+            latency_us: Some(1_000),
+        })
+        .collect();
+    insert_events(&db, tenant, &events).await;
+    let evaluate = |as_of: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            run
+        }
+    };
+    evaluate("2026-11-19T00:00:00Z").await;
+    let relaxed = SLA.replacen("target: 99%", "target: 95%", 1);
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    slas::apply(&mut tx, &SlaDefinition::from_document(&relaxed).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    applied_at(&database, tenant, 2, "2026-11-20T00:00:00Z").await;
+    assert!(evaluate("2026-11-25T00:00:00Z").await.closed.is_empty());
+    let run = evaluate("2026-12-01T00:10:00Z").await;
+    assert_eq!(run.closed.len(), 2, "{:?}", run.closed);
+    let availability = run
+        .closed
+        .iter()
+        .find(|c| c.evaluation.objective == "availability")
+        .unwrap();
+    assert_eq!(availability.evaluation.version, 2);
+    assert_eq!(
+        availability.evaluation.period.start,
+        at("2026-11-01T00:00:00Z")
+    );
+    assert_eq!(
+        availability.evaluation.budget.tally,
+        Tally {
+            good: 980,
+            total: 1000
+        }
+    );
+    assert!(availability.evaluation.budget.met());
+    assert!(evaluate("2026-12-01T00:20:00Z").await.closed.is_empty());
+    let closed: Vec<serde_json::Value> = outbox_types(&db, tenant)
+        .await
+        .into_iter()
+        .filter(|(t, _)| t == "sla.period_closed")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(closed.len(), 2, "{closed:?}");
+    assert!(closed.iter().all(|p| p["version"] == 2));
+}
