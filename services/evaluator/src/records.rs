@@ -85,12 +85,21 @@ pub async fn latest(
     tx: &mut TenantTx,
     sla: SlaId,
 ) -> Result<Vec<StoredEvaluation>, EvaluatorError> {
+    // One index probe per objective the SLA has ever had (LATERAL …
+    // LIMIT 1 on `evaluations_latest`), not a DISTINCT ON over every
+    // evaluation kept: dashboards read this on each load, and an SLA keeps
+    // a week of rounds (two a minute per objective) before thinning.
     sqlx::query_as(
-        "SELECT DISTINCT ON (objective) id, sla_id, version, objective, evaluated_at, as_of, period_start, \
-             period_end, target_ppm, good, total, excluded, late_folded, late_total, met, compliance_ppm, \
-             budget_allowed, budget_consumed, budget_remaining, burn_rate_milli, exhaustion_secs \
-         FROM evaluations WHERE tenant_id = $1 AND sla_id = $2 \
-         ORDER BY objective, evaluated_at DESC, id DESC",
+        "SELECT e.id, e.sla_id, e.version, e.objective, e.evaluated_at, e.as_of, e.period_start, \
+             e.period_end, e.target_ppm, e.good, e.total, e.excluded, e.late_folded, e.late_total, e.met, \
+             e.compliance_ppm, e.budget_allowed, e.budget_consumed, e.budget_remaining, e.burn_rate_milli, \
+             e.exhaustion_secs \
+         FROM (SELECT DISTINCT name FROM objectives WHERE tenant_id = $1 AND sla_id = $2) AS o \
+         CROSS JOIN LATERAL ( \
+             SELECT * FROM evaluations \
+             WHERE tenant_id = $1 AND sla_id = $2 AND objective = o.name \
+             ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
+         ORDER BY e.objective",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
