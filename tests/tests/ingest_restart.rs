@@ -228,6 +228,7 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
         diurnal: false,
     }));
     let mut restarts = 0;
+    let mut restarted_at = Vec::new();
     for wait in [2, 3] {
         tokio::time::sleep(Duration::from_secs(wait)).await;
         assert!(
@@ -236,9 +237,11 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
             restarts + 1
         );
         let cluster = cluster.clone();
+        let before = chrono::Utc::now();
         tokio::task::spawn_blocking(move || cluster.restart())
             .await
             .unwrap();
+        restarted_at.push((before, chrono::Utc::now()));
         restarts += 1;
     }
     let report = tokio::time::timeout(Duration::from_secs(120), load)
@@ -249,11 +252,10 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
 
     eprintln!("{report:?}");
     assert_eq!(restarts, 2);
-    assert!(
-        report.throttled > 0,
-        "no batch was refused for a retry, so no restart hit a batch: {report:?} ({})",
-        cluster.dir().display()
-    );
+    // A restart either fails the batches in flight (503, retried: the
+    // report's `throttled`) or, when short, is waited out by the pool's
+    // reconnects; either way traffic must have been stored on both sides
+    // of both restarts for the test to have tested anything.
     assert_eq!(report.acknowledged, EVENTS, "{report:?}");
     assert_eq!(report.rejected, 0, "{report:?}");
     let mut tx = app.db.tenant_tx(tenant).await.unwrap();
@@ -262,6 +264,21 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
             .fetch_one(&mut *tx)
             .await
             .unwrap();
+    for (i, (before, after)) in restarted_at.iter().enumerate() {
+        let (earlier, later): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE received_at < $1), count(*) FILTER (WHERE received_at > $2) FROM events",
+        )
+        .bind(before)
+        .bind(after)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        assert!(
+            earlier > 0 && later > 0,
+            "restart {} fell outside the traffic: {earlier} events stored before it, {later} after ({report:?})",
+            i + 1
+        );
+    }
     tx.commit().await.unwrap();
     assert_eq!(
         (rows, distinct),
