@@ -275,8 +275,9 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
         .unwrap();
         assert!(
             earlier > 0 && later > 0,
-            "restart {} fell outside the traffic: {earlier} events stored before it, {later} after ({report:?})",
-            i + 1
+            "restart {} fell outside the traffic: {earlier} events stored before it, {later} after ({report:?}, cluster in {})",
+            i + 1,
+            cluster.dir().display()
         );
     }
     tx.commit().await.unwrap();
