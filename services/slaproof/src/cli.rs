@@ -733,7 +733,7 @@ async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<()> {
 }
 
 async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
-    use slaproof_api::service::probes::{NewProbe, definition_of};
+    use slaproof_api::service::probes::{NewProbe, checked_definition, create_within_cap};
     use slaproof_store::probes::{self, ProbeKind};
     match command {
         ProbeCommand::Create {
@@ -765,35 +765,35 @@ async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
                 ),
                 None => None,
             };
-            let mut definition = definition_of(NewProbe {
-                name,
-                service,
-                model,
-                kind: match kind {
-                    ProbeKindArg::Http => ProbeKind::Http,
-                    ProbeKindArg::StreamingCompletion => ProbeKind::StreamingCompletion,
+            let definition = checked_definition(
+                &config.outbound,
+                NewProbe {
+                    name,
+                    service,
+                    model,
+                    kind: match kind {
+                        ProbeKindArg::Http => ProbeKind::Http,
+                        ProbeKindArg::StreamingCompletion => ProbeKind::StreamingCompletion,
+                    },
+                    method,
+                    url,
+                    headers: header_map,
+                    body,
+                    expected_status,
+                    interval_secs,
+                    timeout_ms,
+                    enabled: Some(!disabled),
                 },
-                method,
-                url,
-                headers: header_map,
-                body,
-                expected_status,
-                interval_secs,
-                timeout_ms,
-                enabled: Some(!disabled),
-            })
+            )
+            .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-            definition.url = config
-                .outbound
-                .check_target(&definition.url)
-                .await
-                .map_err(|refusal| anyhow::anyhow!("url: {refusal}"))?
-                .to_string();
             let db = connect(config).await?;
             let mut tx = db
                 .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
                 .await?;
-            let stored = probes::create(&mut tx, &definition).await?;
+            let stored = create_within_cap(&mut tx, &definition)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             tx.commit().await?;
             println!(
                 "created probe {} ({}): {} {} every {} s",

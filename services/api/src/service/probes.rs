@@ -11,6 +11,7 @@ use slaproof_store::probes::{self, ProbeDefinition, ProbeKind, StoredProbe};
 
 use super::{Caller, Page, PageRequest, Service, ServiceError};
 use crate::authz::Scope;
+use slaproof_http::outbound::OutboundPolicy;
 
 pub const MIN_INTERVAL_SECS: i32 = 10;
 pub const MAX_INTERVAL_SECS: i32 = 86_400;
@@ -274,33 +275,60 @@ pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, ServiceError> {
     Ok(definition)
 }
 
-impl Service {
-    /// Refuses a URL the operator's outbound policy does not allow,
-    /// resolving its host now; the runner checks again at each connection.
-    async fn check_url(&self, url: &str) -> Result<String, ServiceError> {
-        let url = url.trim();
-        if url.len() > 2048 {
-            return Err(ServiceError::invalid(
-                "url",
-                "must be at most 2048 characters",
-            ));
-        }
-        let parsed = self
-            .outbound
-            .check_target(url)
-            .await
-            .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?
-            .to_string();
-        // Normalising (punycode, percent-encoding) can lengthen it.
-        if parsed.len() > 2048 {
-            return Err(ServiceError::invalid(
-                "url",
-                "must be at most 2048 characters",
-            ));
-        }
-        Ok(parsed)
+/// Refuses a URL `outbound` does not allow, resolving its host now (the
+/// runner checks again at each connection); answers it normalised.
+async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, ServiceError> {
+    let url = url.trim();
+    if url.len() > 2048 {
+        return Err(ServiceError::invalid(
+            "url",
+            "must be at most 2048 characters",
+        ));
     }
+    let parsed = outbound
+        .check_target(url)
+        .await
+        .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?
+        .to_string();
+    // Normalising (punycode, percent-encoding) can lengthen it.
+    if parsed.len() > 2048 {
+        return Err(ServiceError::invalid(
+            "url",
+            "must be at most 2048 characters",
+        ));
+    }
+    Ok(parsed)
+}
 
+/// A new probe's definition under every rule of its own: its fields and
+/// the outbound policy (its host resolved now, before any transaction is
+/// open). With [`create_within_cap`], the one path for `POST /v1/probes`,
+/// GraphQL and `slaproof probe create`, which differ only in who may call.
+pub async fn checked_definition(
+    outbound: &OutboundPolicy,
+    new: NewProbe,
+) -> Result<ProbeDefinition, ServiceError> {
+    let mut definition = definition_of(new)?;
+    definition.url = check_url(outbound, &definition.url).await?;
+    Ok(definition)
+}
+
+/// Stores a checked probe unless the tenant of `tx` has
+/// [`MAX_PROBES_PER_TENANT`] already (counted under a per-tenant lock, so
+/// concurrent creations cannot pass the cap).
+pub async fn create_within_cap(
+    tx: &mut TenantTx,
+    definition: &ProbeDefinition,
+) -> Result<StoredProbe, ServiceError> {
+    if probes::count_locked(tx).await? >= MAX_PROBES_PER_TENANT {
+        return Err(ServiceError::Conflict(format!(
+            "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
+        )));
+    }
+    Ok(probes::create(tx, definition).await?)
+}
+
+impl Service {
     #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
     pub async fn create_probe(
         &self,
@@ -308,15 +336,9 @@ impl Service {
         new: NewProbe,
     ) -> Result<StoredProbe, ServiceError> {
         caller.require_provider(Scope::ProbeManage)?;
-        let mut definition = definition_of(new)?;
-        definition.url = self.check_url(&definition.url).await?;
+        let definition = checked_definition(&self.outbound, new).await?;
         let mut tx = self.tx(caller).await?;
-        if probes::count_locked(&mut tx).await? >= MAX_PROBES_PER_TENANT {
-            return Err(ServiceError::Conflict(format!(
-                "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
-            )));
-        }
-        let probe = probes::create(&mut tx, &definition).await?;
+        let probe = create_within_cap(&mut tx, &definition).await?;
         tx.commit().await?;
         Ok(probe)
     }
@@ -358,7 +380,7 @@ impl Service {
         caller.require_provider(Scope::ProbeManage)?;
         // The URL is checked (with DNS) before the transaction opens.
         let url = match &patch.url {
-            Some(url) => Some(self.check_url(url).await?),
+            Some(url) => Some(check_url(&self.outbound, url).await?),
             None => None,
         };
         let mut tx = self.tx(caller).await?;
