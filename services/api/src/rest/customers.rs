@@ -73,10 +73,7 @@ pub async fn list(
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<CustomerOut>>, ApiProblem> {
     let page = state.service.list_customers(&caller, &page(query)?).await?;
-    Ok(Json(ListOut {
-        data: page.items.into_iter().map(CustomerOut::from).collect(),
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[utoipa::path(

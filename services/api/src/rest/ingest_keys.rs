@@ -130,10 +130,7 @@ pub async fn list(
         .service
         .list_ingest_keys(&caller, &page(query)?)
         .await?;
-    Ok(Json(ListOut {
-        data: page.items.into_iter().map(Into::into).collect(),
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[utoipa::path(

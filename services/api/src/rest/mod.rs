@@ -189,6 +189,19 @@ pub struct ListOut<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T, U> From<crate::service::Page<U>> for ListOut<T>
+where
+    T: From<U>,
+{
+    /// A service page as the REST list answer, each item in its REST shape.
+    fn from(page: crate::service::Page<U>) -> Self {
+        Self {
+            data: page.items.into_iter().map(T::from).collect(),
+            next_cursor: page.next_cursor,
+        }
+    }
+}
+
 /// The page asked for; a query string that fails to parse is a problem too.
 pub fn page(
     query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,

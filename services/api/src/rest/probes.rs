@@ -316,10 +316,7 @@ pub async fn list(
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<ProbeOut>>, ApiProblem> {
     let page = state.service.list_probes(&caller, &page(query)?).await?;
-    Ok(Json(ListOut {
-        data: page.items.into_iter().map(ProbeOut::from).collect(),
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[utoipa::path(

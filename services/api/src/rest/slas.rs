@@ -97,10 +97,7 @@ pub async fn list(
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<SlaSummaryOut>>, ApiProblem> {
     let page = state.service.list_slas(&caller, &page(query)?).await?;
-    Ok(Json(ListOut {
-        data: page.items,
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[utoipa::path(

@@ -67,10 +67,7 @@ pub async fn list(
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<TenantOut>>, ApiProblem> {
     let page = state.service.list_tenants(&caller, &page(query)?).await?;
-    Ok(Json(ListOut {
-        data: page.items.into_iter().map(Into::into).collect(),
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[utoipa::path(
