@@ -1,50 +1,17 @@
 //! The `slaproof` binary end to end: `up` with its private Postgres, and the
 //! operator commands against a real database.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use slaproof_tests::TestDatabase;
 
-const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
+mod support;
 
-/// A command with a clean slaproof environment, run in `dir` so that no
-/// `slaproof.toml` of the developer's is picked up.
-fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(BIN);
-    command.current_dir(dir).stdin(Stdio::null());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("SLAPROOF_") {
-            command.env_remove(key);
-        }
-    }
-    command.env("NO_COLOR", "1").env("RUST_LOG", "warn");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command
-}
+use support::{Up, shared_tempdir, slaproof, text};
 
 fn run(command: &mut Command) -> Output {
     command.output().expect("running slaproof")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A directory the unprivileged Postgres user can enter (tempdirs are 0700).
-fn shared_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new()
-        .prefix("slaproof-up-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
 }
 
 /// Pids of processes whose command line mentions `needle`.
@@ -65,101 +32,10 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
     found
 }
 
-/// A running `slaproof up` and what it printed on start.
-struct Up {
-    child: Child,
-    banner: String,
-    url: String,
-}
-
 fn start_up(dir: &Path, data_dir: &Path) -> Up {
-    let mut child = slaproof(dir, &[("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0")])
-        .env("SLAPROOF_EMBEDDED__DATA_DIR", data_dir)
-        .arg("up")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting slaproof up");
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut banner = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match received.recv_timeout(left) {
-            Ok(line) => {
-                banner.push_str(&line);
-                banner.push('\n');
-                if line.starts_with("Stop with Ctrl-C") {
-                    break;
-                }
-            }
-            Err(_) => {
-                let _ = child.kill();
-                panic!("slaproof up did not come up; it printed:\n{banner}");
-            }
-        }
-    }
-    let url = banner
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("HTTP"))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("the banner names the HTTP address")
-        .to_owned();
-    Up { child, banner, url }
-}
-
-/// Sends SIGTERM and waits for the exit status.
-fn signal_and_wait(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-/// A failing assertion must not leave `slaproof up` (and its Postgres)
-/// running: dropping the handle stops it.
-impl Drop for Up {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            signal_and_wait(&mut self.child);
-        }
-    }
-}
-
-fn terminate(mut up: Up) {
-    match signal_and_wait(&mut up.child) {
-        Some(status) => assert!(
-            status.success(),
-            "slaproof up exited with {status} after SIGTERM"
-        ),
-        None => panic!("slaproof up did not exit within 60 s of SIGTERM"),
-    }
-}
-
-fn ingest_key_of(banner: &str) -> String {
-    banner
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Ingest key"))
-        .map(|k| k.trim().to_owned())
-        .expect("the banner shows the demo ingest key")
+    let mut command = slaproof(dir, &[("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0")]);
+    command.env("SLAPROOF_EMBEDDED__DATA_DIR", data_dir);
+    support::start(command)
 }
 
 /// The demo API token printed on the banner line that starts with `who`.
@@ -186,7 +62,7 @@ async fn get_with(url: &str, path: &str, token: &str) -> (u16, serde_json::Value
 
 #[tokio::test(flavor = "multi_thread")]
 async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
-    let dir = shared_tempdir();
+    let dir = shared_tempdir("slaproof-up-");
     let data_dir: PathBuf = dir.path().join("data");
 
     let up = start_up(dir.path(), &data_dir);
@@ -196,7 +72,7 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
         "first start creates the demo:\n{}",
         up.banner
     );
-    let key = ingest_key_of(&up.banner);
+    let key = up.ingest_key();
     assert!(key.starts_with("spk_"), "{key}");
 
     let ready = reqwest::get(format!("{}/readyz", up.url)).await.unwrap();
@@ -239,7 +115,7 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
         text(&export.stdout)
     );
 
-    terminate(up);
+    up.terminate();
     assert!(
         processes_mentioning(&cluster_text).is_empty(),
         "a Postgres process of ours outlived slaproof up"
@@ -248,7 +124,7 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
     // A second start reuses the cluster and the demo, and shows the same key.
     let up = start_up(dir.path(), &data_dir);
     assert!(!up.banner.contains("(created now)"), "{}", up.banner);
-    assert_eq!(ingest_key_of(&up.banner), key);
+    assert_eq!(up.ingest_key(), key);
     // The demo key is kept: tokens printed by the first start still work.
     assert_eq!(get_with(&up.url, "/v1/customers", &provider).await.0, 200);
     assert_eq!(
@@ -258,7 +134,7 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
             .status(),
         200
     );
-    terminate(up);
+    up.terminate();
     assert!(processes_mentioning(&cluster_text).is_empty());
 
     // With nothing running, commands say what to do.

@@ -3,10 +3,8 @@
 //! OpenTelemetry project's own protobuf types. A process of its own, since
 //! the tracing subscriber and the meter provider are process-wide.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -24,7 +22,9 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
+mod support;
+
+use support::{Up, shared_tempdir, slaproof};
 
 /// What the receiver was sent.
 #[derive(Default)]
@@ -249,115 +249,32 @@ async fn wait_for(received: &Shared, what: &str, done: impl Fn(&Received) -> boo
 }
 
 /// `slaproof up` in `dir` with a clean slaproof environment, exporting to
-/// `endpoint`; the child and its HTTP base URL and demo ingest key.
-fn start_up(dir: &Path, endpoint: &str) -> (Child, String, String) {
-    let mut command = Command::new(BIN);
-    command.current_dir(dir).stdin(Stdio::null());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("SLAPROOF_") || key.starts_with("OTEL_") {
-            command.env_remove(key);
-        }
-    }
-    let mut child = command
-        .env("NO_COLOR", "1")
-        // The ingest handler's spans are at info; the rest need not be.
-        .env("RUST_LOG", "warn,slaproof_ingest=info")
-        .env("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0")
-        .env("SLAPROOF_EMBEDDED__DATA_DIR", dir.join("data"))
-        .env("SLAPROOF_TELEMETRY__OTLP_ENDPOINT", endpoint)
-        .env("SLAPROOF_TELEMETRY__SERVICE_NAME", "slaproof-under-test")
-        .env("SLAPROOF_TELEMETRY__EXPORT_INTERVAL_SECS", "1")
-        .env("SLAPROOF_EVALUATOR__INTERVAL_SECS", "1")
-        .arg("up")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting slaproof up");
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut banner = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match received.recv_timeout(left) {
-            Ok(line) => {
-                banner.push_str(&line);
-                banner.push('\n');
-                if line.starts_with("Stop with Ctrl-C") {
-                    break;
-                }
-            }
-            Err(_) => {
-                let _ = child.kill();
-                panic!("slaproof up did not come up; it printed:\n{banner}");
-            }
-        }
-    }
-    let url = banner
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("HTTP"))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("the banner names the HTTP address")
-        .to_owned();
-    let key = banner
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Ingest key"))
-        .map(|k| k.trim().to_owned())
-        .expect("the banner shows the demo ingest key");
-    (child, url, key)
-}
-
-/// Sends SIGTERM; the exit status, or `None` (and a kill) after 60 s.
-fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
+/// `endpoint`.
+fn start_up(dir: &Path, endpoint: &str) -> Up {
+    let data_dir = dir.join("data");
+    let mut command = slaproof(
+        dir,
+        &[
+            // The ingest handler's spans are at info; the rest need not be.
+            ("RUST_LOG", "warn,slaproof_ingest=info"),
+            ("SLAPROOF_SERVER__LISTEN", "127.0.0.1:0"),
+            ("SLAPROOF_TELEMETRY__OTLP_ENDPOINT", endpoint),
+            ("SLAPROOF_TELEMETRY__SERVICE_NAME", "slaproof-under-test"),
+            ("SLAPROOF_TELEMETRY__EXPORT_INTERVAL_SECS", "1"),
+            ("SLAPROOF_EVALUATOR__INTERVAL_SECS", "1"),
+        ],
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-/// Stops `slaproof up` (and so its Postgres) even when an assertion fails.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            stop(&mut self.0);
-        }
-    }
+    command.env("SLAPROOF_EMBEDDED__DATA_DIR", data_dir);
+    support::start(command)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
     let received = Shared::default();
     let endpoint = receiver(received.clone()).await;
-    let dir = tempfile::Builder::new()
-        .prefix("slaproof-otel-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    // The unprivileged Postgres user must enter it (tempdirs are 0700).
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let (child, url, key) = start_up(dir.path(), &endpoint);
-    let mut running = Running(child);
+    let dir = shared_tempdir("slaproof-otel-");
+    let mut up = start_up(dir.path(), &endpoint);
+    let (url, key) = (up.url.clone(), up.ingest_key());
 
     let now = chrono::Utc::now() - chrono::Duration::seconds(30);
     let sent = 5;
@@ -470,7 +387,7 @@ async fn up_exports_its_spans_and_operator_metrics_over_otlp_http() {
     }
 
     // Spans arrive in batches, and at the latest on the graceful stop.
-    let status = stop(&mut running.0).expect("slaproof up exits within 60 s of SIGTERM");
+    let status = up.stop().expect("slaproof up exits within 60 s of SIGTERM");
     assert!(status.success(), "slaproof up exited with {status}");
     wait_for(&received, "the ingest handler's span", |r| {
         span_names(r).iter().any(|n| n == "post_events")
