@@ -221,15 +221,7 @@ async fn handle(
         let _writer = ingest.gate.writer(&admission).await?;
         write(ingest, who.tenant, &values, query.atomic).await
     }
-    .map_err(|err| {
-        if err.is_transient() {
-            tracing::warn!(error = %err, "gauge values not stored; the client will retry");
-            Problem::unavailable(ingest.gate.retry_after_secs())
-        } else {
-            tracing::error!(error = %err, "gauge values not stored");
-            Problem::internal()
-        }
-    })?;
+    .map_err(|err| ingest.not_stored("gauge values", &err))?;
 
     let mut errors = checked.errors;
     for &(i, old) in &written.conflicts {

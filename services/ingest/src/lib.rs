@@ -152,16 +152,21 @@ impl Ingest {
         if written.is_ok() {
             metrics::accepted(events.len());
         }
-        written.map_err(|err| {
-            if err.is_transient() {
-                metrics::batch_refused(503);
-                tracing::warn!(error = %err, "batch not stored; the client will retry");
-                Problem::unavailable(self.gate.retry_after_secs())
-            } else {
-                tracing::error!(error = %err, "batch not stored");
-                Problem::internal()
-            }
-        })
+        written.map_err(|err| self.not_stored("events", &err))
+    }
+
+    /// The answer to a batch whose write failed, for every door alike: a
+    /// passing database failure is a 503 the client retries (counted as a
+    /// refused batch), anything else a 500.
+    pub(crate) fn not_stored(&self, what: &'static str, err: &writer::WriteError) -> Problem {
+        if err.is_transient() {
+            metrics::batch_refused(503);
+            tracing::warn!(error = %err, what, "batch not stored; the client will retry");
+            Problem::unavailable(self.gate.retry_after_secs())
+        } else {
+            tracing::error!(error = %err, what, "batch not stored");
+            Problem::internal()
+        }
     }
 
     /// The decompressed body, off the I/O threads with `work` after it.

@@ -88,15 +88,7 @@ async fn handle(
         let _writer = ingest.gate.writer(&admission).await?;
         let new = write(ingest, who.tenant, &mapped.points)
             .await
-            .map_err(|err| {
-                if err.is_transient() {
-                    tracing::warn!(error = %err, "histogram points not stored; the client will retry");
-                    Problem::unavailable(ingest.gate.retry_after_secs())
-                } else {
-                    tracing::error!(error = %err, "histogram points not stored");
-                    Problem::internal()
-                }
-            })?;
+            .map_err(|err| ingest.not_stored("histogram points", &err))?;
         let points = mapped.points.len() as u64;
         metrics::points_stored(new, points.saturating_sub(new));
     }
