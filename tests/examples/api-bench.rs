@@ -317,7 +317,7 @@ async fn seed_a_day_of_minutes(db: &Database, tenant: TenantId) -> anyhow::Resul
     // And the chart sketches of those minutes (one distribution of 25
     // events, the same for every minute: the read's cost is in decoding
     // and merging, not in the values).
-    let mut minute = slaproof_evaluator::sketch::Sketches::default();
+    let mut minute = slaproof_domain::sketch::Sketches::default();
     for i in 0..25 {
         minute.add(&slaproof_domain::event::EventView {
             latency_us: Some(80_000 + i * 4_000),

@@ -1202,8 +1202,7 @@ async fn a_key_left_pending_by_a_dead_request_is_taken_over_after_a_while() {
     for (key, age_secs) in [("stuck-old", 600), ("stuck-new", 1)] {
         // The fingerprint of the very request sent below.
         let body = serde_json::to_vec(&json!({ "external_ref": key, "name": key })).unwrap();
-        let fingerprint =
-            slaproof_api::service::idempotency::fingerprint("POST /v1/customers", &body);
+        let fingerprint = slaproof_app::idempotency::fingerprint("POST /v1/customers", &body);
         sqlx::query(
             "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, created_at) \
              VALUES ($1, 'someone', $2, $4, now() - make_interval(secs => $3))",
@@ -1336,7 +1335,7 @@ fn objective_of<'a>(dashboard: &'a Value, name: &str) -> &'a Value {
 
 #[tokio::test]
 async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_graphql() {
-    use slaproof_evaluator::minute::floor_minute;
+    use slaproof_domain::minute::floor_minute;
     let w = world().await;
     let now = chrono::Utc::now();
     // A minute with one failure in twenty, and an earlier minute wholly in
@@ -1814,7 +1813,7 @@ async fn housekeeping_deletes_idempotency_keys_past_their_day() {
         .unwrap();
     }
     tx.commit().await.unwrap();
-    let deleted = slaproof_api::service::idempotency::expire_keys(&w.app.db)
+    let deleted = slaproof_app::idempotency::expire_keys(&w.app.db)
         .await
         .unwrap();
     assert_eq!(deleted, 1);

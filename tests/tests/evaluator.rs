@@ -11,7 +11,8 @@ use slaproof_domain::composite::{ObjectiveCounts, combine};
 use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::recount::recount;
-use slaproof_evaluator::{Settings, TrackedSla, evaluate_tenant_up_to, records, rollup, work_due};
+use slaproof_evaluator::{Settings, TrackedSla, evaluate_tenant_up_to, rollup, work_due};
+use slaproof_store::evaluations;
 use slaproof_store::{Database, maintenance, partitions, slas, tenants};
 use slaproof_tests::TestDatabase;
 
@@ -258,7 +259,7 @@ async fn verdicts_are_exact_counts_with_maintenance_excluded_and_the_threshold_g
 
     // Explainability: the stored record reads back the same numbers.
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    let stored = records::latest(&mut tx, sla.id).await.unwrap();
+    let stored = evaluations::latest(&mut tx, sla.id).await.unwrap();
     tx.commit().await.unwrap();
     let stored_availability = stored
         .iter()
@@ -675,7 +676,7 @@ async fn the_application_runs_the_evaluator() {
     loop {
         let mut tx = app.db.tenant_tx(tenant).await.unwrap();
         let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-        let latest = records::latest(&mut tx, sla.id).await.unwrap();
+        let latest = evaluations::latest(&mut tx, sla.id).await.unwrap();
         tx.commit().await.unwrap();
         let availability = latest.iter().find(|e| e.objective == "availability");
         // Events may straddle the month boundary only if this runs at midnight
@@ -1220,7 +1221,7 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
 
 #[tokio::test]
 async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_counts() {
-    use slaproof_evaluator::sketch::percentiles;
+    use slaproof_store::charts::percentiles;
     let database = TestDatabase::create().await;
     let db = database.service_database().await;
     ensure_days(

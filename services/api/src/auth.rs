@@ -1,12 +1,10 @@
-//! Authentication: bearer JWTs checked against configured keys, turned into
-//! a [`Principal`] by an axum extractor so that no handler parses a token.
+//! Authentication: bearer JWTs checked against configured keys and the
+//! issuer's JWKS, turned into a [`Principal`] once per request by a layer
+//! ([`request`]) so that no handler parses a token.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
-use axum::http::header;
-use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::{CustomerId, TenantId};
@@ -14,47 +12,12 @@ use slaproof_domain::ids::{CustomerId, TenantId};
 use secrecy::ExposeSecret;
 
 pub mod jwks;
+pub mod request;
 
-use crate::authz::{Scope, ScopeSet};
 use crate::settings::{EMBED_KEY_ID, Settings, SettingsError};
-
-/// Who is calling, as the token says: checked, not yet authorized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub subject: String,
-    pub tenant: TenantId,
-    pub roles: Vec<String>,
-    /// Set for a customer's user: such a caller sees that customer's SLAs
-    /// and nothing else.
-    pub customer: Option<CustomerId>,
-    /// Set for an embed token: its scopes replace what roles would grant.
-    pub embed: Option<EmbedGrant>,
-}
-
-/// What an embed token allows: fixed when the provider asked for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbedGrant {
-    pub dashboard: String,
-    pub scopes: ScopeSet,
-}
-
-/// The claims of an embed token, which slaproof signs itself.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct EmbedClaims {
-    pub sub: String,
-    pub iss: String,
-    pub aud: String,
-    pub exp: u64,
-    pub iat: u64,
-    pub tenant: String,
-    pub customer: String,
-    pub dashboard: String,
-    pub scopes: Vec<String>,
-}
-
-/// Embed tokens have their own audience, so that no other verifier of the
-/// issuer's tokens mistakes one for a user's token.
-pub const EMBED_AUDIENCE: &str = "slaproof-embed";
+use slaproof_app::{
+    EMBED_AUDIENCE, EmbedClaims, EmbedGrant, EmbedSigner, Principal, Scope, ScopeSet,
+};
 
 struct EmbedKey {
     encoding: jsonwebtoken::EncodingKey,
@@ -186,18 +149,6 @@ impl Verifier {
         Ok(Self { keys, jwks, embed })
     }
 
-    /// The issuer embed tokens carry.
-    pub fn issuer(&self) -> &str {
-        &self.embed.issuer
-    }
-
-    /// Signs an embed token.
-    pub fn sign_embed(&self, claims: &EmbedClaims) -> Result<String, jsonwebtoken::errors::Error> {
-        let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
-        header.kid = Some(EMBED_KEY_ID.to_owned());
-        jsonwebtoken::encode(&header, claims, &self.embed.encoding)
-    }
-
     fn verify_embed(&self, token: &str) -> Result<Principal, AuthError> {
         let data = jsonwebtoken::decode::<EmbedClaims>(
             token,
@@ -320,10 +271,24 @@ fn check(token: &str, alg: Algorithm, key: &VerifyingKey) -> Result<Principal, A
     })
 }
 
-/// The bearer token of a request, if it carries one.
-pub fn bearer(parts: &Parts) -> Result<&str, AuthError> {
-    let value = parts
-        .headers
+impl EmbedSigner for Verifier {
+    fn issuer(&self) -> &str {
+        &self.embed.issuer
+    }
+
+    fn sign(
+        &self,
+        claims: &EmbedClaims,
+    ) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
+        header.kid = Some(EMBED_KEY_ID.to_owned());
+        Ok(jsonwebtoken::encode(&header, claims, &self.embed.encoding)?)
+    }
+}
+
+/// The bearer token of a request's headers, if it carries one.
+pub fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
+    let value = headers
         .get(header::AUTHORIZATION)
         .ok_or(AuthError::Missing)?
         .to_str()
@@ -333,20 +298,6 @@ pub fn bearer(parts: &Parts) -> Result<&str, AuthError> {
         return Err(AuthError::Malformed);
     }
     Ok(token.trim())
-}
-
-impl<S> FromRequestParts<S> for Principal
-where
-    S: Send + Sync,
-    Arc<Verifier>: axum::extract::FromRef<S>,
-{
-    type Rejection = crate::rest::ApiProblem;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let verifier = <Arc<Verifier> as axum::extract::FromRef<S>>::from_ref(state);
-        let token = bearer(parts)?;
-        Ok(verifier.authenticate(token).await?)
-    }
 }
 
 #[cfg(test)]

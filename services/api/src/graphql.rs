@@ -1,4 +1,4 @@
-//! GraphQL over the service layer: resolvers map shapes and call in, so
+//! GraphQL over the application layer: resolvers map shapes and call in, so
 //! every rule is the REST one. A field the caller lacks the scope for is
 //! refused with an error naming the scope (`extensions.scope`), and fields
 //! guarded by a fixed scope are hidden from that caller's introspection.
@@ -9,11 +9,11 @@ use async_graphql::{
 };
 use chrono::{DateTime, Utc};
 
-use crate::authz::Scope;
-use crate::service::compliance::{ComplianceNumbers, ComplianceView};
-use crate::service::dashboard::{DashboardView, MinuteMaintenance};
-use crate::service::slas::{ExportFormat, Family, ObjectiveView, SlaSummaryView, SlaView};
-use crate::service::{Caller, PageRequest, Service, ServiceError};
+use slaproof_app::Scope;
+use slaproof_app::compliance::{ComplianceNumbers, ComplianceView};
+use slaproof_app::dashboard::{DashboardView, MinuteMaintenance};
+use slaproof_app::slas::{ExportFormat, Family, ObjectiveView, SlaSummaryView, SlaView};
+use slaproof_app::{App, AppError, Caller, PageRequest};
 
 pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 
@@ -27,9 +27,9 @@ pub struct Limits {
 }
 
 /// The schema with its limits; the caller is added to each request.
-pub fn schema(service: Service, limits: Limits) -> ApiSchema {
+pub fn schema(app: App, limits: Limits) -> ApiSchema {
     let builder = Schema::build(Query, Mutation, EmptySubscription)
-        .data(service)
+        .data(app)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity);
     if limits.introspection {
@@ -39,33 +39,33 @@ pub fn schema(service: Service, limits: Limits) -> ApiSchema {
     }
 }
 
-/// A service error as a GraphQL error: the message, a `code`, and the
+/// An application error as a GraphQL error: the message, a `code`, and the
 /// missing `scope` when that is why.
-fn refuse(err: ServiceError) -> async_graphql::Error {
+fn refuse(err: AppError) -> async_graphql::Error {
     let code = match &err {
-        ServiceError::MissingScope(_) => "FORBIDDEN",
-        ServiceError::NotFound { .. } => "NOT_FOUND",
-        ServiceError::Conflict(_) => "CONFLICT",
-        ServiceError::Invalid { .. } => "INVALID",
-        ServiceError::Internal(source) => {
+        AppError::MissingScope(_) => "FORBIDDEN",
+        AppError::NotFound { .. } => "NOT_FOUND",
+        AppError::Conflict(_) => "CONFLICT",
+        AppError::Invalid { .. } => "INVALID",
+        AppError::Internal(source) => {
             tracing::error!(error = %source, "internal error");
             "INTERNAL"
         }
     };
     let message = match &err {
-        ServiceError::Internal(_) => "internal error".to_owned(),
+        AppError::Internal(_) => "internal error".to_owned(),
         other => other.to_string(),
     };
     async_graphql::Error::new(message).extend_with(|_, e| {
         e.set("code", code);
-        if let ServiceError::MissingScope(scope) = &err {
+        if let AppError::MissingScope(scope) = &err {
             e.set("scope", scope.as_str());
         }
     })
 }
 
-fn parts<'a>(ctx: &'a Context<'_>) -> async_graphql::Result<(&'a Service, &'a Caller)> {
-    Ok((ctx.data::<Service>()?, ctx.data::<Caller>()?))
+fn parts<'a>(ctx: &'a Context<'_>) -> async_graphql::Result<(&'a App, &'a Caller)> {
+    Ok((ctx.data::<App>()?, ctx.data::<Caller>()?))
 }
 
 /// Whether the caller of this request holds `scope`: decides what its
@@ -98,7 +98,7 @@ fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<Page
     let limit = first
         .map(u32::try_from)
         .transpose()
-        .map_err(|_| refuse(ServiceError::invalid("first", "must not be negative")))?;
+        .map_err(|_| refuse(AppError::invalid("first", "must not be negative")))?;
     Ok(PageRequest {
         cursor: after,
         limit,
@@ -117,8 +117,8 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, SlaSummary>> {
-        let (service, caller) = parts(ctx)?;
-        let page = service
+        let (app, caller) = parts(ctx)?;
+        let page = app
             .list_slas(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
@@ -138,11 +138,8 @@ impl Query {
         name: String,
         version: Option<i32>,
     ) -> async_graphql::Result<Sla> {
-        let (service, caller) = parts(ctx)?;
-        let view = service
-            .get_sla(caller, &name, version)
-            .await
-            .map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        let view = app.get_sla(caller, &name, version).await.map_err(refuse)?;
         Ok(Sla(view))
     }
 
@@ -166,8 +163,8 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Customer>> {
-        let (service, caller) = parts(ctx)?;
-        let page = service
+        let (app, caller) = parts(ctx)?;
+        let page = app
             .list_customers(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
@@ -188,16 +185,16 @@ impl Query {
     /// One customer of the tenant (`cus_…`).
     #[graphql(visible = "holds_customers")]
     async fn customer(&self, ctx: &Context<'_>, id: String) -> async_graphql::Result<Customer> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         // An id that does not parse cannot name a customer: not found,
         // as over REST.
         let id = id.parse().map_err(|_| {
-            refuse(ServiceError::NotFound {
+            refuse(AppError::NotFound {
                 what: "customer",
                 key: id.clone(),
             })
         })?;
-        let c = service.get_customer(caller, id).await.map_err(refuse)?;
+        let c = app.get_customer(caller, id).await.map_err(refuse)?;
         Ok(Customer {
             id: c.id.to_string(),
             external_ref: c.external_ref,
@@ -213,8 +210,8 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, IngestKey>> {
-        let (service, caller) = parts(ctx)?;
-        let page = service
+        let (app, caller) = parts(ctx)?;
+        let page = app
             .list_ingest_keys(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
@@ -230,8 +227,8 @@ impl Query {
     /// The origins allowed to frame the tenant's embedded dashboards.
     #[graphql(visible = "holds_embed")]
     async fn embed_origins(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<String>> {
-        let (service, caller) = parts(ctx)?;
-        service.embed_origins(caller).await.map_err(refuse)
+        let (app, caller) = parts(ctx)?;
+        app.embed_origins(caller).await.map_err(refuse)
     }
 
     /// Every tenant (slaproof's operators only).
@@ -242,8 +239,8 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Tenant>> {
-        let (service, caller) = parts(ctx)?;
-        let page = service
+        let (app, caller) = parts(ctx)?;
+        let page = app
             .list_tenants(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
@@ -266,8 +263,8 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Probe>> {
-        let (service, caller) = parts(ctx)?;
-        let page = service
+        let (app, caller) = parts(ctx)?;
+        let page = app
             .list_probes(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
@@ -283,12 +280,8 @@ impl Query {
     /// One probe, by id (`prb_…`) or name.
     #[graphql(visible = "holds_probes")]
     async fn probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
-        let (service, caller) = parts(ctx)?;
-        Ok(service
-            .get_probe(caller, &probe)
-            .await
-            .map_err(refuse)?
-            .into())
+        let (app, caller) = parts(ctx)?;
+        Ok(app.get_probe(caller, &probe).await.map_err(refuse)?.into())
     }
 
     // --- end of synthetic probes -------------------------------------------
@@ -303,8 +296,8 @@ impl Query {
         ctx: &Context<'_>,
         sla: String,
     ) -> async_graphql::Result<Vec<Threshold>> {
-        let (service, caller) = parts(ctx)?;
-        Ok(service
+        let (app, caller) = parts(ctx)?;
+        Ok(app
             .list_thresholds(caller, &sla)
             .await
             .map_err(refuse)?
@@ -333,8 +326,8 @@ impl Mutation {
         ctx: &Context<'_>,
         document: String,
     ) -> async_graphql::Result<String> {
-        let (service, caller) = parts(ctx)?;
-        let applied = service.apply_sla(caller, &document).await.map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        let applied = app.apply_sla(caller, &document).await.map_err(refuse)?;
         Ok(applied.outcome.to_owned())
     }
 
@@ -345,11 +338,11 @@ impl Mutation {
         external_ref: String,
         name: String,
     ) -> async_graphql::Result<Customer> {
-        let (service, caller) = parts(ctx)?;
-        let c = service
+        let (app, caller) = parts(ctx)?;
+        let c = app
             .create_customer(
                 caller,
-                crate::service::customers::NewCustomer { external_ref, name },
+                slaproof_app::customers::NewCustomer { external_ref, name },
             )
             .await
             .map_err(refuse)?;
@@ -369,8 +362,8 @@ impl Mutation {
         objective: String,
         target_ppm: u32,
     ) -> async_graphql::Result<String> {
-        let (service, caller) = parts(ctx)?;
-        let applied = service
+        let (app, caller) = parts(ctx)?;
+        let applied = app
             .change_target(caller, &sla, &objective, target_ppm)
             .await
             .map_err(refuse)?;
@@ -387,17 +380,14 @@ impl Mutation {
         ends_at: String,
         description: String,
     ) -> async_graphql::Result<MaintenanceWindow> {
-        let (service, caller) = parts(ctx)?;
-        let window = crate::service::maintenance::NewWindow {
+        let (app, caller) = parts(ctx)?;
+        let window = slaproof_app::maintenance::NewWindow {
             sla,
             starts_at: required_instant("startsAt", starts_at)?,
             ends_at: required_instant("endsAt", ends_at)?,
             description,
         };
-        let created = service
-            .create_window(caller, window)
-            .await
-            .map_err(refuse)?;
+        let created = app.create_window(caller, window).await.map_err(refuse)?;
         Ok(created.into())
     }
 
@@ -407,14 +397,14 @@ impl Mutation {
         ctx: &Context<'_>,
         id: String,
     ) -> async_graphql::Result<MaintenanceWindow> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         let id = id.parse().map_err(|_| {
-            refuse(ServiceError::NotFound {
+            refuse(AppError::NotFound {
                 what: "maintenance window",
                 key: id.clone(),
             })
         })?;
-        let cancelled = service.cancel_window(caller, id).await.map_err(refuse)?;
+        let cancelled = app.cancel_window(caller, id).await.map_err(refuse)?;
         Ok(cancelled.into())
     }
 
@@ -424,11 +414,8 @@ impl Mutation {
         ctx: &Context<'_>,
         name: String,
     ) -> async_graphql::Result<CreatedIngestKey> {
-        let (service, caller) = parts(ctx)?;
-        let created = service
-            .create_ingest_key(caller, &name)
-            .await
-            .map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        let created = app.create_ingest_key(caller, &name).await.map_err(refuse)?;
         Ok(CreatedIngestKey {
             ingest_key: created.key.into(),
             key: created.secret,
@@ -441,11 +428,8 @@ impl Mutation {
         ctx: &Context<'_>,
         id: String,
     ) -> async_graphql::Result<IngestKey> {
-        let (service, caller) = parts(ctx)?;
-        let key = service
-            .revoke_ingest_key(caller, &id)
-            .await
-            .map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        let key = app.revoke_ingest_key(caller, &id).await.map_err(refuse)?;
         Ok(key.into())
     }
 
@@ -459,17 +443,17 @@ impl Mutation {
         scopes: Vec<String>,
         ttl_secs: Option<u32>,
     ) -> async_graphql::Result<EmbedToken> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         let customer = customer.parse().map_err(|_| {
-            refuse(ServiceError::invalid(
+            refuse(AppError::invalid(
                 "customer",
                 "is not a customer id (cus_…)",
             ))
         })?;
-        let token = service
+        let token = app
             .create_embed_token(
                 caller,
-                crate::service::embed::EmbedRequest {
+                slaproof_app::embed::EmbedRequest {
                     customer,
                     dashboard,
                     scopes,
@@ -491,11 +475,8 @@ impl Mutation {
         ctx: &Context<'_>,
         origins: Vec<String>,
     ) -> async_graphql::Result<Vec<String>> {
-        let (service, caller) = parts(ctx)?;
-        service
-            .set_embed_origins(caller, origins)
-            .await
-            .map_err(refuse)
+        let (app, caller) = parts(ctx)?;
+        app.set_embed_origins(caller, origins).await.map_err(refuse)
     }
 
     /// Creates a tenant (slaproof's operators only).
@@ -505,8 +486,8 @@ impl Mutation {
         name: String,
         display_name: String,
     ) -> async_graphql::Result<Tenant> {
-        let (service, caller) = parts(ctx)?;
-        let tenant = service
+        let (app, caller) = parts(ctx)?;
+        let tenant = app
             .create_tenant(caller, &name, &display_name)
             .await
             .map_err(refuse)?;
@@ -522,8 +503,8 @@ impl Mutation {
         ctx: &Context<'_>,
         input: ProbeInput,
     ) -> async_graphql::Result<Probe> {
-        let (service, caller) = parts(ctx)?;
-        let new = crate::service::probes::NewProbe {
+        let (app, caller) = parts(ctx)?;
+        let new = slaproof_app::probes::NewProbe {
             name: input.name,
             service: input.service,
             model: input.model,
@@ -537,11 +518,7 @@ impl Mutation {
             timeout_ms: input.timeout_ms,
             enabled: input.enabled,
         };
-        Ok(service
-            .create_probe(caller, new)
-            .await
-            .map_err(refuse)?
-            .into())
+        Ok(app.create_probe(caller, new).await.map_err(refuse)?.into())
     }
 
     /// Changes a probe (by id or name): given fields only; `headers`
@@ -553,8 +530,8 @@ impl Mutation {
         probe: String,
         input: ProbePatchInput,
     ) -> async_graphql::Result<Probe> {
-        let (service, caller) = parts(ctx)?;
-        let patch = crate::service::probes::ProbePatch {
+        let (app, caller) = parts(ctx)?;
+        let patch = slaproof_app::probes::ProbePatch {
             name: input.name,
             service: input.service,
             model: match input.model {
@@ -576,7 +553,7 @@ impl Mutation {
             timeout_ms: input.timeout_ms,
             enabled: input.enabled,
         };
-        Ok(service
+        Ok(app
             .update_probe(caller, &probe, patch)
             .await
             .map_err(refuse)?
@@ -586,16 +563,16 @@ impl Mutation {
     /// Deletes a probe (by id or name); its recorded runs stay.
     #[graphql(visible = "holds_probes")]
     async fn delete_probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<bool> {
-        let (service, caller) = parts(ctx)?;
-        service.delete_probe(caller, &probe).await.map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        app.delete_probe(caller, &probe).await.map_err(refuse)?;
         Ok(true)
     }
 
     /// Makes a probe due now; a runner measures it within a poll.
     #[graphql(visible = "holds_probes")]
     async fn run_probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
-        let (service, caller) = parts(ctx)?;
-        Ok(service
+        let (app, caller) = parts(ctx)?;
+        Ok(app
             .run_probe_now(caller, &probe)
             .await
             .map_err(refuse)?
@@ -618,13 +595,13 @@ impl Mutation {
         budget_remaining_below_ppm: Option<u32>,
         burn_rate_above_milli: Option<u64>,
     ) -> async_graphql::Result<Threshold> {
-        let (service, caller) = parts(ctx)?;
-        let new = crate::service::thresholds::NewThreshold {
+        let (app, caller) = parts(ctx)?;
+        let new = slaproof_app::thresholds::NewThreshold {
             compliance_below_ppm,
             budget_remaining_below_ppm,
             burn_rate_above_milli,
         };
-        Ok(service
+        Ok(app
             .set_threshold(caller, &sla, &objective, new)
             .await
             .map_err(refuse)?
@@ -639,9 +616,8 @@ impl Mutation {
         sla: String,
         objective: String,
     ) -> async_graphql::Result<bool> {
-        let (service, caller) = parts(ctx)?;
-        service
-            .delete_threshold(caller, &sla, &objective)
+        let (app, caller) = parts(ctx)?;
+        app.delete_threshold(caller, &sla, &objective)
             .await
             .map_err(refuse)?;
         Ok(true)
@@ -757,8 +733,8 @@ impl Sla {
         &self,
         ctx: &Context<'_>,
     ) -> async_graphql::Result<Vec<ObjectiveCompliance>> {
-        let (service, caller) = parts(ctx)?;
-        let view: ComplianceView = service
+        let (app, caller) = parts(ctx)?;
+        let view: ComplianceView = app
             .sla_compliance(caller, &self.0.name)
             .await
             .map_err(refuse)?;
@@ -775,8 +751,8 @@ impl Sla {
 
     /// Remaining budget and burn per objective, as gateways read it.
     async fn budget_status(&self, ctx: &Context<'_>) -> async_graphql::Result<BudgetStatus> {
-        let (service, caller) = parts(ctx)?;
-        let view = service
+        let (app, caller) = parts(ctx)?;
+        let view = app
             .budget_status(caller, &self.0.name)
             .await
             .map_err(refuse)?;
@@ -797,11 +773,8 @@ impl Sla {
 
     /// Burn-rate alerts, of the objectives the caller may read.
     async fn alerts(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Alert>> {
-        let (service, caller) = parts(ctx)?;
-        let view = service
-            .sla_alerts(caller, &self.0.name)
-            .await
-            .map_err(refuse)?;
+        let (app, caller) = parts(ctx)?;
+        let view = app.sla_alerts(caller, &self.0.name).await.map_err(refuse)?;
         Ok(view
             .alerts
             .into_iter()
@@ -818,8 +791,8 @@ impl Sla {
 
     /// Closed periods not met, of the objectives the caller may read.
     async fn breaches(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Breach>> {
-        let (service, caller) = parts(ctx)?;
-        let view = service
+        let (app, caller) = parts(ctx)?;
+        let view = app
             .sla_breaches(caller, &self.0.name)
             .await
             .map_err(refuse)?;
@@ -846,16 +819,16 @@ impl Sla {
         objective: String,
         hours: Option<i32>,
     ) -> async_graphql::Result<Vec<SeriesPoint>> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         let hours = hours.unwrap_or(24);
         if !(1..=24 * 400).contains(&hours) {
-            return Err(refuse(ServiceError::invalid(
+            return Err(refuse(AppError::invalid(
                 "hours",
                 "must be between 1 and 9600",
             )));
         }
         let to = chrono::Utc::now();
-        let view = service
+        let view = app
             .compliance_series(
                 caller,
                 &self.0.name,
@@ -898,11 +871,11 @@ impl Sla {
         from: Option<String>,
         to: Option<String>,
     ) -> async_graphql::Result<Vec<MaintenanceWindow>> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         let now = Utc::now();
         let from = instant("from", from)?.unwrap_or(now - chrono::Duration::days(30));
         let to = instant("to", to)?.unwrap_or(now + chrono::Duration::days(90));
-        let windows = service
+        let windows = app
             .sla_windows(caller, &self.0.name, from, to)
             .await
             .map_err(refuse)?;
@@ -912,8 +885,8 @@ impl Sla {
     /// Every version, newest first.
     #[graphql(visible = "holds_history")]
     async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Sla>> {
-        let (service, caller) = parts(ctx)?;
-        let versions = service
+        let (app, caller) = parts(ctx)?;
+        let versions = app
             .sla_versions(caller, &self.0.name)
             .await
             .map_err(refuse)?;
@@ -927,14 +900,13 @@ impl Sla {
         ctx: &Context<'_>,
         openslo: Option<bool>,
     ) -> async_graphql::Result<String> {
-        let (service, caller) = parts(ctx)?;
+        let (app, caller) = parts(ctx)?;
         let format = if openslo.unwrap_or(false) {
             ExportFormat::OpenSlo
         } else {
             ExportFormat::Native
         };
-        service
-            .export_sla(caller, &self.0.name, format)
+        app.export_sla(caller, &self.0.name, None, format)
             .await
             .map_err(refuse)
     }
@@ -970,7 +942,7 @@ impl Objective {
     async fn target_ppm(&self) -> async_graphql::Result<u32> {
         self.0
             .target_ppm
-            .ok_or_else(|| refuse(ServiceError::MissingScope(self.0.family.scope())))
+            .ok_or_else(|| refuse(AppError::MissingScope(self.0.family.scope())))
     }
     /// The objective as in the native document; needs the family's scope.
     #[graphql(visible = "holds_a_metric")]
@@ -979,7 +951,7 @@ impl Objective {
             .definition
             .clone()
             .map(Json)
-            .ok_or_else(|| refuse(ServiceError::MissingScope(self.0.family.scope())))
+            .ok_or_else(|| refuse(AppError::MissingScope(self.0.family.scope())))
     }
 }
 
@@ -1021,7 +993,7 @@ impl ObjectiveCompliance {
     fn numbers(&self) -> async_graphql::Result<Option<&ComplianceNumbers>> {
         match &self.numbers {
             Some(n) => Ok(n.as_ref()),
-            None => Err(refuse(ServiceError::MissingScope(self.family.scope()))),
+            None => Err(refuse(AppError::MissingScope(self.family.scope()))),
         }
     }
 }
@@ -1030,7 +1002,7 @@ fn instant(field: &str, text: Option<String>) -> async_graphql::Result<Option<Da
     text.map(|t| {
         DateTime::parse_from_rfc3339(&t)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| refuse(ServiceError::invalid(field, format!("not RFC 3339: {e}"))))
+            .map_err(|e| refuse(AppError::invalid(field, format!("not RFC 3339: {e}"))))
     })
     .transpose()
 }
@@ -1041,9 +1013,9 @@ async fn dashboard(
     from: Option<String>,
     to: Option<String>,
 ) -> async_graphql::Result<Dashboard> {
-    let (service, caller) = parts(ctx)?;
+    let (app, caller) = parts(ctx)?;
     let (from, to) = (instant("from", from)?, instant("to", to)?);
-    let view = service
+    let view = app
         .sla_dashboard(caller, sla, from, to)
         .await
         .map_err(refuse)?;
@@ -1112,9 +1084,9 @@ impl Dashboard {
                 .find(|r| r.field == "percentiles")
                 .and_then(|r| Scope::parse(r.scope))
                 .unwrap_or(Scope::SlaReadLatency);
-            refuse(ServiceError::MissingScope(scope))
+            refuse(AppError::MissingScope(scope))
         })?;
-        let measure = |p: &crate::service::dashboard::Percentiles| Percentiles {
+        let measure = |p: &slaproof_app::dashboard::Percentiles| Percentiles {
             count: p.count,
             p50_us: p.p50_us,
             p95_us: p.p95_us,
@@ -1139,7 +1111,7 @@ impl Dashboard {
             .0
             .maintenance
             .as_ref()
-            .ok_or_else(|| refuse(ServiceError::MissingScope(Scope::MaintenanceRead)))?;
+            .ok_or_else(|| refuse(AppError::MissingScope(Scope::MaintenanceRead)))?;
         Ok(spans
             .iter()
             .map(|s| MaintenanceSpan {
@@ -1159,9 +1131,9 @@ pub struct MaintenanceSpan {
 #[derive(Debug)]
 pub struct DashboardObjective {
     compliance: ObjectiveCompliance,
-    minutes: Option<Vec<crate::service::dashboard::MinutePoint>>,
+    minutes: Option<Vec<slaproof_app::dashboard::MinutePoint>>,
     minutes_scope: Scope,
-    thresholds: Option<Option<crate::service::thresholds::ThresholdView>>,
+    thresholds: Option<Option<slaproof_app::thresholds::ThresholdView>>,
 }
 
 #[Object]
@@ -1183,7 +1155,7 @@ impl DashboardObjective {
         let lines = self
             .thresholds
             .as_ref()
-            .ok_or_else(|| refuse(ServiceError::MissingScope(self.compliance.family.scope())))?;
+            .ok_or_else(|| refuse(AppError::MissingScope(self.compliance.family.scope())))?;
         Ok(lines.clone().map(Threshold::from))
     }
 
@@ -1194,7 +1166,7 @@ impl DashboardObjective {
         let points = self
             .minutes
             .as_ref()
-            .ok_or_else(|| refuse(ServiceError::MissingScope(self.minutes_scope)))?;
+            .ok_or_else(|| refuse(AppError::MissingScope(self.minutes_scope)))?;
         Ok(points
             .iter()
             .map(|p| MinutePoint {
@@ -1280,8 +1252,8 @@ pub struct MaintenanceWindow {
     pub cancelled_at: Option<String>,
 }
 
-impl From<slaproof_store::maintenance::StoredMaintenanceWindow> for MaintenanceWindow {
-    fn from(w: slaproof_store::maintenance::StoredMaintenanceWindow) -> Self {
+impl From<slaproof_app::maintenance::StoredMaintenanceWindow> for MaintenanceWindow {
+    fn from(w: slaproof_app::maintenance::StoredMaintenanceWindow) -> Self {
         Self {
             id: w.id.to_string(),
             sla: w.sla.map(|s| s.to_string()),
@@ -1304,8 +1276,8 @@ pub struct IngestKey {
     pub revoked_at: Option<String>,
 }
 
-impl From<slaproof_store::ingest_keys::IngestKey> for IngestKey {
-    fn from(k: slaproof_store::ingest_keys::IngestKey) -> Self {
+impl From<slaproof_app::ingest_keys::IngestKey> for IngestKey {
+    fn from(k: slaproof_app::ingest_keys::IngestKey) -> Self {
         Self {
             id: k.id.to_string(),
             prefix: k.prefix,
@@ -1340,8 +1312,8 @@ pub struct Tenant {
     pub created_at: String,
 }
 
-impl From<slaproof_store::tenants::Tenant> for Tenant {
-    fn from(t: slaproof_store::tenants::Tenant) -> Self {
+impl From<slaproof_app::tenants::Tenant> for Tenant {
+    fn from(t: slaproof_app::tenants::Tenant) -> Self {
         Self {
             id: t.id.to_string(),
             name: t.name,
@@ -1368,7 +1340,7 @@ pub enum ProbeKindGql {
     StreamingCompletion,
 }
 
-impl From<ProbeKindGql> for slaproof_store::probes::ProbeKind {
+impl From<ProbeKindGql> for slaproof_app::probes::ProbeKind {
     fn from(k: ProbeKindGql) -> Self {
         match k {
             ProbeKindGql::Http => Self::Http,
@@ -1391,7 +1363,7 @@ fn headers_of(
     let mut map = std::collections::BTreeMap::new();
     for h in headers {
         if map.insert(h.name.clone(), h.value).is_some() {
-            return Err(refuse(ServiceError::invalid(
+            return Err(refuse(AppError::invalid(
                 format!("headers.{}", h.name),
                 "is given twice",
             )));
@@ -1470,8 +1442,8 @@ pub struct Probe {
     pub last_run: Option<ProbeLastRun>,
 }
 
-impl From<slaproof_store::probes::StoredProbe> for Probe {
-    fn from(p: slaproof_store::probes::StoredProbe) -> Self {
+impl From<slaproof_app::probes::StoredProbe> for Probe {
+    fn from(p: slaproof_app::probes::StoredProbe) -> Self {
         let d = p.definition;
         Self {
             id: p.id.to_string(),
@@ -1516,8 +1488,8 @@ pub struct Threshold {
     pub updated_at: String,
 }
 
-impl From<crate::service::thresholds::ThresholdView> for Threshold {
-    fn from(t: crate::service::thresholds::ThresholdView) -> Self {
+impl From<slaproof_app::thresholds::ThresholdView> for Threshold {
+    fn from(t: slaproof_app::thresholds::ThresholdView) -> Self {
         Threshold {
             objective: t.objective,
             family: family_name(t.family),

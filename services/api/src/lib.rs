@@ -1,58 +1,107 @@
-//! The provider and customer API: REST and GraphQL over one service layer, JWT bearer
-//! authentication against configured keys, and field-level RBAC with casbin.
+//! The provider and customer API, transport only: routing, authentication
+//! once per request, REST (with its OpenAPI document) and GraphQL, problem
+//! documents. Every operation and rule is the application layer's
+//! (`slaproof_app`); handlers and resolvers map shapes and call it.
 //!
-//! - [`auth`] checks tokens (the algorithm is pinned per key) and yields a
-//!   [`auth::Principal`] from an extractor;
-//! - [`authz`] turns roles into scopes with casbin, the tenant as domain;
-//! - [`service`] owns every operation and every rule, including which
-//!   fields a caller may see;
-//! - [`rest`] and [`graphql`] map their shapes onto the service layer.
+//! - [`auth`] checks tokens (the algorithm is pinned per key) once per
+//!   request and hands a [`slaproof_app::Principal`] to the `Caller`
+//!   extractor;
+//! - [`rest`] and [`graphql`] map their shapes onto the application layer;
+//! - [`problem`] answers its errors as RFC 9457 problem documents.
 
 pub mod auth;
-pub mod authz;
 pub mod graphql;
+pub mod problem;
 pub mod rest;
-pub mod service;
 pub mod settings;
 
 use std::sync::Arc;
 
 use axum::Router;
-use slaproof_http::outbound::OutboundPolicy;
-use slaproof_store::Database;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use slaproof_app::{App, Caller};
 
 pub use settings::{Settings, SettingsError};
+
+use crate::problem::{ApiProblem, invalid};
 
 /// Why the API could not be assembled.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("invalid api configuration: {0}")]
     Settings(#[from] SettingsError),
-    #[error(transparent)]
-    Policy(#[from] authz::AuthzError),
 }
 
-/// The API's routes, ready to merge into the application's router.
-/// `outbound` is the operator's rule for URLs tenants save (probe targets).
-pub async fn router(
-    db: Database,
-    settings: &Settings,
-    outbound: OutboundPolicy,
-) -> Result<Router, BuildError> {
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct ApiState {
+    pub verifier: Arc<auth::Verifier>,
+    pub app: App,
+    pub schema: graphql::ApiSchema,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState")
+            .field("verifier", &self.verifier)
+            .field("app", &self.app)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The API's routes over `app`, ready to merge into the process's router.
+/// The API's token verifier signs the embed tokens `app` issues, with the
+/// key it checks them with.
+pub fn router(app: App, settings: &Settings) -> Result<Router, BuildError> {
     let verifier = Arc::new(auth::Verifier::new(settings)?);
-    let authz = Arc::new(authz::Authorizer::with_default_policy().await?);
-    let service = service::Service::new(db, authz, verifier.clone()).with_outbound(outbound);
+    let app = app.with_embed_signer(verifier.clone());
     let schema = graphql::schema(
-        service.clone(),
+        app.clone(),
         graphql::Limits {
             max_depth: settings.graphql_max_depth,
             max_complexity: settings.graphql_max_complexity,
             introspection: settings.graphql_introspection,
         },
     );
-    Ok(rest::router(rest::ApiState {
+    let state = ApiState {
         verifier,
-        service,
+        app,
         schema,
-    }))
+    };
+    Ok(rest::router()
+        .route("/graphql", axum::routing::post(graphql))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::request::authenticate,
+        ))
+        .layer(axum::middleware::from_fn(refuse_nul_in_uri))
+        .with_state(state))
+}
+
+/// `POST /graphql`: the caller is authenticated like any REST request and
+/// handed to the resolvers; GraphQL errors answer 200 as the spec says.
+async fn graphql(
+    State(state): State<ApiState>,
+    caller: Caller,
+    bytes: axum::body::Bytes,
+) -> Result<axum::Json<async_graphql::Response>, ApiProblem> {
+    let request: async_graphql::Request = rest::parse_body(&bytes)?;
+    Ok(axum::Json(state.schema.execute(request.data(caller)).await))
+}
+
+/// The same for paths and query strings (`%00`), for every route at once.
+async fn refuse_nul_in_uri(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let uri = request.uri().to_string();
+    if uri
+        .as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"%00"))
+    {
+        return invalid("uri", "must not contain NUL (%00)").into_response();
+    }
+    next.run(request).await
 }

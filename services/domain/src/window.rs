@@ -261,6 +261,25 @@ fn local_midnight(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
     }
 }
 
+/// Merges periods (maintenance windows, say) into disjoint, sorted periods.
+pub fn merge_periods(mut periods: Vec<Period>) -> Vec<Period> {
+    periods.sort();
+    let mut merged: Vec<Period> = Vec::with_capacity(periods.len());
+    for p in periods {
+        match merged.last_mut() {
+            Some(last) if p.start <= last.end => last.end = last.end.max(p.end),
+            _ => merged.push(p),
+        }
+    }
+    merged
+}
+
+/// Whether `at` lies in one of the disjoint, sorted `periods`.
+pub fn in_any(periods: &[Period], at: DateTime<Utc>) -> bool {
+    let i = periods.partition_point(|p| p.end <= at);
+    periods.get(i).is_some_and(|p| p.contains(at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

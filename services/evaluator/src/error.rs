@@ -18,10 +18,6 @@ pub enum EvaluatorError {
     /// A stored value that cannot be what the schema promises.
     #[error("stored {what} is unreadable: {reason}")]
     Corrupt { what: &'static str, reason: String },
-    /// A read asked for something it cannot have (a chart of sketches
-    /// with a step that is not whole minutes, a quantile outside [0, 1]).
-    #[error("{field} {reason}")]
-    InvalidQuery { field: &'static str, reason: String },
     /// Another transaction is evaluating this tenant right now.
     #[error("tenant {tenant} is being evaluated by another worker")]
     Busy { tenant: String },
@@ -39,5 +35,14 @@ pub(crate) trait Doing<T> {
 impl<T> Doing<T> for Result<T, sqlx::Error> {
     fn doing(self, doing: &'static str) -> Result<T, EvaluatorError> {
         self.map_err(|source| EvaluatorError::Database { doing, source })
+    }
+}
+
+impl From<slaproof_domain::sketch::SketchError> for EvaluatorError {
+    fn from(err: slaproof_domain::sketch::SketchError) -> Self {
+        EvaluatorError::Corrupt {
+            what: "sketch",
+            reason: err.0,
+        }
     }
 }

@@ -15,13 +15,13 @@ use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 use slaproof_domain::objective::{EventVerdict, Objective, Sli, SliceBudgeting, TimeSlicesSli};
 use slaproof_domain::slices::SliceRatios;
-use slaproof_domain::window::Period;
+use slaproof_domain::window::{Period, in_any, merge_periods};
 use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::minute::{Arrival, ceil_hour, ceil_minute, floor_hour, floor_minute};
 use crate::rollup::{LONGEST_LOOKBACK_DAYS, TrackedSla};
+use slaproof_domain::minute::{Arrival, ceil_hour, ceil_minute, floor_hour, floor_minute};
 
 /// The verdict on one objective at one instant, with every number behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -263,25 +263,6 @@ pub async fn period_counts(
         };
     }
     Ok(out)
-}
-
-/// Merges maintenance windows into disjoint, sorted periods.
-pub fn merge_periods(mut periods: Vec<Period>) -> Vec<Period> {
-    periods.sort();
-    let mut merged: Vec<Period> = Vec::with_capacity(periods.len());
-    for p in periods {
-        match merged.last_mut() {
-            Some(last) if p.start <= last.end => last.end = last.end.max(p.end),
-            _ => merged.push(p),
-        }
-    }
-    merged
-}
-
-/// Whether `at` lies in one of the disjoint, sorted `periods`.
-pub fn in_any(periods: &[Period], at: DateTime<Utc>) -> bool {
-    let i = periods.partition_point(|p| p.end <= at);
-    periods.get(i).is_some_and(|p| p.contains(at))
 }
 
 /// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.

@@ -53,11 +53,11 @@ use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::in_any;
 use crate::events::ReadEvent;
-use crate::minute::{Arrival, floor_minute};
 use crate::recount::Recount;
 use crate::rollup::{MinuteCounts, TrackedSla};
+use slaproof_domain::minute::{Arrival, floor_minute};
+use slaproof_domain::window::in_any;
 
 /// How far a value may be received before its request's time (clock skew
 /// between the sender of the value and the sender of the event) and still

@@ -9,7 +9,6 @@ pub mod events;
 pub mod facts;
 pub mod gauge;
 mod metrics;
-pub mod minute;
 pub mod records;
 pub mod recount;
 pub mod rollup;
@@ -21,7 +20,6 @@ pub mod worker;
 
 pub use error::EvaluatorError;
 pub use evaluate::{AlertCheck, ObjectiveEvaluation};
-pub use records::StoredEvaluation;
 pub use rollup::{Advance, TrackedSla};
 pub use settings::Settings;
 pub use worker::{

@@ -1,7 +1,5 @@
-//! Stored evaluator facts: evaluations (append-only), frozen period results (revisions, never rewritten), and reading them back to explain a verdict.
+//! Recording evaluator facts: evaluations (append-only) and frozen period results (revisions, never rewritten). Reading them back is `slaproof_store::evaluations`.
 
-use chrono::{DateTime, Utc};
-use slaproof_domain::ids::SlaId;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
@@ -49,63 +47,6 @@ pub async fn insert_evaluation(
     .await
     .doing("recording an evaluation")?;
     Ok(())
-}
-
-/// An evaluation as stored: the verdict and the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredEvaluation {
-    pub id: uuid::Uuid,
-    pub sla_id: uuid::Uuid,
-    pub version: i32,
-    pub objective: String,
-    pub evaluated_at: DateTime<Utc>,
-    pub as_of: DateTime<Utc>,
-    pub period_start: DateTime<Utc>,
-    pub period_end: DateTime<Utc>,
-    pub target_ppm: i32,
-    pub good: i64,
-    pub total: i64,
-    pub excluded: i64,
-    pub late_folded: i64,
-    pub late_total: i64,
-    pub met: bool,
-    pub compliance_ppm: Option<i32>,
-    pub budget_allowed: i64,
-    pub budget_consumed: i64,
-    pub budget_remaining: i64,
-    pub burn_rate_milli: i64,
-    pub exhaustion_secs: Option<i64>,
-}
-
-/// The latest evaluation of each objective of an SLA: what the verdict
-/// is now, and why.
-#[tracing::instrument(skip(tx))]
-pub async fn latest(
-    tx: &mut TenantTx,
-    sla: SlaId,
-) -> Result<Vec<StoredEvaluation>, EvaluatorError> {
-    // One index probe per objective the SLA has ever had (LATERAL …
-    // LIMIT 1 on `evaluations_latest`), not a DISTINCT ON over every
-    // evaluation kept: dashboards read this on each load, and an SLA keeps
-    // a week of rounds (two a minute per objective) before thinning.
-    sqlx::query_as(
-        "SELECT e.id, e.sla_id, e.version, e.objective, e.evaluated_at, e.as_of, e.period_start, \
-             e.period_end, e.target_ppm, e.good, e.total, e.excluded, e.late_folded, e.late_total, e.met, \
-             e.compliance_ppm, e.budget_allowed, e.budget_consumed, e.budget_remaining, e.burn_rate_milli, \
-             e.exhaustion_secs \
-         FROM (SELECT DISTINCT name FROM objectives WHERE tenant_id = $1 AND sla_id = $2) AS o \
-         CROSS JOIN LATERAL ( \
-             SELECT * FROM evaluations \
-             WHERE tenant_id = $1 AND sla_id = $2 AND objective = o.name \
-             ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
-         ORDER BY e.objective",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.uuid())
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading evaluations")
 }
 
 /// Freezes the result of a closed period from its final evaluation (which

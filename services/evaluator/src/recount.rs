@@ -7,10 +7,11 @@ use slaproof_domain::objective::EventVerdict;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::{in_any, maintenance_periods};
+use crate::evaluate::maintenance_periods;
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::minute::Arrival;
 use crate::rollup::TrackedSla;
+use slaproof_domain::minute::Arrival;
+use slaproof_domain::window::in_any;
 
 /// An objective's counts over a stretch, recounted from raw events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

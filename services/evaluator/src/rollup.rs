@@ -21,8 +21,8 @@ use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::minute::{Arrival, floor_hour, floor_minute};
 use crate::settings::Settings;
+use slaproof_domain::minute::{Arrival, floor_hour, floor_minute};
 
 /// The longest alert lookback (the workbook's 3 days): rollups of a new
 /// version reach back at least this far so that alerts work at once.

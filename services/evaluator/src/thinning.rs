@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use slaproof_store::{Database, TenantTx, tenants};
 
 use crate::error::{Doing, EvaluatorError};
-use crate::minute::floor_hour;
+use slaproof_domain::minute::floor_hour;
 
 /// What one thinning deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -111,11 +111,12 @@ impl Application {
             ));
         }
         if services.contains(&Service::Api) {
-            router = router.merge(
-                slaproof_api::router(db.clone(), &config.api, config.outbound.clone())
-                    .await
-                    .context("building the API")?,
-            );
+            let app = slaproof_app::App::with_default_policy(db.clone())
+                .await
+                .context("loading the authorization policy")?
+                .with_outbound(config.outbound.clone());
+            router =
+                router.merge(slaproof_api::router(app, &config.api).context("building the API")?);
         }
         if telemetry::exporting() {
             // Under TraceLayer: the route is matched by then (`MatchedPath`).

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use slaproof_app::customers::NewCustomer;
+use slaproof_app::{App, AppError, Page, PageRequest};
 use slaproof_domain::sla::SlaDefinition;
-use slaproof_store::{Database, customers, ingest_keys, slas, tenants};
+use slaproof_store::Database;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{Application, Service, cancel_on_signals, open_database};
@@ -522,6 +524,35 @@ async fn connect(config: &Config) -> anyhow::Result<Database> {
     Ok(db)
 }
 
+/// The application layer over the configured database: the operator
+/// commands go through the same rules as the API.
+async fn application(config: &Config) -> anyhow::Result<App> {
+    Ok(App::with_default_policy(connect(config).await?)
+        .await?
+        .with_outbound(config.outbound.clone()))
+}
+
+/// Every item of a paged list, page after page.
+async fn every_page<T, F, Fut>(mut fetch: F) -> anyhow::Result<Vec<T>>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: Future<Output = Result<Page<T>, AppError>>,
+{
+    let mut all = Vec::new();
+    let mut request = PageRequest {
+        cursor: None,
+        limit: Some(slaproof_app::page::MAX_PAGE as u32),
+    };
+    loop {
+        let page = fetch(request.clone()).await?;
+        all.extend(page.items);
+        match page.next_cursor {
+            Some(cursor) => request.cursor = Some(cursor),
+            None => return Ok(all),
+        }
+    }
+}
+
 async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
@@ -551,19 +582,26 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
 }
 
 async fn tenant(config: &Config, command: TenantCommand) -> anyhow::Result<()> {
-    let db = connect(config).await?;
+    let app = application(config).await?;
+    let operator = app.operator().await?;
     match command {
         TenantCommand::Create { name, display_name } => {
-            let tenant =
-                tenants::create(&db, &name, display_name.as_deref().unwrap_or(&name)).await?;
-            let mut tx = db.tenant_tx(tenant.id).await?;
-            let key = ingest_keys::create(&mut tx, "default").await?;
-            tx.commit().await?;
+            let tenant = app
+                .create_tenant(&operator, &name, display_name.as_deref().unwrap_or(&name))
+                .await?;
+            // A tenant can send telemetry at once with its first key.
+            let admin = app.operator_in(&tenant.id.to_string()).await?;
+            let key = app.create_ingest_key(&admin, "default").await?;
             println!("created tenant {} ({})", tenant.name, tenant.id);
-            println!("ingest key (shown once, keep it secret): {}", key.reveal());
+            println!("ingest key (shown once, keep it secret): {}", key.secret);
         }
         TenantCommand::List => {
-            for tenant in tenants::list(&db).await? {
+            for tenant in every_page(|page| {
+                let (app, operator) = (&app, &operator);
+                async move { app.list_tenants(operator, &page).await }
+            })
+            .await?
+            {
                 println!("{}\t{}\t{}", tenant.id, tenant.name, tenant.display_name);
             }
         }
@@ -572,33 +610,36 @@ async fn tenant(config: &Config, command: TenantCommand) -> anyhow::Result<()> {
 }
 
 async fn customer(config: &Config, command: CustomerCommand) -> anyhow::Result<()> {
-    let db = connect(config).await?;
+    let app = application(config).await?;
     match command {
         CustomerCommand::Create {
             tenant,
             external_ref,
             name,
         } => {
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let customer = app
+                .create_customer(
+                    &admin,
+                    NewCustomer {
+                        name: name.unwrap_or_else(|| external_ref.clone()),
+                        external_ref,
+                    },
+                )
                 .await?;
-            let customer = customers::create(
-                &mut tx,
-                &external_ref,
-                name.as_deref().unwrap_or(&external_ref),
-            )
-            .await?;
-            tx.commit().await?;
             println!(
                 "created customer {} ({})",
                 customer.external_ref, customer.id
             );
         }
         CustomerCommand::List { tenant } => {
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            for customer in customers::list(&mut tx).await? {
+            let admin = app.operator_in(&tenant.tenant).await?;
+            for customer in every_page(|page| {
+                let (app, admin) = (&app, &admin);
+                async move { app.list_customers(admin, &page).await }
+            })
+            .await?
+            {
                 println!(
                     "{}\t{}\t{}",
                     customer.id, customer.external_ref, customer.name
@@ -610,22 +651,28 @@ async fn customer(config: &Config, command: CustomerCommand) -> anyhow::Result<(
 }
 
 async fn ingest_key(config: &Config, command: IngestKeyCommand) -> anyhow::Result<()> {
-    let db = connect(config).await?;
+    let app = application(config).await?;
     match command {
         IngestKeyCommand::Create { tenant, name } => {
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            let key = ingest_keys::create(&mut tx, &name).await?;
-            tx.commit().await?;
-            println!("created ingest key {} ({})", key.key.prefix, key.key.id);
-            println!("ingest key (shown once, keep it secret): {}", key.reveal());
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let created = app.create_ingest_key(&admin, &name).await?;
+            println!(
+                "created ingest key {} ({})",
+                created.key.prefix, created.key.id
+            );
+            println!(
+                "ingest key (shown once, keep it secret): {}",
+                created.secret
+            );
         }
         IngestKeyCommand::List { tenant } => {
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            for key in ingest_keys::list(&mut tx).await? {
+            let admin = app.operator_in(&tenant.tenant).await?;
+            for key in every_page(|page| {
+                let (app, admin) = (&app, &admin);
+                async move { app.list_ingest_keys(admin, &page).await }
+            })
+            .await?
+            {
                 let state = match key.revoked_at {
                     Some(at) => format!("revoked {}", at.to_rfc3339()),
                     None => "active".to_owned(),
@@ -634,11 +681,8 @@ async fn ingest_key(config: &Config, command: IngestKeyCommand) -> anyhow::Resul
             }
         }
         IngestKeyCommand::Revoke { tenant, key } => {
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            let key = ingest_keys::revoke(&mut tx, &key).await?;
-            tx.commit().await?;
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let key = app.revoke_ingest_key(&admin, &key).await?;
             println!("revoked ingest key {} ({})", key.prefix, key.id);
         }
     }
@@ -679,30 +723,23 @@ async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<()> {
                 );
                 return Ok(());
             }
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            let outcome = slas::apply(&mut tx, &definition).await?;
-            tx.commit().await?;
-            let what = match outcome.applied {
-                slas::Applied::Created => "created",
-                slas::Applied::Updated => "updated",
-                slas::Applied::Unchanged => "unchanged",
-            };
+            let app = application(config).await?;
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let applied = app.apply_sla(&admin, &text).await?;
             println!(
-                "SLA \"{}\" {what}: version {} ({})",
-                definition.name.as_str(),
-                outcome.version,
-                outcome.sla
+                "SLA \"{}\" {}: version {} ({})",
+                applied.name, applied.outcome, applied.version, applied.id
             );
         }
         SlaCommand::List { tenant } => {
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            for sla in slas::list(&mut tx).await? {
+            let app = application(config).await?;
+            let admin = app.operator_in(&tenant.tenant).await?;
+            for sla in every_page(|page| {
+                let (app, admin) = (&app, &admin);
+                async move { app.list_slas(admin, &page).await }
+            })
+            .await?
+            {
                 println!(
                     "{}\t{}\tv{}\t{}",
                     sla.id,
@@ -718,23 +755,21 @@ async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<()> {
             format,
             version,
         } => {
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            let stored = slas::find(&mut tx, &name, version).await?;
-            match format {
-                ExportFormat::Native => print!("{}", stored.definition.to_native_yaml()),
-                ExportFormat::Openslo => print!("{}", stored.definition.to_openslo_yaml()),
-            }
+            let app = application(config).await?;
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let format = match format {
+                ExportFormat::Native => slaproof_app::slas::ExportFormat::Native,
+                ExportFormat::Openslo => slaproof_app::slas::ExportFormat::OpenSlo,
+            };
+            print!("{}", app.export_sla(&admin, &name, version, format).await?);
         }
     }
     Ok(())
 }
 
 async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
-    use slaproof_api::service::probes::{NewProbe, checked_definition, create_within_cap};
-    use slaproof_store::probes::{self, ProbeKind};
+    use slaproof_app::probes::{NewProbe, ProbeKind};
+    let app = application(config).await?;
     match command {
         ProbeCommand::Create {
             tenant,
@@ -765,36 +800,29 @@ async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
                 ),
                 None => None,
             };
-            let definition = checked_definition(
-                &config.outbound,
-                NewProbe {
-                    name,
-                    service,
-                    model,
-                    kind: match kind {
-                        ProbeKindArg::Http => ProbeKind::Http,
-                        ProbeKindArg::StreamingCompletion => ProbeKind::StreamingCompletion,
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let stored = app
+                .create_probe(
+                    &admin,
+                    NewProbe {
+                        name,
+                        service,
+                        model,
+                        kind: match kind {
+                            ProbeKindArg::Http => ProbeKind::Http,
+                            ProbeKindArg::StreamingCompletion => ProbeKind::StreamingCompletion,
+                        },
+                        method,
+                        url,
+                        headers: header_map,
+                        body,
+                        expected_status,
+                        interval_secs,
+                        timeout_ms,
+                        enabled: Some(!disabled),
                     },
-                    method,
-                    url,
-                    headers: header_map,
-                    body,
-                    expected_status,
-                    interval_secs,
-                    timeout_ms,
-                    enabled: Some(!disabled),
-                },
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
+                )
                 .await?;
-            let stored = create_within_cap(&mut tx, &definition)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            tx.commit().await?;
             println!(
                 "created probe {} ({}): {} {} every {} s",
                 stored.definition.name,
@@ -805,11 +833,13 @@ async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
             );
         }
         ProbeCommand::List { tenant } => {
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            for stored in probes::list(&mut tx).await? {
+            let admin = app.operator_in(&tenant.tenant).await?;
+            for stored in every_page(|page| {
+                let (app, admin) = (&app, &admin);
+                async move { app.list_probes(admin, &page).await }
+            })
+            .await?
+            {
                 let d = &stored.definition;
                 let last = match &stored.last {
                     Some(last) => format!(
@@ -837,16 +867,9 @@ async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Result<()> {
             }
         }
         ProbeCommand::Delete { tenant, probe } => {
-            let db = connect(config).await?;
-            let mut tx = db
-                .tenant_tx(tenants::resolve(&db, &tenant.tenant).await?)
-                .await?;
-            let stored = match probe.parse() {
-                Ok(id) if probe.starts_with("prb_") => probes::find(&mut tx, id).await?,
-                _ => probes::find_by_name(&mut tx, &probe).await?,
-            };
-            probes::delete(&mut tx, stored.id).await?;
-            tx.commit().await?;
+            let admin = app.operator_in(&tenant.tenant).await?;
+            let stored = app.get_probe(&admin, &probe).await?;
+            app.delete_probe(&admin, &stored.id.to_string()).await?;
             println!("deleted probe {} ({})", stored.definition.name, stored.id);
         }
     }

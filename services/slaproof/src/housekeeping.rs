@@ -40,7 +40,7 @@ pub async fn run(
             Err(err) => tracing::error!(error = %err, "event partition upkeep failed"),
         }
         // Idempotency keys past their day: retried next round on failure.
-        match slaproof_api::service::idempotency::expire_keys(&db).await {
+        match slaproof_app::idempotency::expire_keys(&db).await {
             Ok(0) => {}
             Ok(deleted) => tracing::info!(deleted, "expired idempotency keys deleted"),
             Err(err) => tracing::error!(error = %err, "deleting expired idempotency keys failed"),

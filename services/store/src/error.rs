@@ -33,6 +33,11 @@ pub enum StoreError {
     /// written by hand.
     #[error("stored {what} is unreadable: {reason}")]
     Corrupt { what: &'static str, reason: String },
+    /// A read asked for something it cannot have (a chart with a step
+    /// that is not whole minutes, a quantile outside [0, 1]): the caller's
+    /// mistake, naming the argument.
+    #[error("{field} {reason}")]
+    InvalidQuery { field: &'static str, reason: String },
     #[error("{0} timed out")]
     Timeout(&'static str),
     #[error("migration failed: {0}")]

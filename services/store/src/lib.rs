@@ -7,11 +7,15 @@
 //! request, and row-level security in the schema refuses every row of other
 //! tenants even where a query forgets to filter.
 
+pub mod charts;
 pub mod customers;
+pub mod embed_origins;
 mod error;
+pub mod evaluations;
 pub mod events;
 pub mod gauges;
 pub mod histograms;
+pub mod idempotency;
 pub mod ingest_keys;
 pub mod jobs;
 pub mod maintenance;

@@ -420,6 +420,42 @@ pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, S
         .collect())
 }
 
+/// One recorded run of a probe, from its event.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ProbeRun {
+    pub occurred_at: DateTime<Utc>,
+    pub status: Option<i32>,
+    pub error_class: Option<String>,
+    pub latency_us: Option<i64>,
+    pub ttft_us: Option<i64>,
+    pub tpot_us: Option<i64>,
+    pub output_tokens: Option<i32>,
+}
+
+/// The runs of a probe since `since`, newest first, at most `limit`: read
+/// from its events (a run's request id is `<probe id>@<slot>`), bounded in
+/// time so only the recent daily partitions are read.
+#[tracing::instrument(skip(tx))]
+pub async fn runs(
+    tx: &mut TenantTx,
+    probe: ProbeId,
+    since: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<ProbeRun>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT occurred_at, status, error_class, latency_us, ttft_us, tpot_us, output_tokens \
+         FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND source = 'probe' \
+           AND request_id LIKE $3 \
+         ORDER BY occurred_at DESC LIMIT $4",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(since)
+    .bind(format!("{probe}@%"))
+    .bind(i64::from(limit))
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,15 +9,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_app::customers::Customer;
 use slaproof_domain::ids::CustomerId;
-use slaproof_store::customers::Customer;
 
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
     parse_body,
 };
-use crate::service::Caller;
-use crate::service::customers::NewCustomer;
+use slaproof_app::Caller;
+use slaproof_app::customers::NewCustomer;
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -72,7 +72,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<CustomerOut>>, ApiProblem> {
-    let page = state.service.list_customers(&caller, &page(query)?).await?;
+    let page = state.app.list_customers(&caller, &page(query)?).await?;
     Ok(Json(page.into()))
 }
 
@@ -98,7 +98,7 @@ pub async fn create(
     let run = async {
         let input: CustomerIn = parse_body(&bytes)?;
         let customer = state
-            .service
+            .app
             .create_customer(
                 &caller,
                 NewCustomer {
@@ -133,10 +133,10 @@ pub async fn show(
     // An id that does not parse cannot name a customer: not found, like
     // any other id the caller cannot see.
     let id: CustomerId = id.parse().map_err(|_| {
-        ApiProblem::from(crate::service::ServiceError::NotFound {
+        ApiProblem::from(slaproof_app::AppError::NotFound {
             what: "customer",
             key: id.clone(),
         })
     })?;
-    Ok(Json(state.service.get_customer(&caller, id).await?.into()))
+    Ok(Json(state.app.get_customer(&caller, id).await?.into()))
 }

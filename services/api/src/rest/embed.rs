@@ -1,10 +1,9 @@
-//! `/v1/embed-tokens` and `/v1/embed-origins`, and the CSP
-//! `frame-ancestors` header on every answer to an embed token.
+//! `/v1/embed-tokens` and `/v1/embed-origins` (the CSP `frame-ancestors`
+//! header on answers to embed tokens is set by `auth::request`).
 
 use axum::body::Bytes;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -13,9 +12,8 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 
 use super::{ApiProblem, ApiState, ProblemResponses, idempotent, parse_body};
-use crate::auth::bearer;
-use crate::service::Caller;
-use crate::service::embed::EmbedRequest;
+use slaproof_app::Caller;
+use slaproof_app::embed::EmbedRequest;
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -79,7 +77,7 @@ pub async fn create(
     let run = async {
         let input: EmbedTokenIn = parse_body(&bytes)?;
         let token = state
-            .service
+            .app
             .create_embed_token(
                 &caller,
                 EmbedRequest {
@@ -125,7 +123,7 @@ pub async fn origins(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
-    let origins = state.service.embed_origins(&caller).await?;
+    let origins = state.app.embed_origins(&caller).await?;
     Ok(Json(EmbedOriginsOut { origins }))
 }
 
@@ -147,42 +145,6 @@ pub async fn set_origins(
     bytes: Bytes,
 ) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
     let input: EmbedOriginsIn = parse_body(&bytes)?;
-    let origins = state
-        .service
-        .set_embed_origins(&caller, input.origins)
-        .await?;
+    let origins = state.app.set_embed_origins(&caller, input.origins).await?;
     Ok(Json(EmbedOriginsOut { origins }))
-}
-
-/// Adds `Content-Security-Policy: frame-ancestors …` to every answer to a
-/// valid embed token: only the tenant's own origins may frame it.
-pub async fn frame_ancestors(
-    State(state): State<ApiState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (parts, body) = request.into_parts();
-    let principal = bearer(&parts)
-        .ok()
-        .and_then(|token| state.verifier.verify(token).ok())
-        .filter(|p| p.embed.is_some());
-    let mut response = next.run(Request::from_parts(parts, body)).await;
-    if let Some(principal) = principal {
-        let origins = state
-            .service
-            .frame_ancestors(principal.tenant)
-            .await
-            .unwrap_or_default();
-        let policy = if origins.is_empty() {
-            "frame-ancestors 'none'".to_owned()
-        } else {
-            format!("frame-ancestors {}", origins.join(" "))
-        };
-        if let Ok(value) = HeaderValue::from_str(&policy) {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_SECURITY_POLICY, value);
-        }
-    }
-    response
 }

@@ -9,14 +9,14 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_app::ingest_keys::IngestKey;
 use slaproof_domain::ids::IngestKeyId;
-use slaproof_store::ingest_keys::IngestKey;
 
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
     parse_body,
 };
-use crate::service::Caller;
+use slaproof_app::Caller;
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -84,10 +84,7 @@ pub async fn create(
 ) -> Result<Response, ApiProblem> {
     let run = async {
         let input: IngestKeyIn = parse_body(&bytes)?;
-        let created = state
-            .service
-            .create_ingest_key(&caller, &input.name)
-            .await?;
+        let created = state.app.create_ingest_key(&caller, &input.name).await?;
         Ok((
             StatusCode::CREATED,
             IngestKeyCreatedOut {
@@ -126,10 +123,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<IngestKeyOut>>, ApiProblem> {
-    let page = state
-        .service
-        .list_ingest_keys(&caller, &page(query)?)
-        .await?;
+    let page = state.app.list_ingest_keys(&caller, &page(query)?).await?;
     Ok(Json(page.into()))
 }
 
@@ -152,6 +146,6 @@ pub async fn revoke(
 ) -> Result<Json<IngestKeyOut>, ApiProblem> {
     let Path(id) = id.map_err(|e| invalid("id", e.body_text()))?;
     Ok(Json(
-        state.service.revoke_ingest_key(&caller, &id).await?.into(),
+        state.app.revoke_ingest_key(&caller, &id).await?.into(),
     ))
 }

@@ -9,12 +9,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_app::maintenance::StoredMaintenanceWindow;
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
-use slaproof_store::maintenance::StoredMaintenanceWindow;
 
 use super::{ApiProblem, ApiState, ProblemResponses, idempotent, invalid, parse_body};
-use crate::service::maintenance::NewWindow;
-use crate::service::{Caller, ServiceError};
+use slaproof_app::maintenance::NewWindow;
+use slaproof_app::{AppError, Caller};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -98,7 +98,7 @@ pub async fn create(
     let run = async {
         let input: MaintenanceWindowIn = parse_body(&bytes)?;
         let window = state
-            .service
+            .app
             .create_window(
                 &caller,
                 NewWindow {
@@ -141,12 +141,12 @@ pub async fn cancel(
 ) -> Result<Json<MaintenanceWindowOut>, ApiProblem> {
     let Path(id) = id.map_err(|e| invalid("id", e.body_text()))?;
     let id: MaintenanceWindowId = id.parse().map_err(|_| {
-        ApiProblem::from(ServiceError::NotFound {
+        ApiProblem::from(AppError::NotFound {
             what: "maintenance window",
             key: id.clone(),
         })
     })?;
-    Ok(Json(state.service.cancel_window(&caller, id).await?.into()))
+    Ok(Json(state.app.cancel_window(&caller, id).await?.into()))
 }
 
 #[utoipa::path(
@@ -172,7 +172,7 @@ pub async fn list(
     let now = Utc::now();
     let from = range.from.unwrap_or(now - Duration::days(30));
     let to = range.to.unwrap_or(now + Duration::days(90));
-    let windows = state.service.sla_windows(&caller, &name, from, to).await?;
+    let windows = state.app.sla_windows(&caller, &name, from, to).await?;
     Ok(Json(MaintenanceWindowsOut {
         data: windows.into_iter().map(Into::into).collect(),
     }))

@@ -18,41 +18,20 @@ pub mod slas;
 pub mod tenants;
 pub mod thresholds;
 
-use std::sync::Arc;
-
 use axum::Router;
-use axum::extract::{FromRequestParts, Query, State};
-use axum::http::request::Parts;
+use axum::extract::Query;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use slaproof_http::Problem;
+use slaproof_app::{AppError, Caller, PageRequest};
 
-use crate::auth::{AuthError, Principal, Verifier};
-use crate::service::{Caller, PageRequest, Service, ServiceError};
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct ApiState {
-    pub verifier: Arc<Verifier>,
-    pub service: Service,
-    pub schema: crate::graphql::ApiSchema,
-}
-
-impl std::fmt::Debug for ApiState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiState")
-            .field("verifier", &self.verifier)
-            .field("service", &self.service)
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::ApiState;
+pub use crate::problem::{ApiProblem, ProblemOut, ProblemResponses, invalid};
 
 /// Every REST route, and the OpenAPI document at `/openapi.json`.
-pub fn router(state: ApiState) -> Router {
+pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/openapi.json", axum::routing::get(openapi_json))
-        .route("/graphql", axum::routing::post(graphql))
         .merge(customers::router())
         .merge(slas::router())
         .merge(maintenance::router())
@@ -61,103 +40,6 @@ pub fn router(state: ApiState) -> Router {
         .merge(tenants::router())
         .merge(probes::router())
         .merge(thresholds::router())
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            embed::frame_ancestors,
-        ))
-        .layer(axum::middleware::from_fn(refuse_nul_in_uri))
-        .with_state(state)
-}
-
-/// An error as answered: a problem document.
-#[derive(Debug)]
-pub struct ApiProblem(pub Problem);
-
-impl IntoResponse for ApiProblem {
-    fn into_response(self) -> Response {
-        let unauthorized = self.0.status == 401;
-        let mut response = self.0.into_response();
-        if unauthorized {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer error=\"invalid_token\""),
-            );
-        }
-        response
-    }
-}
-
-impl From<AuthError> for ApiProblem {
-    fn from(err: AuthError) -> Self {
-        ApiProblem(
-            Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "Unauthenticated",
-            )
-            .with_detail(err.to_string()),
-        )
-    }
-}
-
-impl From<ServiceError> for ApiProblem {
-    fn from(err: ServiceError) -> Self {
-        let problem = match &err {
-            ServiceError::MissingScope(scope) => {
-                Problem::new(StatusCode::FORBIDDEN, "missing-scope", "Missing scope")
-                    .with_detail(err.to_string())
-                    .with_extension("scope", scope.as_str())
-            }
-            ServiceError::NotFound { .. } => {
-                Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found")
-                    .with_detail(err.to_string())
-            }
-            ServiceError::Conflict(message) => {
-                Problem::new(StatusCode::CONFLICT, "conflict", "Conflict")
-                    .with_detail(message.clone())
-            }
-            ServiceError::Invalid { field, message } => Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid",
-                "Invalid request",
-            )
-            .with_detail(format!("{field}: {message}"))
-            .with_extension("field", field.clone()),
-            ServiceError::Internal(source) => {
-                // Logged once, here; the client learns nothing of it.
-                tracing::error!(error = %source, "internal error");
-                Problem::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "Internal error",
-                )
-            }
-        };
-        ApiProblem(problem)
-    }
-}
-
-/// Bad path or query parameters, as a problem naming the parameter.
-pub fn invalid(field: &str, message: impl Into<String>) -> ApiProblem {
-    ServiceError::invalid(field, message).into()
-}
-
-impl FromRequestParts<ApiState> for Caller {
-    type Rejection = ApiProblem;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &ApiState,
-    ) -> Result<Self, Self::Rejection> {
-        let principal = Principal::from_request_parts(parts, state).await?;
-        Ok(state.service.caller(principal).await?)
-    }
-}
-
-impl axum::extract::FromRef<ApiState> for Arc<Verifier> {
-    fn from_ref(state: &ApiState) -> Self {
-        state.verifier.clone()
-    }
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
@@ -189,12 +71,12 @@ pub struct ListOut<T> {
     pub next_cursor: Option<String>,
 }
 
-impl<T, U> From<crate::service::Page<U>> for ListOut<T>
+impl<T, U> From<slaproof_app::Page<U>> for ListOut<T>
 where
     T: From<U>,
 {
     /// A service page as the REST list answer, each item in its REST shape.
-    fn from(page: crate::service::Page<U>) -> Self {
+    fn from(page: slaproof_app::Page<U>) -> Self {
         Self {
             data: page.items.into_iter().map(T::from).collect(),
             next_cursor: page.next_cursor,
@@ -219,17 +101,6 @@ pub fn body<T>(
         .map_err(|e| invalid("body", e.body_text()))
 }
 
-/// `POST /graphql`: the caller is authenticated like any REST request and
-/// handed to the resolvers; GraphQL errors answer 200 as the spec says.
-async fn graphql(
-    State(state): State<ApiState>,
-    caller: Caller,
-    bytes: axum::body::Bytes,
-) -> Result<axum::Json<async_graphql::Response>, ApiProblem> {
-    let request: async_graphql::Request = parse_body(&bytes)?;
-    Ok(axum::Json(state.schema.execute(request.data(caller)).await))
-}
-
 /// The header naming a creating request's idempotency key.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
@@ -249,22 +120,6 @@ fn refuse_nul(bytes: &[u8]) -> Result<(), ApiProblem> {
     Ok(())
 }
 
-/// The same for paths and query strings (`%00`), for every route at once.
-async fn refuse_nul_in_uri(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let uri = request.uri().to_string();
-    if uri
-        .as_bytes()
-        .windows(3)
-        .any(|w| w.eq_ignore_ascii_case(b"%00"))
-    {
-        return invalid("uri", "must not contain NUL (%00)").into_response();
-    }
-    next.run(request).await
-}
-
 /// Runs a creating request at most once per `Idempotency-Key`: a retry
 /// with the same key and body gets the first answer again (with
 /// `Idempotent-Replayed: true`); without the header it simply runs.
@@ -280,7 +135,7 @@ where
     T: Serialize,
     F: Future<Output = Result<(StatusCode, T), ApiProblem>>,
 {
-    use crate::service::idempotency::{Claim, fingerprint};
+    use slaproof_app::idempotency::{Claim, fingerprint};
     let Some(key) = headers.get(IDEMPOTENCY_KEY) else {
         let (status, out) = run.await?;
         return Ok((status, axum::Json(out)).into_response());
@@ -288,8 +143,8 @@ where
     let key = key
         .to_str()
         .map_err(|_| invalid("Idempotency-Key", "must be visible ASCII"))?;
-    let service = &state.service;
-    match service
+    let app = &state.app;
+    match app
         .claim_idempotent(caller, key, &fingerprint(route, body))
         .await?
     {
@@ -304,69 +159,18 @@ where
         Claim::Fresh => match run.await {
             Ok((status, out)) => {
                 let value = serde_json::to_value(&out)
-                    .map_err(|e| ApiProblem::from(ServiceError::Internal(Box::new(e))))?;
-                service
-                    .finish_idempotent(caller, key, Some((status.as_u16(), &value)))
+                    .map_err(|e| ApiProblem::from(AppError::Internal(Box::new(e))))?;
+                app.finish_idempotent(caller, key, Some((status.as_u16(), &value)))
                     .await?;
                 Ok((status, axum::Json(value)).into_response())
             }
             Err(problem) => {
                 // Freed, so that the client may retry once it has fixed
                 // the request; the key answers nothing it did not create.
-                service.finish_idempotent(caller, key, None).await?;
+                app.finish_idempotent(caller, key, None).await?;
                 Err(problem)
             }
         },
-    }
-}
-
-/// The shape of every error answer, for the OpenAPI document; answers are
-/// built by `slaproof_http::Problem`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProblemOut {
-    /// A URI naming the kind of problem.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    pub detail: Option<String>,
-    /// 403: the scope the caller lacks.
-    pub scope: Option<String>,
-    /// 422: the field or parameter that is wrong.
-    pub field: Option<String>,
-}
-
-/// The error answers every operation may give, declared once for all of
-/// them: `responses((status = 200, …), ProblemResponses)`.
-#[derive(Debug)]
-pub struct ProblemResponses;
-
-impl utoipa::IntoResponses for ProblemResponses {
-    fn responses() -> std::collections::BTreeMap<
-        String,
-        utoipa::openapi::RefOr<utoipa::openapi::response::Response>,
-    > {
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-        let problem = |description: &str| {
-            ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/problem+json",
-                    ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name("ProblemOut")))
-                        .build(),
-                )
-                .build()
-                .into()
-        };
-        [
-            (
-                "4XX".to_owned(),
-                problem("A problem document (RFC 9457); 403 names the missing `scope`"),
-            ),
-            ("5XX".to_owned(), problem("A problem document (RFC 9457)")),
-        ]
-        .into()
     }
 }
 

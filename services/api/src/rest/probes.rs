@@ -12,15 +12,15 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
+use slaproof_app::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 use slaproof_domain::ids::ProbeId;
-use slaproof_store::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
     parse_body,
 };
-use crate::service::Caller;
-use crate::service::probes::{NewProbe, ProbePatch, ProbeRun};
+use slaproof_app::Caller;
+use slaproof_app::probes::{NewProbe, ProbePatch, ProbeRun};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -315,7 +315,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<ProbeOut>>, ApiProblem> {
-    let page = state.service.list_probes(&caller, &page(query)?).await?;
+    let page = state.app.list_probes(&caller, &page(query)?).await?;
     Ok(Json(page.into()))
 }
 
@@ -341,7 +341,7 @@ pub async fn create(
     let run = async {
         let input: ProbeIn = parse_body(&bytes)?;
         let probe = state
-            .service
+            .app
             .create_probe(
                 &caller,
                 NewProbe {
@@ -383,9 +383,7 @@ pub async fn show(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<ProbeOut>, ApiProblem> {
     let reference = probe_ref(path)?;
-    Ok(Json(
-        state.service.get_probe(&caller, &reference).await?.into(),
-    ))
+    Ok(Json(state.app.get_probe(&caller, &reference).await?.into()))
 }
 
 #[utoipa::path(
@@ -425,7 +423,7 @@ pub async fn update(
     };
     Ok(Json(
         state
-            .service
+            .app
             .update_probe(&caller, &reference, patch)
             .await?
             .into(),
@@ -450,7 +448,7 @@ pub async fn remove(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiProblem> {
     let reference = probe_ref(path)?;
-    state.service.delete_probe(&caller, &reference).await?;
+    state.app.delete_probe(&caller, &reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -472,7 +470,7 @@ pub async fn run_now(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<(StatusCode, Json<ProbeOut>), ApiProblem> {
     let reference = probe_ref(path)?;
-    let probe = state.service.run_probe_now(&caller, &reference).await?;
+    let probe = state.app.run_probe_now(&caller, &reference).await?;
     Ok((StatusCode::ACCEPTED, Json(probe.into())))
 }
 
@@ -497,7 +495,7 @@ pub async fn runs(
     let reference = probe_ref(path)?;
     let Query(query) = query.map_err(|e| invalid("query", e.body_text()))?;
     let (_, runs) = state
-        .service
+        .app
         .probe_runs(&caller, &reference, query.limit)
         .await?;
     Ok(Json(ProbeRunsOut {

@@ -15,11 +15,11 @@ use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
     parse_body,
 };
-use crate::service::Caller;
-use crate::service::compliance::{BudgetStatusView, ComplianceView};
-use crate::service::dashboard::DashboardView;
-use crate::service::history::{AlertsView, BreachesView, SeriesView};
-use crate::service::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
+use slaproof_app::Caller;
+use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
+use slaproof_app::dashboard::DashboardView;
+use slaproof_app::history::{AlertsView, BreachesView, SeriesView};
+use slaproof_app::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -96,7 +96,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<SlaSummaryOut>>, ApiProblem> {
-    let page = state.service.list_slas(&caller, &page(query)?).await?;
+    let page = state.app.list_slas(&caller, &page(query)?).await?;
     Ok(Json(page.into()))
 }
 
@@ -122,7 +122,7 @@ pub async fn apply(
 ) -> Result<Response, ApiProblem> {
     let run = async {
         let input: SlaIn = parse_body(&bytes)?;
-        let applied = state.service.apply_sla(&caller, &input.document).await?;
+        let applied = state.app.apply_sla(&caller, &input.document).await?;
         let status = if applied.outcome == "created" {
             StatusCode::CREATED
         } else {
@@ -154,7 +154,7 @@ pub async fn show(
     let name = name(path)?;
     let Query(query) = query.map_err(|e| invalid("version", e.body_text()))?;
     Ok(Json(
-        state.service.get_sla(&caller, &name, query.version).await?,
+        state.app.get_sla(&caller, &name, query.version).await?,
     ))
 }
 
@@ -177,7 +177,7 @@ pub async fn versions(
 ) -> Result<Json<VersionsOut>, ApiProblem> {
     let name = name(path)?;
     Ok(Json(VersionsOut {
-        data: state.service.sla_versions(&caller, &name).await?,
+        data: state.app.sla_versions(&caller, &name).await?,
     }))
 }
 
@@ -211,7 +211,7 @@ pub async fn export(
             ));
         }
     };
-    let yaml = state.service.export_sla(&caller, &name, format).await?;
+    let yaml = state.app.export_sla(&caller, &name, None, format).await?;
     Ok(([(header::CONTENT_TYPE, "application/yaml")], yaml).into_response())
 }
 
@@ -233,7 +233,7 @@ pub async fn compliance(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<ComplianceOut>, ApiProblem> {
     let name = name(path)?;
-    Ok(Json(state.service.sla_compliance(&caller, &name).await?))
+    Ok(Json(state.app.sla_compliance(&caller, &name).await?))
 }
 
 /// Seconds a gateway may reuse a budget status: the evaluator refreshes it
@@ -263,9 +263,9 @@ pub async fn budget_status(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiProblem> {
     let name = name(path)?;
-    let status = state.service.budget_status(&caller, &name).await?;
+    let status = state.app.budget_status(&caller, &name).await?;
     let body = serde_json::to_vec(&status)
-        .map_err(|e| ApiProblem::from(crate::service::ServiceError::Internal(Box::new(e))))?;
+        .map_err(|e| ApiProblem::from(slaproof_app::AppError::Internal(Box::new(e))))?;
     // A strong validator of exactly these bytes; the answer depends on the
     // caller's scopes, so caches must keep it private.
     let etag = format!("\"{}\"", hex::encode(&sha2::Sha256::digest(&body)[..16]));
@@ -325,7 +325,7 @@ pub async fn series(
     let from = query.from.unwrap_or(to - chrono::Duration::days(1));
     Ok(Json(
         state
-            .service
+            .app
             .compliance_series(&caller, &name, &query.objective, from, to)
             .await?,
     ))
@@ -363,7 +363,7 @@ pub async fn dashboard(
     let Query(query) = query.map_err(|e| invalid("query", e.body_text()))?;
     Ok(Json(
         state
-            .service
+            .app
             .sla_dashboard(&caller, &name, query.from, query.to)
             .await?,
     ))
@@ -387,7 +387,7 @@ pub async fn alerts(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<AlertsView>, ApiProblem> {
     let name = name(path)?;
-    Ok(Json(state.service.sla_alerts(&caller, &name).await?))
+    Ok(Json(state.app.sla_alerts(&caller, &name).await?))
 }
 
 #[utoipa::path(
@@ -408,7 +408,7 @@ pub async fn breaches(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<BreachesView>, ApiProblem> {
     let name = name(path)?;
-    Ok(Json(state.service.sla_breaches(&caller, &name).await?))
+    Ok(Json(state.app.sla_breaches(&caller, &name).await?))
 }
 
 /// A new target for one objective.
@@ -446,7 +446,7 @@ pub async fn change_target(
     let input: TargetIn = parse_body(&bytes)?;
     Ok(Json(
         state
-            .service
+            .app
             .change_target(&caller, &name, &objective, input.target_ppm)
             .await?,
     ))

@@ -9,13 +9,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_app::tenants::Tenant;
 use slaproof_domain::ids::TenantId;
-use slaproof_store::tenants::Tenant;
 
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, page, parse_body,
 };
-use crate::service::Caller;
+use slaproof_app::Caller;
 
 pub fn router() -> Router<ApiState> {
     Router::new().route("/v1/tenants", get(list).post(create))
@@ -66,7 +66,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<ListOut<TenantOut>>, ApiProblem> {
-    let page = state.service.list_tenants(&caller, &page(query)?).await?;
+    let page = state.app.list_tenants(&caller, &page(query)?).await?;
     Ok(Json(page.into()))
 }
 
@@ -92,7 +92,7 @@ pub async fn create(
     let run = async {
         let input: TenantIn = parse_body(&bytes)?;
         let tenant = state
-            .service
+            .app
             .create_tenant(&caller, &input.name, &input.display_name)
             .await?;
         Ok((StatusCode::CREATED, TenantOut::from(tenant)))

@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::{ApiProblem, ApiState, ProblemResponses, invalid, parse_body};
-use crate::service::Caller;
-use crate::service::thresholds::{NewThreshold, ThresholdView};
+use slaproof_app::Caller;
+use slaproof_app::thresholds::{NewThreshold, ThresholdView};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -73,7 +73,7 @@ pub async fn list(
 ) -> Result<Json<ThresholdsOut>, ApiProblem> {
     let name = sla_name(path)?;
     Ok(Json(ThresholdsOut {
-        data: state.service.list_thresholds(&caller, &name).await?,
+        data: state.app.list_thresholds(&caller, &name).await?,
     }))
 }
 
@@ -108,7 +108,7 @@ pub async fn set(
     };
     Ok(Json(
         state
-            .service
+            .app
             .set_threshold(&caller, &name, &objective, new)
             .await?,
     ))
@@ -136,7 +136,7 @@ pub async fn remove(
 ) -> Result<Response, ApiProblem> {
     let Path((name, objective)) = path.map_err(|e| invalid("path", e.body_text()))?;
     state
-        .service
+        .app
         .delete_threshold(&caller, &name, &objective)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())

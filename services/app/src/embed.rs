@@ -4,11 +4,41 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use slaproof_domain::ids::{CustomerId, TenantId};
-use slaproof_store::{StoreError, customers};
+use slaproof_store::{customers, embed_origins};
 
-use super::{Caller, Service, ServiceError};
-use crate::auth::{EMBED_AUDIENCE, EmbedClaims};
 use crate::authz::{Scope, ScopeSet};
+use crate::{App, AppError, Caller};
+
+/// The claims of an embed token, which slaproof signs itself.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct EmbedClaims {
+    pub sub: String,
+    pub iss: String,
+    pub aud: String,
+    pub exp: u64,
+    pub iat: u64,
+    pub tenant: String,
+    pub customer: String,
+    pub dashboard: String,
+    pub scopes: Vec<String>,
+}
+
+/// Embed tokens have their own audience, so that no other verifier of the
+/// issuer's tokens mistakes one for a user's token.
+pub const EMBED_AUDIENCE: &str = "slaproof-embed";
+
+/// Signs embed tokens. The transport that verifies them (the API's token
+/// verifier) implements it with the same key, so the key and the JWT
+/// library stay in one place.
+pub trait EmbedSigner: std::fmt::Debug + Send + Sync {
+    /// The issuer embed tokens carry.
+    fn issuer(&self) -> &str;
+    /// A compact JWS of `claims`.
+    fn sign(
+        &self,
+        claims: &EmbedClaims,
+    ) -> Result<String, Box<dyn std::error::Error + Send + Sync>>;
+}
 
 /// The longest an embed token lives.
 pub const MAX_TTL_SECS: u32 = 3600;
@@ -46,7 +76,7 @@ pub struct EmbedToken {
     pub scopes: Vec<&'static str>,
 }
 
-impl Service {
+impl App {
     /// Signs an embed token. Its scopes must be embeddable and held by the
     /// provider asking, so an embed token never grants more than its issuer.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -54,11 +84,11 @@ impl Service {
         &self,
         caller: &Caller,
         request: EmbedRequest,
-    ) -> Result<EmbedToken, ServiceError> {
+    ) -> Result<EmbedToken, AppError> {
         caller.require_provider(Scope::EmbedTokenCreate)?;
         let ttl = request.ttl_secs.unwrap_or(DEFAULT_TTL_SECS);
         if !(60..=MAX_TTL_SECS).contains(&ttl) {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "ttl_secs",
                 format!("must be between 60 and {MAX_TTL_SECS}"),
             ));
@@ -70,23 +100,20 @@ impl Service {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "dashboard",
                 "must be 1-64 characters of a-z, 0-9 and '-'",
             ));
         }
         if request.scopes.is_empty() {
-            return Err(ServiceError::invalid(
-                "scopes",
-                "must name at least one scope",
-            ));
+            return Err(AppError::invalid("scopes", "must name at least one scope"));
         }
         let mut scopes = ScopeSet::default();
         for text in &request.scopes {
             let scope = Scope::parse(text)
                 .filter(|s| EMBEDDABLE.contains(s))
                 .ok_or_else(|| {
-                    ServiceError::invalid(
+                    AppError::invalid(
                         "scopes",
                         format!(
                             "{text:?} is not a scope an embed token may carry (read scopes only)"
@@ -100,11 +127,15 @@ impl Service {
         customers::find(&mut tx, request.customer).await?;
         tx.commit().await?;
 
+        let signer = self
+            .embed_signer
+            .as_ref()
+            .ok_or_else(|| AppError::Internal("no embed token signer is configured".into()))?;
         let now = Utc::now().timestamp().max(0) as u64;
         let exp = now + u64::from(ttl);
         let claims = EmbedClaims {
             sub: format!("embed:{}", caller.principal.subject),
-            iss: self.verifier.issuer().to_owned(),
+            iss: signer.issuer().to_owned(),
             aud: EMBED_AUDIENCE.to_owned(),
             exp,
             iat: now,
@@ -113,10 +144,7 @@ impl Service {
             dashboard: request.dashboard,
             scopes: scopes.iter().map(|s| s.as_str().to_owned()).collect(),
         };
-        let token = self
-            .verifier
-            .sign_embed(&claims)
-            .map_err(|e| ServiceError::Internal(Box::new(e)))?;
+        let token = signer.sign(&claims).map_err(AppError::Internal)?;
         Ok(EmbedToken {
             token,
             expires_at: Utc
@@ -134,10 +162,10 @@ impl Service {
         &self,
         caller: &Caller,
         origins: Vec<String>,
-    ) -> Result<Vec<String>, ServiceError> {
+    ) -> Result<Vec<String>, AppError> {
         caller.require_provider(Scope::EmbedTokenCreate)?;
         if origins.len() > MAX_ORIGINS {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "origins",
                 format!("at most {MAX_ORIGINS}"),
             ));
@@ -146,42 +174,23 @@ impl Service {
             check_origin(origin)?;
         }
         let mut tx = self.tx(caller).await?;
-        sqlx::query("DELETE FROM api_embed_origins WHERE tenant_id = $1")
-            .bind(caller.tenant().uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::from)?;
-        sqlx::query(
-            "INSERT INTO api_embed_origins (tenant_id, origin) \
-             SELECT $1::uuid, o FROM unnest($2::text[]) AS o ON CONFLICT DO NOTHING",
-        )
-        .bind(caller.tenant().uuid())
-        .bind(&origins)
-        .execute(&mut *tx)
-        .await
-        .map_err(StoreError::from)?;
+        embed_origins::replace(&mut tx, &origins).await?;
         tx.commit().await?;
         self.frame_ancestors(caller.tenant()).await
     }
 
     /// The tenant's framing origins, as its provider reads them.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
-    pub async fn embed_origins(&self, caller: &Caller) -> Result<Vec<String>, ServiceError> {
+    pub async fn embed_origins(&self, caller: &Caller) -> Result<Vec<String>, AppError> {
         caller.require_provider(Scope::EmbedTokenCreate)?;
         self.frame_ancestors(caller.tenant()).await
     }
 
     /// The origins allowed to frame a tenant's embedded dashboards.
     #[tracing::instrument(skip(self))]
-    pub async fn frame_ancestors(&self, tenant: TenantId) -> Result<Vec<String>, ServiceError> {
+    pub async fn frame_ancestors(&self, tenant: TenantId) -> Result<Vec<String>, AppError> {
         let mut tx = self.db.tenant_tx(tenant).await?;
-        let origins: Vec<String> = sqlx::query_scalar(
-            "SELECT origin FROM api_embed_origins WHERE tenant_id = $1 ORDER BY origin",
-        )
-        .bind(tenant.uuid())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(StoreError::from)?;
+        let origins = embed_origins::list(&mut tx).await?;
         tx.commit().await?;
         Ok(origins)
     }
@@ -189,7 +198,7 @@ impl Service {
 
 /// An origin as CSP `frame-ancestors` takes it: scheme, host, optional
 /// port, nothing else (a path or a quote would break out of the header).
-fn check_origin(origin: &str) -> Result<(), ServiceError> {
+fn check_origin(origin: &str) -> Result<(), AppError> {
     let rest = origin
         .strip_prefix("https://")
         .or_else(|| origin.strip_prefix("http://"));
@@ -210,7 +219,7 @@ fn check_origin(origin: &str) -> Result<(), ServiceError> {
     if ok {
         Ok(())
     } else {
-        Err(ServiceError::invalid(
+        Err(AppError::invalid(
             "origins",
             format!("{origin:?} is not an origin like https://console.example.com"),
         ))

@@ -2,11 +2,12 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::MaintenanceWindowId;
-use slaproof_store::maintenance::{self, StoredMaintenanceWindow};
+use slaproof_store::maintenance;
+pub use slaproof_store::maintenance::StoredMaintenanceWindow;
 use slaproof_store::slas;
 
-use super::{Caller, Service, ServiceError};
 use crate::authz::Scope;
+use crate::{App, AppError, Caller};
 
 /// A window to plan.
 #[derive(Debug, Clone)]
@@ -22,26 +23,26 @@ pub struct NewWindow {
 /// outage being hidden.
 pub const MAX_WINDOW_DAYS: i64 = 7;
 
-impl Service {
+impl App {
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_window(
         &self,
         caller: &Caller,
         new: NewWindow,
-    ) -> Result<StoredMaintenanceWindow, ServiceError> {
+    ) -> Result<StoredMaintenanceWindow, AppError> {
         caller.require_provider(Scope::MaintenanceWrite)?;
         if new.ends_at <= new.starts_at {
-            return Err(ServiceError::invalid("ends_at", "must be after starts_at"));
+            return Err(AppError::invalid("ends_at", "must be after starts_at"));
         }
         if new.ends_at - new.starts_at > Duration::days(MAX_WINDOW_DAYS) {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "ends_at",
                 format!("a window may last at most {MAX_WINDOW_DAYS} days"),
             ));
         }
         let description = new.description.trim();
         if description.is_empty() || description.chars().count() > 1000 {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "description",
                 "must be 1-1000 characters",
             ));
@@ -66,10 +67,10 @@ impl Service {
         name: &str,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> Result<Vec<StoredMaintenanceWindow>, ServiceError> {
+    ) -> Result<Vec<StoredMaintenanceWindow>, AppError> {
         caller.require(Scope::MaintenanceRead)?;
         if to <= from || to - from > Duration::days(400) {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "to",
                 "must be after from, within 400 days",
             ));
@@ -88,7 +89,7 @@ impl Service {
         &self,
         caller: &Caller,
         id: MaintenanceWindowId,
-    ) -> Result<StoredMaintenanceWindow, ServiceError> {
+    ) -> Result<StoredMaintenanceWindow, AppError> {
         caller.require_provider(Scope::MaintenanceWrite)?;
         let mut tx = self.tx(caller).await?;
         let window = maintenance::cancel(&mut tx, id).await?;

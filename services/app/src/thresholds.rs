@@ -15,9 +15,9 @@ use slaproof_domain::ids::CustomerId;
 use slaproof_store::slas::StoredSla;
 use slaproof_store::thresholds::{self, Lines, StoredThreshold};
 
-use super::slas::Family;
-use super::{Caller, Service, ServiceError};
 use crate::authz::Scope;
+use crate::slas::Family;
+use crate::{App, AppError, Caller};
 
 /// Parts per million in a whole.
 const WHOLE_PPM: u32 = 1_000_000;
@@ -64,7 +64,7 @@ pub struct NewThreshold {
 
 impl NewThreshold {
     /// The lines, or an error naming the first field out of range.
-    pub fn validate(self) -> Result<Lines, ServiceError> {
+    pub fn validate(self) -> Result<Lines, AppError> {
         for (field, value) in [
             ("compliance_below_ppm", self.compliance_below_ppm),
             (
@@ -75,7 +75,7 @@ impl NewThreshold {
             if let Some(v) = value
                 && !(1..=WHOLE_PPM).contains(&v)
             {
-                return Err(ServiceError::invalid(
+                return Err(AppError::invalid(
                     field,
                     format!("must be between 1 and {WHOLE_PPM} parts per million, got {v}"),
                 ));
@@ -84,7 +84,7 @@ impl NewThreshold {
         if let Some(v) = self.burn_rate_above_milli
             && !(1..=MAX_BURN_RATE_MILLI).contains(&v)
         {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "burn_rate_above_milli",
                 format!("must be between 1 and {MAX_BURN_RATE_MILLI} thousandths, got {v}"),
             ));
@@ -93,7 +93,7 @@ impl NewThreshold {
             && self.budget_remaining_below_ppm.is_none()
             && self.burn_rate_above_milli.is_none()
         {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "compliance_below_ppm",
                 "at least one of compliance_below_ppm, budget_remaining_below_ppm and \
                  burn_rate_above_milli is needed",
@@ -135,14 +135,14 @@ pub fn threshold_view(
 }
 
 /// The family of `objective` in `stored`, or "objective not found".
-fn family_of(stored: &StoredSla, objective: &str) -> Result<Family, ServiceError> {
+fn family_of(stored: &StoredSla, objective: &str) -> Result<Family, AppError> {
     stored
         .definition
         .objectives
         .iter()
         .find(|o| o.name.as_str() == objective)
         .map(Family::of)
-        .ok_or_else(|| ServiceError::NotFound {
+        .ok_or_else(|| AppError::NotFound {
             what: "objective",
             key: objective.to_owned(),
         })
@@ -150,22 +150,22 @@ fn family_of(stored: &StoredSla, objective: &str) -> Result<Family, ServiceError
 
 /// The SLA's customer, whose lines these are: an SLA without one has no
 /// customer to tell.
-fn customer_of(stored: &StoredSla, name: &str) -> Result<CustomerId, ServiceError> {
+fn customer_of(stored: &StoredSla, name: &str) -> Result<CustomerId, AppError> {
     stored.customer.ok_or_else(|| {
-        ServiceError::Conflict(format!(
+        AppError::Conflict(format!(
             "SLA {name} has no customer; thresholds are a customer's"
         ))
     })
 }
 
-impl Service {
+impl App {
     /// The lines on an SLA's objectives whose family the caller may read.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn list_thresholds(
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<Vec<ThresholdView>, ServiceError> {
+    ) -> Result<Vec<ThresholdView>, AppError> {
         caller.require(Scope::SlaWriteThresholds)?;
         let mut tx = self.tx(caller).await?;
         let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
@@ -198,7 +198,7 @@ impl Service {
         name: &str,
         objective: &str,
         new: NewThreshold,
-    ) -> Result<ThresholdView, ServiceError> {
+    ) -> Result<ThresholdView, AppError> {
         caller.require(Scope::SlaWriteThresholds)?;
         let lines = new.validate()?;
         let mut tx = self.tx(caller).await?;
@@ -222,7 +222,7 @@ impl Service {
         caller: &Caller,
         name: &str,
         objective: &str,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<(), AppError> {
         caller.require(Scope::SlaWriteThresholds)?;
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
@@ -230,7 +230,7 @@ impl Service {
         caller.require(family.scope())?;
         let customer = customer_of(&stored, name)?;
         if !thresholds::delete(&mut tx, stored.id, customer, objective).await? {
-            return Err(ServiceError::NotFound {
+            return Err(AppError::NotFound {
                 what: "threshold",
                 key: objective.to_owned(),
             });

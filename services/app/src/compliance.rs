@@ -4,11 +4,11 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use slaproof_evaluator::records;
+use slaproof_store::evaluations::{self, StoredEvaluation};
 use slaproof_store::slas::StoredSla;
 
-use super::slas::Family;
-use super::{Caller, Redaction, Service, ServiceError};
+use crate::slas::Family;
+use crate::{App, AppError, Caller, Redaction};
 
 /// The state of one SLA now.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -58,16 +58,16 @@ fn is_redacted(numbers: &Option<Option<ComplianceNumbers>>) -> bool {
     numbers.is_none()
 }
 
-impl Service {
+impl App {
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn sla_compliance(
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<ComplianceView, ServiceError> {
+    ) -> Result<ComplianceView, AppError> {
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let latest = records::latest(&mut tx, stored.id).await?;
+        let latest = evaluations::latest(&mut tx, stored.id).await?;
         tx.commit().await?;
         Ok(compliance_view(caller, &stored, &latest))
     }
@@ -75,10 +75,10 @@ impl Service {
 
 /// The caller's view of an SLA's latest evaluations: each objective's
 /// numbers only with the scope of its family (shared with the dashboard).
-pub(super) fn compliance_view(
+pub(crate) fn compliance_view(
     caller: &Caller,
     stored: &StoredSla,
-    latest: &[records::StoredEvaluation],
+    latest: &[StoredEvaluation],
 ) -> ComplianceView {
     let mut redacted = Vec::new();
     let objectives =
@@ -155,7 +155,7 @@ pub struct ObjectiveBudget {
     pub as_of: Option<DateTime<Utc>>,
 }
 
-impl Service {
+impl App {
     /// The small, cacheable read a provider's gateway consults before
     /// admitting traffic.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -163,7 +163,7 @@ impl Service {
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<BudgetStatusView, ServiceError> {
+    ) -> Result<BudgetStatusView, AppError> {
         let view = self.sla_compliance(caller, name).await?;
         let objectives: Vec<ObjectiveBudget> = view
             .objectives

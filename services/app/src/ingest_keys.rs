@@ -1,9 +1,10 @@
 //! Ingest keys: the credentials providers send telemetry with.
 
-use slaproof_store::ingest_keys::{self, IngestKey};
+use slaproof_store::ingest_keys;
+pub use slaproof_store::ingest_keys::IngestKey;
 
-use super::{Caller, Page, PageRequest, Service, ServiceError};
 use crate::authz::Scope;
+use crate::{App, AppError, Caller, Page, PageRequest};
 
 /// A key just created, with its secret: shown this once, never stored.
 #[derive(Debug, Clone)]
@@ -12,17 +13,17 @@ pub struct CreatedKey {
     pub secret: String,
 }
 
-impl Service {
+impl App {
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_ingest_key(
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<CreatedKey, ServiceError> {
+    ) -> Result<CreatedKey, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 200 {
-            return Err(ServiceError::invalid("name", "must be 1-200 characters"));
+            return Err(AppError::invalid("name", "must be 1-200 characters"));
         }
         let mut tx = self.tx(caller).await?;
         let created = ingest_keys::create(&mut tx, name).await?;
@@ -38,7 +39,7 @@ impl Service {
         &self,
         caller: &Caller,
         page: &PageRequest,
-    ) -> Result<Page<IngestKey>, ServiceError> {
+    ) -> Result<Page<IngestKey>, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
         let mut tx = self.tx(caller).await?;
         let mut keys = ingest_keys::list(&mut tx).await?;
@@ -54,7 +55,7 @@ impl Service {
         &self,
         caller: &Caller,
         id_or_prefix: &str,
-    ) -> Result<IngestKey, ServiceError> {
+    ) -> Result<IngestKey, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
         let mut tx = self.tx(caller).await?;
         let key = ingest_keys::revoke(&mut tx, id_or_prefix).await?;

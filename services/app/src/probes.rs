@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{Duration, Utc};
 use slaproof_domain::ids::ProbeId;
 use slaproof_store::TenantTx;
-use slaproof_store::probes::{self, ProbeDefinition, ProbeKind, StoredProbe};
+use slaproof_store::probes;
+pub use slaproof_store::probes::{ProbeDefinition, ProbeKind, ProbeOutcome, ProbeRun, StoredProbe};
 
-use super::{Caller, Page, PageRequest, Service, ServiceError};
 use crate::authz::Scope;
+use crate::{App, AppError, Caller, Page, PageRequest};
 use slaproof_http::outbound::OutboundPolicy;
 
 pub const MIN_INTERVAL_SECS: i32 = 10;
@@ -76,41 +77,26 @@ pub struct ProbePatch {
     pub enabled: Option<bool>,
 }
 
-/// One recorded run of a probe, from its event.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ProbeRun {
-    pub occurred_at: DateTime<Utc>,
-    pub status: Option<i32>,
-    pub error_class: Option<String>,
-    pub latency_us: Option<i64>,
-    pub ttft_us: Option<i64>,
-    pub tpot_us: Option<i64>,
-    pub output_tokens: Option<i32>,
-}
-
 /// A probe named by its id (`prb_…`) or its name.
-fn lookup_key(reference: &str) -> Result<Option<ProbeId>, ServiceError> {
+fn lookup_key(reference: &str) -> Result<Option<ProbeId>, AppError> {
     if reference.starts_with("prb_") {
-        reference
-            .parse()
-            .map(Some)
-            .map_err(|_| ServiceError::NotFound {
-                what: "probe",
-                key: reference.to_owned(),
-            })
+        reference.parse().map(Some).map_err(|_| AppError::NotFound {
+            what: "probe",
+            key: reference.to_owned(),
+        })
     } else {
         Ok(None)
     }
 }
 
-async fn find(tx: &mut TenantTx, reference: &str) -> Result<StoredProbe, ServiceError> {
+async fn find(tx: &mut TenantTx, reference: &str) -> Result<StoredProbe, AppError> {
     Ok(match lookup_key(reference)? {
         Some(id) => probes::find(tx, id).await?,
         None => probes::find_by_name(tx, reference).await?,
     })
 }
 
-fn check_name(name: &str) -> Result<(), ServiceError> {
+fn check_name(name: &str) -> Result<(), AppError> {
     let mut chars = name.chars();
     let first_ok = chars
         .next()
@@ -119,7 +105,7 @@ fn check_name(name: &str) -> Result<(), ServiceError> {
         chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
     // `_` would let a name look like an id; ids start with `prb_`.
     if !first_ok || !rest_ok || name.len() > 63 || name.contains('_') {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "name",
             "must be 1-63 characters of a-z, 0-9, '.' and '-', starting with a letter or digit",
         ));
@@ -127,19 +113,17 @@ fn check_name(name: &str) -> Result<(), ServiceError> {
     Ok(())
 }
 
-fn check_text(field: &str, value: &str) -> Result<String, ServiceError> {
+fn check_text(field: &str, value: &str) -> Result<String, AppError> {
     let value = value.trim();
     if value.is_empty() || value.chars().count() > 256 {
-        return Err(ServiceError::invalid(field, "must be 1-256 characters"));
+        return Err(AppError::invalid(field, "must be 1-256 characters"));
     }
     Ok(value.to_owned())
 }
 
-fn check_headers(
-    headers: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, ServiceError> {
+fn check_headers(headers: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AppError> {
     if headers.len() > MAX_HEADERS {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "headers",
             format!("at most {MAX_HEADERS} headers"),
         ));
@@ -149,22 +133,22 @@ fn check_headers(
         let lower = name.to_ascii_lowercase();
         let field = format!("headers.{name}");
         if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-            return Err(ServiceError::invalid(field, "is not a valid header name"));
+            return Err(AppError::invalid(field, "is not a valid header name"));
         }
         if RESERVED_HEADERS.contains(&lower.as_str()) {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 field,
                 "is set by slaproof's HTTP client and cannot be chosen",
             ));
         }
         if value.len() > 8192 || http::HeaderValue::from_str(value).is_err() {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 field,
                 "must be at most 8192 visible ASCII characters",
             ));
         }
         if checked.insert(lower, value.clone()).is_some() {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 field,
                 "is given twice (names are case-insensitive)",
             ));
@@ -174,7 +158,7 @@ fn check_headers(
 }
 
 /// Checks a whole definition (after defaults or a patch were applied).
-fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError> {
+fn check_definition(definition: &mut ProbeDefinition) -> Result<(), AppError> {
     check_name(&definition.name)?;
     definition.service = check_text("service", &definition.service)?;
     if let Some(model) = &definition.model {
@@ -186,7 +170,7 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError
         ProbeKind::StreamingCompletion => &["POST"],
     };
     if !methods.contains(&definition.method.as_str()) {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "method",
             format!(
                 "must be one of {} for a {} probe",
@@ -198,19 +182,19 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError
     definition.headers = check_headers(&definition.headers)?;
     match (&definition.kind, &definition.body) {
         (ProbeKind::Http, Some(_)) if matches!(definition.method.as_str(), "GET" | "HEAD") => {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "body",
                 "a GET or HEAD request carries no body",
             ));
         }
         (ProbeKind::StreamingCompletion, Some(body)) if !body.is_object() => {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "body",
                 "must be a JSON object (the chat completion request)",
             ));
         }
         (ProbeKind::StreamingCompletion, None) if definition.model.is_none() => {
-            return Err(ServiceError::invalid(
+            return Err(AppError::invalid(
                 "model",
                 "is needed for a streaming_completion probe without a body",
             ));
@@ -220,23 +204,23 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError
     if let Some(body) = &definition.body
         && body.to_string().len() > 64 * 1024
     {
-        return Err(ServiceError::invalid("body", "must be at most 64 KiB"));
+        return Err(AppError::invalid("body", "must be at most 64 KiB"));
     }
     if !(100..=599).contains(&definition.expected_status) {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "expected_status",
             "must be an HTTP status, 100-599",
         ));
     }
     if !(MIN_INTERVAL_SECS..=MAX_INTERVAL_SECS).contains(&definition.interval_secs) {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "interval_secs",
             format!("must be between {MIN_INTERVAL_SECS} and {MAX_INTERVAL_SECS}"),
         ));
     }
     let max_timeout = MAX_TIMEOUT_MS.min(definition.interval_secs.saturating_mul(1000));
     if !(MIN_TIMEOUT_MS..=max_timeout).contains(&definition.timeout_ms) {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "timeout_ms",
             format!("must be between {MIN_TIMEOUT_MS} and {max_timeout} (at most the interval)"),
         ));
@@ -247,7 +231,7 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), ServiceError
 /// A new probe's definition with the defaults applied, checked field by
 /// field (not yet its URL against the outbound policy, which needs DNS).
 /// The CLI defines probes through this too.
-pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, ServiceError> {
+pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, AppError> {
     let interval_secs = new.interval_secs.unwrap_or(60);
     let mut definition = ProbeDefinition {
         name: new.name,
@@ -277,25 +261,19 @@ pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, ServiceError> {
 
 /// Refuses a URL `outbound` does not allow, resolving its host now (the
 /// runner checks again at each connection); answers it normalised.
-async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, ServiceError> {
+async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppError> {
     let url = url.trim();
     if url.len() > 2048 {
-        return Err(ServiceError::invalid(
-            "url",
-            "must be at most 2048 characters",
-        ));
+        return Err(AppError::invalid("url", "must be at most 2048 characters"));
     }
     let parsed = outbound
         .check_target(url)
         .await
-        .map_err(|refusal| ServiceError::invalid("url", refusal.to_string()))?
+        .map_err(|refusal| AppError::invalid("url", refusal.to_string()))?
         .to_string();
     // Normalising (punycode, percent-encoding) can lengthen it.
     if parsed.len() > 2048 {
-        return Err(ServiceError::invalid(
-            "url",
-            "must be at most 2048 characters",
-        ));
+        return Err(AppError::invalid("url", "must be at most 2048 characters"));
     }
     Ok(parsed)
 }
@@ -307,7 +285,7 @@ async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, Servi
 pub async fn checked_definition(
     outbound: &OutboundPolicy,
     new: NewProbe,
-) -> Result<ProbeDefinition, ServiceError> {
+) -> Result<ProbeDefinition, AppError> {
     let mut definition = definition_of(new)?;
     definition.url = check_url(outbound, &definition.url).await?;
     Ok(definition)
@@ -319,22 +297,22 @@ pub async fn checked_definition(
 pub async fn create_within_cap(
     tx: &mut TenantTx,
     definition: &ProbeDefinition,
-) -> Result<StoredProbe, ServiceError> {
+) -> Result<StoredProbe, AppError> {
     if probes::count_locked(tx).await? >= MAX_PROBES_PER_TENANT {
-        return Err(ServiceError::Conflict(format!(
+        return Err(AppError::Conflict(format!(
             "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
         )));
     }
     Ok(probes::create(tx, definition).await?)
 }
 
-impl Service {
+impl App {
     #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
     pub async fn create_probe(
         &self,
         caller: &Caller,
         new: NewProbe,
-    ) -> Result<StoredProbe, ServiceError> {
+    ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let definition = checked_definition(&self.outbound, new).await?;
         let mut tx = self.tx(caller).await?;
@@ -348,7 +326,7 @@ impl Service {
         &self,
         caller: &Caller,
         page: &PageRequest,
-    ) -> Result<Page<StoredProbe>, ServiceError> {
+    ) -> Result<Page<StoredProbe>, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let mut tx = self.tx(caller).await?;
         let all = probes::list(&mut tx).await?;
@@ -362,7 +340,7 @@ impl Service {
         &self,
         caller: &Caller,
         reference: &str,
-    ) -> Result<StoredProbe, ServiceError> {
+    ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let mut tx = self.tx(caller).await?;
         let probe = find(&mut tx, reference).await?;
@@ -376,7 +354,7 @@ impl Service {
         caller: &Caller,
         reference: &str,
         patch: ProbePatch,
-    ) -> Result<StoredProbe, ServiceError> {
+    ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         // The URL is checked (with DNS) before the transaction opens.
         let url = match &patch.url {
@@ -440,7 +418,7 @@ impl Service {
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
-    pub async fn delete_probe(&self, caller: &Caller, reference: &str) -> Result<(), ServiceError> {
+    pub async fn delete_probe(&self, caller: &Caller, reference: &str) -> Result<(), AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let mut tx = self.tx(caller).await?;
         let stored = find(&mut tx, reference).await?;
@@ -455,12 +433,12 @@ impl Service {
         &self,
         caller: &Caller,
         reference: &str,
-    ) -> Result<StoredProbe, ServiceError> {
+    ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let mut tx = self.tx(caller).await?;
         let stored = find(&mut tx, reference).await?;
         if !stored.definition.enabled {
-            return Err(ServiceError::Conflict(format!(
+            return Err(AppError::Conflict(format!(
                 "probe {} is disabled; enable it to run it",
                 stored.definition.name
             )));
@@ -477,15 +455,15 @@ impl Service {
         caller: &Caller,
         reference: &str,
         limit: Option<u32>,
-    ) -> Result<(StoredProbe, Vec<ProbeRun>), ServiceError> {
+    ) -> Result<(StoredProbe, Vec<ProbeRun>), AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let limit = match limit {
             None => 50,
-            Some(n) if (1..=super::MAX_PAGE as u32).contains(&n) => n,
+            Some(n) if (1..=crate::page::MAX_PAGE as u32).contains(&n) => n,
             Some(n) => {
-                return Err(ServiceError::invalid(
+                return Err(AppError::invalid(
                     "limit",
-                    format!("must be between 1 and {}, got {n}", super::MAX_PAGE),
+                    format!("must be between 1 and {}, got {n}", crate::page::MAX_PAGE),
                 ));
             }
         };
@@ -493,19 +471,7 @@ impl Service {
         let stored = find(&mut tx, reference).await?;
         // Bounded in time so only the recent daily partitions are read.
         let since = Utc::now() - Duration::days(7);
-        let runs: Vec<ProbeRun> = sqlx::query_as(
-            "SELECT occurred_at, status, error_class, latency_us, ttft_us, tpot_us, output_tokens \
-             FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND source = 'probe' \
-               AND request_id LIKE $3 \
-             ORDER BY occurred_at DESC LIMIT $4",
-        )
-        .bind(caller.tenant().uuid())
-        .bind(since)
-        .bind(format!("{}@%", stored.id))
-        .bind(i64::from(limit))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| ServiceError::from(slaproof_store::StoreError::from(e)))?;
+        let runs = probes::runs(&mut tx, stored.id, since, limit).await?;
         tx.commit().await?;
         Ok((stored, runs))
     }
@@ -532,9 +498,9 @@ mod tests {
         }
     }
 
-    fn field_of(err: ServiceError) -> String {
+    fn field_of(err: AppError) -> String {
         match err {
-            ServiceError::Invalid { field, .. } => field,
+            AppError::Invalid { field, .. } => field,
             other => panic!("not invalid: {other}"),
         }
     }

@@ -10,17 +10,17 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use slaproof_domain::budget::Tally;
+use slaproof_domain::minute::{ceil_minute, floor_minute};
+use slaproof_domain::sketch::Summary;
 use slaproof_domain::window::Period;
-use slaproof_evaluator::evaluate::merge_periods;
-use slaproof_evaluator::minute::{ceil_minute, floor_minute};
-use slaproof_evaluator::{records, sketch};
-use slaproof_store::{StoreError, maintenance};
+use slaproof_domain::window::merge_periods;
+use slaproof_store::{charts, evaluations, maintenance};
 
-use super::compliance::{ComplianceNumbers, compliance_view};
-use super::slas::Family;
-use super::thresholds::{ThresholdView, threshold_view};
-use super::{Caller, Redaction, Service, ServiceError};
 use crate::authz::Scope;
+use crate::compliance::{ComplianceNumbers, compliance_view};
+use crate::slas::Family;
+use crate::thresholds::{ThresholdView, threshold_view};
+use crate::{App, AppError, Caller, Redaction};
 
 /// The range answered when none is asked: the last day.
 pub const DEFAULT_RANGE_MINUTES: i64 = 24 * 60;
@@ -116,8 +116,8 @@ pub struct Percentiles {
 /// The quantiles the dashboard charts.
 const QUANTILES: [f64; 3] = [0.5, 0.95, 0.99];
 
-impl From<&sketch::Summary> for Percentiles {
-    fn from(s: &sketch::Summary) -> Self {
+impl From<&Summary> for Percentiles {
+    fn from(s: &Summary) -> Self {
         // Microseconds are whole; the sketch's estimate is rounded.
         let at = |i: usize| {
             s.quantiles
@@ -155,14 +155,14 @@ pub fn dashboard_range(
     from: Option<DateTime<Utc>>,
     to: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), ServiceError> {
+) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
     let to = ceil_minute(to.unwrap_or(now));
     let from = floor_minute(from.unwrap_or(to - Duration::minutes(DEFAULT_RANGE_MINUTES)));
     if to <= from {
-        return Err(ServiceError::invalid("to", "must be after from"));
+        return Err(AppError::invalid("to", "must be after from"));
     }
     if to - from > Duration::minutes(MAX_RANGE_MINUTES) {
-        return Err(ServiceError::invalid(
+        return Err(AppError::invalid(
             "from",
             format!(
                 "the range may span at most {} hours",
@@ -185,7 +185,7 @@ fn coverage(periods: &[Period], minute: DateTime<Utc>) -> Option<MinuteMaintenan
     })
 }
 
-impl Service {
+impl App {
     /// Compliance, budget and the minutes of `[from, to)` (default: the
     /// last day) of every objective of one SLA the caller may see.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -195,11 +195,11 @@ impl Service {
         name: &str,
         from: Option<DateTime<Utc>>,
         to: Option<DateTime<Utc>>,
-    ) -> Result<DashboardView, ServiceError> {
+    ) -> Result<DashboardView, AppError> {
         let (from, to) = dashboard_range(from, to, Utc::now())?;
         let mut tx = self.tx(caller).await?;
         let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let latest = records::latest(&mut tx, stored.id).await?;
+        let latest = evaluations::latest(&mut tx, stored.id).await?;
         let lines = match stored.customer {
             Some(c) => slaproof_store::thresholds::list(&mut tx, stored.id, Some(c)).await?,
             None => Vec::new(),
@@ -213,29 +213,12 @@ impl Service {
             .filter(|o| caller.has(o.family.scope()) && caller.has(Scope::SlaReadHistory))
             .map(|o| o.objective.clone())
             .collect();
-        let rows: Vec<(String, DateTime<Utc>, i64, i64)> = if charted.is_empty() {
-            Vec::new()
-        } else {
-            sqlx::query_as(
-                "SELECT objective, minute, good, total FROM evaluator_rollups \
-                 WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND objective = ANY($4) \
-                   AND minute >= $5 AND minute < $6 \
-                 ORDER BY objective, minute",
-            )
-            .bind(caller.tenant().uuid())
-            .bind(stored.id.uuid())
-            .bind(stored.version)
-            .bind(&charted)
-            .bind(from)
-            .bind(to)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(StoreError::from)?
-        };
+        let rows =
+            evaluations::minutes(&mut tx, stored.id, stored.version, &charted, from, to).await?;
         let charts_latency = caller.has(Scope::SlaReadLatency) && caller.has(Scope::SlaReadHistory);
         let sketches = if charts_latency {
             Some(
-                sketch::percentiles(
+                charts::percentiles(
                     &mut tx,
                     stored.id,
                     from,
@@ -262,7 +245,13 @@ impl Service {
 
         let mut minutes: std::collections::HashMap<String, Vec<MinutePoint>> =
             charted.iter().map(|o| (o.clone(), Vec::new())).collect();
-        for (objective, minute, good, total) in rows {
+        for evaluations::MinuteRollup {
+            objective,
+            minute,
+            good,
+            total,
+        } in rows
+        {
             let tally = Tally {
                 good: u64::try_from(good).unwrap_or(0),
                 total: u64::try_from(total).unwrap_or(0),
@@ -396,9 +385,9 @@ mod tests {
             (at("2026-11-30T10:00:00Z"), at("2026-11-30T11:00:00Z"))
         );
         let backwards = dashboard_range(Some(now), Some(now - Duration::hours(1)), now);
-        assert!(matches!(backwards, Err(ServiceError::Invalid { field, .. }) if field == "to"));
+        assert!(matches!(backwards, Err(AppError::Invalid { field, .. }) if field == "to"));
         let long = dashboard_range(Some(now - Duration::days(3)), Some(now), now);
-        assert!(matches!(long, Err(ServiceError::Invalid { field, .. }) if field == "from"));
+        assert!(matches!(long, Err(AppError::Invalid { field, .. }) if field == "from"));
         let two_days = at("2026-11-28T12:35:00Z");
         assert!(dashboard_range(Some(two_days), Some(now), now).is_ok());
     }

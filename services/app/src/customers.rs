@@ -1,10 +1,11 @@
 //! Customers: the provider's side only.
 
 use slaproof_domain::ids::CustomerId;
-use slaproof_store::customers::{self, Customer};
+use slaproof_store::customers;
+pub use slaproof_store::customers::Customer;
 
-use super::{Caller, Page, PageRequest, Service, ServiceError};
 use crate::authz::Scope;
+use crate::{App, AppError, Caller, Page, PageRequest};
 
 /// What creating a customer takes.
 #[derive(Debug, Clone)]
@@ -13,13 +14,13 @@ pub struct NewCustomer {
     pub name: String,
 }
 
-impl Service {
+impl App {
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn list_customers(
         &self,
         caller: &Caller,
         page: &PageRequest,
-    ) -> Result<Page<Customer>, ServiceError> {
+    ) -> Result<Page<Customer>, AppError> {
         caller.require_provider(Scope::CustomerRead)?;
         let mut tx = self.tx(caller).await?;
         let all = customers::list(&mut tx).await?;
@@ -32,7 +33,7 @@ impl Service {
         &self,
         caller: &Caller,
         id: CustomerId,
-    ) -> Result<Customer, ServiceError> {
+    ) -> Result<Customer, AppError> {
         caller.require_provider(Scope::CustomerRead)?;
         let mut tx = self.tx(caller).await?;
         let customer = customers::find(&mut tx, id).await?;
@@ -45,13 +46,13 @@ impl Service {
         &self,
         caller: &Caller,
         new: NewCustomer,
-    ) -> Result<Customer, ServiceError> {
+    ) -> Result<Customer, AppError> {
         caller.require_provider(Scope::CustomerWrite)?;
         slaproof_domain::sla::check_customer_ref(&new.external_ref)
-            .map_err(|e| ServiceError::invalid("external_ref", e.to_string()))?;
+            .map_err(|e| AppError::invalid("external_ref", e.to_string()))?;
         let name = new.name.trim();
         if name.is_empty() || name.chars().count() > 200 {
-            return Err(ServiceError::invalid("name", "must be 1-200 characters"));
+            return Err(AppError::invalid("name", "must be 1-200 characters"));
         }
         let mut tx = self.tx(caller).await?;
         let customer = customers::create(&mut tx, &new.external_ref, name).await?;

@@ -9,8 +9,8 @@ use slaproof_domain::sla::SlaDefinition;
 use slaproof_store::slas::{self, Applied, StoredSla};
 use slaproof_store::{TenantTx, customers};
 
-use super::{Caller, Page, PageRequest, Redaction, Service, ServiceError};
 use crate::authz::Scope;
+use crate::{App, AppError, Caller, Page, PageRequest, Redaction};
 
 /// The metric family of an objective, which decides the scope that reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -157,23 +157,23 @@ pub fn view(caller: &Caller, stored: &StoredSla, customer_ref: Option<String>) -
     }
 }
 
-impl Service {
+impl App {
     /// The SLA called `name` if the caller may see it at all: a customer's
     /// user gets "not found" for any other customer's SLA, exactly as for
     /// one that does not exist.
-    pub(super) async fn visible_sla(
+    pub(crate) async fn visible_sla(
         &self,
         tx: &mut TenantTx,
         caller: &Caller,
         name: &str,
         version: Option<i32>,
-    ) -> Result<(StoredSla, Option<String>), ServiceError> {
+    ) -> Result<(StoredSla, Option<String>), AppError> {
         caller.require(Scope::SlaRead)?;
         let stored = slas::find(tx, name, version).await?;
         if let Some(own) = caller.customer()
             && stored.customer != Some(own)
         {
-            return Err(ServiceError::NotFound {
+            return Err(AppError::NotFound {
                 what: "SLA",
                 key: name.to_owned(),
             });
@@ -190,7 +190,7 @@ impl Service {
         &self,
         caller: &Caller,
         page: &PageRequest,
-    ) -> Result<Page<SlaSummaryView>, ServiceError> {
+    ) -> Result<Page<SlaSummaryView>, AppError> {
         caller.require(Scope::SlaRead)?;
         let mut tx = self.tx(caller).await?;
         let own_ref = match caller.customer() {
@@ -221,7 +221,7 @@ impl Service {
         caller: &Caller,
         name: &str,
         version: Option<i32>,
-    ) -> Result<SlaView, ServiceError> {
+    ) -> Result<SlaView, AppError> {
         if version.is_some() {
             caller.require(Scope::SlaReadHistory)?;
         }
@@ -237,7 +237,7 @@ impl Service {
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<Vec<SlaView>, ServiceError> {
+    ) -> Result<Vec<SlaView>, AppError> {
         caller.require(Scope::SlaReadHistory)?;
         let mut tx = self.tx(caller).await?;
         let (current, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
@@ -257,11 +257,15 @@ impl Service {
         &self,
         caller: &Caller,
         name: &str,
+        version: Option<i32>,
         format: ExportFormat,
-    ) -> Result<String, ServiceError> {
+    ) -> Result<String, AppError> {
         caller.require(Scope::SlaExport)?;
+        if version.is_some() {
+            caller.require(Scope::SlaReadHistory)?;
+        }
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, name, version).await?;
         tx.commit().await?;
         for o in &stored.definition.objectives {
             caller.require(Family::of(o).scope())?;
@@ -279,10 +283,10 @@ impl Service {
         &self,
         caller: &Caller,
         document: &str,
-    ) -> Result<AppliedView, ServiceError> {
+    ) -> Result<AppliedView, AppError> {
         caller.require_provider(Scope::SlaWrite)?;
         let definition = SlaDefinition::from_document(document)
-            .map_err(|e| ServiceError::invalid("document", e.to_string()))?;
+            .map_err(|e| AppError::invalid("document", e.to_string()))?;
         let mut tx = self.tx(caller).await?;
         let outcome = slas::apply(&mut tx, &definition).await?;
         tx.commit().await?;
@@ -299,7 +303,7 @@ impl Service {
     }
 }
 
-async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<String, ServiceError> {
+async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<String, AppError> {
     // A token for a customer the tenant does not have sees nothing.
     match customers::find(tx, customer).await {
         Ok(c) => Ok(c.external_ref),
@@ -308,13 +312,13 @@ async fn own_customer_ref(tx: &mut TenantTx, customer: CustomerId) -> Result<Str
     }
 }
 
-impl Service {
+impl App {
     /// Changes one objective's target, as a new version of the SLA. The
     /// target is the contract credits are paid on, so it is the provider's
     /// alone (`sla:write`, like applying a document): a customer's user is
     /// refused whatever its roles say, or it could promise itself 100% and
     /// collect. A customer's own alert lines are thresholds
-    /// ([`Service::set_threshold`]), which never touch the contract. The new
+    /// ([`App::set_threshold`]), which never touch the contract. The new
     /// target must be one the caller may read, too.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn change_target(
@@ -323,10 +327,10 @@ impl Service {
         name: &str,
         objective: &str,
         target_ppm: u32,
-    ) -> Result<AppliedView, ServiceError> {
+    ) -> Result<AppliedView, AppError> {
         caller.require_provider(Scope::SlaWrite)?;
         let target = slaproof_domain::quantity::TargetPpm::from_ppm(target_ppm)
-            .map_err(|e| ServiceError::invalid("target_ppm", e.to_string()))?;
+            .map_err(|e| AppError::invalid("target_ppm", e.to_string()))?;
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
         let mut definition = stored.definition;
@@ -334,7 +338,7 @@ impl Service {
             .objectives
             .iter_mut()
             .find(|o| o.name.as_str() == objective)
-            .ok_or_else(|| ServiceError::NotFound {
+            .ok_or_else(|| AppError::NotFound {
                 what: "objective",
                 key: objective.to_owned(),
             })?;

@@ -1,0 +1,160 @@
+//! The application layer: every operation of slaproof and every rule about
+//! who may do it and see what. REST handlers, GraphQL resolvers, the CLI,
+//! the workers and housekeeping only map shapes and call in here, so no
+//! rule exists twice.
+//!
+//! Field-level rule: a read answers what the caller may see and names each
+//! field it left out, with the scope that field needs, in `redacted`; an
+//! operation that needs a scope as a whole (a write, an export, history)
+//! is refused with [`AppError::MissingScope`] naming it.
+
+pub mod authz;
+pub mod caller;
+pub mod compliance;
+pub mod customers;
+pub mod dashboard;
+pub mod embed;
+pub mod history;
+pub mod idempotency;
+pub mod ingest_keys;
+pub mod maintenance;
+pub mod page;
+pub mod probes;
+pub mod slas;
+pub mod tenants;
+pub mod thresholds;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use slaproof_http::outbound::OutboundPolicy;
+use slaproof_store::{Database, StoreError, TenantTx};
+
+pub use authz::{Authorizer, Scope, ScopeSet};
+pub use caller::{Caller, EmbedGrant, Principal};
+pub use embed::{EMBED_AUDIENCE, EmbedClaims, EmbedSigner};
+pub use page::{Page, PageRequest};
+
+/// A field left out of an answer, and the scope that would show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Redaction {
+    /// The field left out, e.g. `objectives[latency-p99].target_ppm`.
+    pub field: String,
+    /// The scope that would show it, e.g. `sla:read:latency`.
+    #[schema(value_type = String)]
+    pub scope: &'static str,
+}
+
+/// What an operation can fail with, in terms every caller maps (REST to a
+/// problem document, GraphQL to an error with a code, the CLI to a message).
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("this needs the scope {0}")]
+    MissingScope(Scope),
+    /// Also what another tenant's or another customer's rows look like:
+    /// their existence is not revealed.
+    #[error("{what} {key:?} not found")]
+    NotFound { what: &'static str, key: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl AppError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        AppError::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { what, key } => AppError::NotFound { what, key },
+            StoreError::Conflict { message, .. } => AppError::Conflict(message),
+            StoreError::Invalid {
+                constraint,
+                message,
+            } => AppError::Invalid {
+                field: constraint,
+                message,
+            },
+            // A read the caller shaped (a range, a step): their mistake,
+            // answered as one, not as a server fault.
+            StoreError::InvalidQuery { field, reason } => AppError::invalid(field, reason),
+            other => AppError::Internal(Box::new(other)),
+        }
+    }
+}
+
+/// The application layer's handle: the database, the policy, and what the
+/// operator configured for tenants' URLs and embed tokens.
+#[derive(Debug, Clone)]
+pub struct App {
+    db: Database,
+    authz: Arc<Authorizer>,
+    /// Signs embed tokens; the API's verifier checks them.
+    embed_signer: Option<Arc<dyn EmbedSigner>>,
+    /// Where tenants' URLs (probe targets) may point.
+    outbound: Arc<OutboundPolicy>,
+}
+
+impl App {
+    /// The layer over `db` with `authz`'s roles; strict outbound policy
+    /// and no embed signer until set.
+    pub fn new(db: Database, authz: Arc<Authorizer>) -> Self {
+        Self {
+            db,
+            authz,
+            embed_signer: None,
+            outbound: Arc::new(OutboundPolicy::strict()),
+        }
+    }
+
+    /// The layer over `db` with the roles shipped with slaproof.
+    pub async fn with_default_policy(db: Database) -> Result<Self, authz::AuthzError> {
+        Ok(Self::new(
+            db,
+            Arc::new(Authorizer::with_default_policy().await?),
+        ))
+    }
+
+    /// The operator's outbound-address policy; strict until set.
+    pub fn with_outbound(mut self, outbound: OutboundPolicy) -> Self {
+        self.outbound = Arc::new(outbound);
+        self
+    }
+
+    /// What signs embed tokens; without one, asking for a token fails.
+    pub fn with_embed_signer(mut self, signer: Arc<dyn EmbedSigner>) -> Self {
+        self.embed_signer = Some(signer);
+        self
+    }
+
+    /// Resolves a checked principal's scopes in its tenant.
+    pub async fn caller(&self, principal: Principal) -> Result<Caller, AppError> {
+        // An embed token's scopes were bounded by its issuer's when it was
+        // signed; they are what it holds.
+        if let Some(grant) = &principal.embed {
+            let scopes = grant.scopes;
+            return Ok(Caller { principal, scopes });
+        }
+        let scopes = self
+            .authz
+            .scopes(principal.tenant, &principal.roles)
+            .await
+            .map_err(|e| AppError::Internal(Box::new(e)))?;
+        Ok(Caller { principal, scopes })
+    }
+
+    /// A transaction in the caller's tenant: row-level security is the
+    /// second wall behind the checks here.
+    async fn tx(&self, caller: &Caller) -> Result<TenantTx, AppError> {
+        Ok(self.db.tenant_tx(caller.tenant()).await?)
+    }
+}

@@ -1,0 +1,56 @@
+//! Tenants: slaproof's operators only, across every tenant.
+
+use slaproof_store::tenants;
+pub use slaproof_store::tenants::Tenant;
+
+use crate::authz::Scope;
+use crate::{App, AppError, Caller, Page, PageRequest, Principal};
+
+impl App {
+    #[tracing::instrument(skip(self, caller))]
+    pub async fn list_tenants(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> Result<Page<Tenant>, AppError> {
+        caller.require_provider(Scope::TenantAdmin)?;
+        let all = tenants::list(&self.db).await?;
+        page.apply(all, |t| t.name.as_str())
+    }
+
+    #[tracing::instrument(skip(self, caller))]
+    pub async fn create_tenant(
+        &self,
+        caller: &Caller,
+        name: &str,
+        display_name: &str,
+    ) -> Result<Tenant, AppError> {
+        caller.require_provider(Scope::TenantAdmin)?;
+        let display_name = display_name.trim();
+        if display_name.is_empty() || display_name.chars().count() > 200 {
+            return Err(AppError::invalid(
+                "display_name",
+                "must be 1-200 characters",
+            ));
+        }
+        Ok(tenants::create(&self.db, name, display_name).await?)
+    }
+}
+
+impl App {
+    /// slaproof's operator at the command line, which holds the database's
+    /// service credentials and so acts for the platform.
+    pub async fn operator(&self) -> Result<Caller, AppError> {
+        self.caller(Principal::operator()).await
+    }
+
+    /// The operator acting as the administrator of one tenant, named by id
+    /// (`ten_…`) or name: `slaproof customer create --tenant acme …` and
+    /// the like, under the same rules as a `provider_admin` token.
+    #[tracing::instrument(skip(self))]
+    pub async fn operator_in(&self, tenant: &str) -> Result<Caller, AppError> {
+        self.operator().await?.require(Scope::TenantAdmin)?;
+        let id = tenants::resolve(&self.db, tenant).await?;
+        self.caller(Principal::provider_admin(id)).await
+    }
+}

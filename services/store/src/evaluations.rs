@@ -1,0 +1,202 @@
+//! Reading the evaluator's verdicts back: the latest evaluation of each objective, what a dashboard and a compliance read show.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use slaproof_domain::ids::SlaId;
+
+use crate::{StoreError, TenantTx};
+
+/// An evaluation as stored: the verdict and the numbers behind it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEvaluation {
+    pub id: uuid::Uuid,
+    pub sla_id: uuid::Uuid,
+    pub version: i32,
+    pub objective: String,
+    pub evaluated_at: DateTime<Utc>,
+    pub as_of: DateTime<Utc>,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub target_ppm: i32,
+    pub good: i64,
+    pub total: i64,
+    pub excluded: i64,
+    pub late_folded: i64,
+    pub late_total: i64,
+    pub met: bool,
+    pub compliance_ppm: Option<i32>,
+    pub budget_allowed: i64,
+    pub budget_consumed: i64,
+    pub budget_remaining: i64,
+    pub burn_rate_milli: i64,
+    pub exhaustion_secs: Option<i64>,
+}
+
+/// The latest evaluation of each objective of an SLA: what the verdict
+/// is now, and why.
+#[tracing::instrument(skip(tx))]
+pub async fn latest(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<StoredEvaluation>, StoreError> {
+    // One index probe per objective the SLA has ever had (LATERAL …
+    // LIMIT 1 on `evaluations_latest`), not a DISTINCT ON over every
+    // evaluation kept: dashboards read this on each load, and an SLA keeps
+    // a week of rounds (two a minute per objective) before thinning.
+    sqlx::query_as(
+        "SELECT e.id, e.sla_id, e.version, e.objective, e.evaluated_at, e.as_of, e.period_start, \
+             e.period_end, e.target_ppm, e.good, e.total, e.excluded, e.late_folded, e.late_total, e.met, \
+             e.compliance_ppm, e.budget_allowed, e.budget_consumed, e.budget_remaining, e.burn_rate_milli, \
+             e.exhaustion_secs \
+         FROM (SELECT DISTINCT name FROM objectives WHERE tenant_id = $1 AND sla_id = $2) AS o \
+         CROSS JOIN LATERAL ( \
+             SELECT * FROM evaluations \
+             WHERE tenant_id = $1 AND sla_id = $2 AND objective = o.name \
+             ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
+         ORDER BY e.objective",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(StoreError::from)
+}
+
+/// Most points one series answers.
+pub const MAX_SERIES_POINTS: i64 = 2000;
+
+/// One evaluation of one objective.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct SeriesPoint {
+    pub evaluated_at: DateTime<Utc>,
+    pub as_of: DateTime<Utc>,
+    pub met: bool,
+    pub compliance_ppm: Option<i32>,
+    pub budget_remaining: i64,
+    pub burn_rate_milli: i64,
+}
+
+/// A multiwindow burn-rate alert's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct AlertView {
+    pub objective: String,
+    /// `page-1h`, `page-6h` or `ticket-3d`.
+    pub rule: String,
+    pub firing: bool,
+    pub changed_at: DateTime<Utc>,
+    pub evaluated_at: DateTime<Utc>,
+    pub long_burn_milli: i64,
+    pub short_burn_milli: i64,
+}
+
+/// A closed period whose objective was not met, in its revision in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct BreachView {
+    pub objective: String,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub revision: i32,
+    pub target_ppm: i32,
+    pub compliance_ppm: Option<i32>,
+    pub good: i64,
+    pub total: i64,
+    pub closed_at: DateTime<Utc>,
+}
+
+/// The evaluations of one objective over `[from, to)`, oldest first: at
+/// most [`MAX_SERIES_POINTS`], the newest when the range holds more (then
+/// `true` comes with them).
+#[tracing::instrument(skip(tx))]
+pub async fn series(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    objective: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<(Vec<SeriesPoint>, bool), StoreError> {
+    let mut points: Vec<SeriesPoint> = sqlx::query_as(
+        "SELECT evaluated_at, as_of, met, compliance_ppm, budget_remaining, burn_rate_milli \
+         FROM evaluations WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 \
+           AND evaluated_at >= $4 AND evaluated_at < $5 \
+         ORDER BY evaluated_at DESC, id DESC LIMIT $6",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(objective)
+    .bind(from)
+    .bind(to)
+    .bind(MAX_SERIES_POINTS + 1)
+    .fetch_all(&mut **tx)
+    .await?;
+    let truncated = points.len() as i64 > MAX_SERIES_POINTS;
+    points.truncate(MAX_SERIES_POINTS as usize);
+    points.reverse();
+    Ok((points, truncated))
+}
+
+/// The burn-rate alert states of an SLA, by objective and rule.
+#[tracing::instrument(skip(tx))]
+pub async fn alert_states(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<AlertView>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT objective, rule, firing, changed_at, evaluated_at, long_burn_milli, short_burn_milli \
+         FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 ORDER BY objective, rule",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// The closed periods of an SLA not met, each in its revision in force,
+/// newest first.
+#[tracing::instrument(skip(tx))]
+pub async fn breaches(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<BreachView>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT objective, period_start, period_end, revision, target_ppm, compliance_ppm, good, total, closed_at \
+         FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
+               WHERE tenant_id = $1 AND sla_id = $2 \
+               ORDER BY objective, period_start, revision DESC) AS in_force \
+         WHERE NOT met ORDER BY period_start DESC, objective",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// One minute of one objective's rollup.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MinuteRollup {
+    pub objective: String,
+    pub minute: DateTime<Utc>,
+    pub good: i64,
+    pub total: i64,
+}
+
+/// The minute rollups (good, total) of some objectives of one SLA version
+/// over `[from, to)`, by objective and minute.
+#[tracing::instrument(skip(tx, objectives))]
+pub async fn minutes(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    objectives: &[String],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<MinuteRollup>, StoreError> {
+    if objectives.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_as(
+        "SELECT objective, minute, good, total FROM evaluator_rollups \
+         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND objective = ANY($4) \
+           AND minute >= $5 AND minute < $6 \
+         ORDER BY objective, minute",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(objectives)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await?)
+}
