@@ -299,3 +299,12 @@ impl TestClient {
         self.get("/readyz").await
     }
 }
+
+/// A keyset that reads a whole list in one page, for tests that look at
+/// everything a repository holds.
+pub fn all_rows() -> slaproof_store::Keyset {
+    slaproof_store::Keyset {
+        after: None,
+        limit: u32::MAX,
+    }
+}

@@ -440,10 +440,25 @@ async fn customers_and_slas_round_trip_with_pages_and_exports() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 
-    // 5 customers (acme, globex, c-0..2), two at a time.
+    // 5 customers (acme, globex, c-0..2), two at a time; pages are cut in
+    // SQL after the cursor's key, so customers added while paging neither
+    // repeat nor hide one: one before the cursor is not seen, one after is.
     let mut cursor: Option<String> = None;
     let mut refs = Vec::new();
     loop {
+        if refs.len() == 2 {
+            for late in ["a-late", "zz-late"] {
+                let (status, body) = w
+                    .call(
+                        "POST",
+                        "/v1/customers",
+                        &admin,
+                        Some(json!({ "external_ref": late, "name": late })),
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::CREATED, "{body}");
+            }
+        }
         let path = match &cursor {
             Some(c) => format!("/v1/customers?limit=2&cursor={c}"),
             None => "/v1/customers?limit=2".to_owned(),
@@ -462,7 +477,10 @@ async fn customers_and_slas_round_trip_with_pages_and_exports() {
             None => break,
         }
     }
-    assert_eq!(refs, ["acme-corp", "c-0", "c-1", "c-2", "globex"]);
+    assert_eq!(
+        refs,
+        ["acme-corp", "c-0", "c-1", "c-2", "globex", "zz-late"]
+    );
 
     // Applying the same document again changes nothing; its OpenSLO export
     // applies as the same definition.

@@ -466,7 +466,13 @@ async fn the_tenant_setting_does_not_outlive_its_transaction() {
     tx.rollback().await.unwrap();
 
     let mut tx = db.tenant_tx(a).await.unwrap();
-    assert_eq!(customers::list(&mut tx).await.unwrap().len(), 1);
+    assert_eq!(
+        customers::list(&mut tx, &slaproof_tests::all_rows())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let setting: String = sqlx::query_scalar("SELECT current_setting('app.tenant_id')")
         .fetch_one(&mut *tx)
         .await

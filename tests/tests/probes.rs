@@ -781,7 +781,10 @@ async fn two_runners_never_run_the_same_slot_twice() {
     // slot within the interval.
     assert_eq!(one.run_due().await.unwrap(), 0);
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    for stored in probes::list(&mut tx).await.unwrap() {
+    for stored in probes::list(&mut tx, &slaproof_tests::all_rows())
+        .await
+        .unwrap()
+    {
         assert!(stored.next_run_at > Utc::now());
         assert!(stored.next_run_at <= Utc::now() + chrono::Duration::minutes(60));
         assert_eq!(
@@ -1014,12 +1017,13 @@ async fn probes_created_together_spread_their_slots_over_the_interval() {
 
     let next = |db: Database| async move {
         let mut tx = db.tenant_tx(tenant).await.unwrap();
-        let mut next: Vec<(String, DateTime<Utc>)> = probes::list(&mut tx)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|p| (p.definition.name, p.next_run_at))
-            .collect();
+        let mut next: Vec<(String, DateTime<Utc>)> =
+            probes::list(&mut tx, &slaproof_tests::all_rows())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.definition.name, p.next_run_at))
+                .collect();
         tx.commit().await.unwrap();
         next.sort();
         next

@@ -23,9 +23,10 @@ impl App {
     ) -> Result<Page<Customer>, AppError> {
         caller.require_provider(Scope::CustomerRead)?;
         let mut tx = self.tx(caller).await?;
-        let all = customers::list(&mut tx).await?;
+        let keyset = page.keyset()?;
+        let rows = customers::list(&mut tx, &keyset).await?;
         tx.commit().await?;
-        page.apply(all, |c| c.external_ref.as_str())
+        Ok(Page::of(rows, &keyset, |c| c.external_ref.as_str()))
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]

@@ -42,11 +42,10 @@ impl App {
     ) -> Result<Page<IngestKey>, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
         let mut tx = self.tx(caller).await?;
-        let mut keys = ingest_keys::list(&mut tx).await?;
+        let keyset = page.keyset()?;
+        let keys = ingest_keys::list(&mut tx, &keyset).await?;
         tx.commit().await?;
-        // Pages need a stable order: prefixes are unique.
-        keys.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-        page.apply(keys, |k| k.prefix.as_str())
+        Ok(Page::of(keys, &keyset, |k| k.prefix.as_str()))
     }
 
     /// Revokes a key by id or prefix; revoking twice keeps the first time.

@@ -1,4 +1,7 @@
-//! Pages of a list: opaque cursors, bounded limits.
+//! Pages of a list: opaque cursors over a unique key, bounded limits; the
+//! page itself is cut in SQL (`slaproof_store::Keyset`).
+
+use slaproof_store::Keyset;
 
 use crate::AppError;
 
@@ -17,16 +20,21 @@ pub struct PageRequest {
     pub limit: Option<u32>,
 }
 
-pub const DEFAULT_PAGE: usize = 50;
-pub const MAX_PAGE: usize = 200;
+pub const DEFAULT_PAGE: u32 = 50;
+pub const MAX_PAGE: u32 = 200;
+
+/// The cursor that pages on after the item with `key`: opaque (hex of the
+/// key), so that clients treat it as a token rather than build one.
+pub fn cursor_of(key: &str) -> String {
+    hex::encode(key)
+}
 
 impl PageRequest {
-    /// Pages a list sorted by `key`: cursors are opaque (hex of the last
-    /// key), so a client cannot build one that skips a check.
-    pub fn apply<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &str) -> Result<Page<T>, AppError> {
+    /// The rows to read: after the cursor's key, at most the limit.
+    pub fn keyset(&self) -> Result<Keyset, AppError> {
         let limit = match self.limit {
             None => DEFAULT_PAGE,
-            Some(n) if (1..=MAX_PAGE as u32).contains(&n) => n as usize,
+            Some(n) if (1..=MAX_PAGE).contains(&n) => n,
             Some(n) => {
                 return Err(AppError::invalid(
                     "limit",
@@ -43,27 +51,49 @@ impl PageRequest {
                     .ok_or_else(|| AppError::invalid("cursor", "is not a cursor this API gave"))?,
             ),
         };
-        let mut rest: Vec<T> = items
-            .into_iter()
-            .filter(|i| after.as_deref().is_none_or(|a| key(i) > a))
-            .collect();
-        let more = rest.len() > limit;
-        rest.truncate(limit);
+        Ok(Keyset { after, limit })
+    }
+}
+
+impl<T> Page<T> {
+    /// The page of `rows` read for `keyset` (up to one row past the page),
+    /// ordered by the unique `key`.
+    pub fn of(mut rows: Vec<T>, keyset: &Keyset, key: impl Fn(&T) -> &str) -> Self {
+        let limit = keyset.limit as usize;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
         let next_cursor = if more {
-            rest.last().map(|l| hex::encode(key(l)))
+            rows.last().map(|last| cursor_of(key(last)))
         } else {
             None
         };
-        Ok(Page {
-            items: rest,
+        Page {
+            items: rows,
             next_cursor,
-        })
+        }
+    }
+
+    /// The same page with each item mapped.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pages over a sorted list as SQL would read them.
+    fn read(all: &[String], keyset: &Keyset) -> Vec<String> {
+        all.iter()
+            .filter(|k| keyset.after.as_deref().is_none_or(|a| k.as_str() > a))
+            .take(usize::try_from(keyset.fetch()).unwrap())
+            .cloned()
+            .collect()
+    }
 
     #[test]
     fn pages_follow_each_other_without_gaps() {
@@ -74,7 +104,8 @@ mod tests {
         };
         let mut seen = Vec::new();
         loop {
-            let page = request.apply(items.clone(), |s| s.as_str()).unwrap();
+            let keyset = request.keyset().unwrap();
+            let page = Page::of(read(&items, &keyset), &keyset, |s| s.as_str());
             seen.extend(page.items);
             match page.next_cursor {
                 Some(c) => request.cursor = Some(c),
@@ -82,21 +113,25 @@ mod tests {
             }
         }
         assert_eq!(seen, items);
-        assert!(
-            PageRequest {
-                cursor: Some("zz".into()),
-                limit: None
-            }
-            .apply(items.clone(), |s| s.as_str())
-            .is_err()
-        );
-        assert!(
-            PageRequest {
+    }
+
+    #[test]
+    fn bad_cursors_and_limits_are_refused_naming_the_parameter() {
+        let field = |r: PageRequest| match r.keyset() {
+            Err(AppError::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let bad_cursor = PageRequest {
+            cursor: Some("zz".into()),
+            limit: None,
+        };
+        assert_eq!(field(bad_cursor), "cursor");
+        for limit in [0, MAX_PAGE + 1] {
+            let bad_limit = PageRequest {
                 cursor: None,
-                limit: Some(0)
-            }
-            .apply(items, |s| s.as_str())
-            .is_err()
-        );
+                limit: Some(limit),
+            };
+            assert_eq!(field(bad_limit), "limit");
+        }
     }
 }

@@ -329,9 +329,10 @@ impl App {
     ) -> Result<Page<StoredProbe>, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let mut tx = self.tx(caller).await?;
-        let all = probes::list(&mut tx).await?;
+        let keyset = page.keyset()?;
+        let rows = probes::list(&mut tx, &keyset).await?;
         tx.commit().await?;
-        page.apply(all, |p| p.definition.name.as_str())
+        Ok(Page::of(rows, &keyset, |p| p.definition.name.as_str()))
     }
 
     /// A probe by id (`prb_…`) or name.
@@ -457,16 +458,13 @@ impl App {
         limit: Option<u32>,
     ) -> Result<(StoredProbe, Vec<ProbeRun>), AppError> {
         caller.require_provider(Scope::ProbeManage)?;
-        let limit = match limit {
-            None => 50,
-            Some(n) if (1..=crate::page::MAX_PAGE as u32).contains(&n) => n,
-            Some(n) => {
-                return Err(AppError::invalid(
-                    "limit",
-                    format!("must be between 1 and {}, got {n}", crate::page::MAX_PAGE),
-                ));
-            }
-        };
+        // The limit of a list page, by the same rule.
+        let limit = PageRequest {
+            cursor: None,
+            limit,
+        }
+        .keyset()?
+        .limit;
         let mut tx = self.tx(caller).await?;
         let stored = find(&mut tx, reference).await?;
         // Bounded in time so only the recent daily partitions are read.

@@ -14,8 +14,9 @@ impl App {
         page: &PageRequest,
     ) -> Result<Page<Tenant>, AppError> {
         caller.require_provider(Scope::TenantAdmin)?;
-        let all = tenants::list(&self.db).await?;
-        page.apply(all, |t| t.name.as_str())
+        let keyset = page.keyset()?;
+        let rows = tenants::page(&self.db, &keyset).await?;
+        Ok(Page::of(rows, &keyset, |t| t.name.as_str()))
     }
 
     #[tracing::instrument(skip(self, caller))]

@@ -541,7 +541,7 @@ where
     let mut all = Vec::new();
     let mut request = PageRequest {
         cursor: None,
-        limit: Some(slaproof_app::page::MAX_PAGE as u32),
+        limit: Some(slaproof_app::page::MAX_PAGE),
     };
     loop {
         let page = fetch(request.clone()).await?;

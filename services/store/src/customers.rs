@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use slaproof_domain::ids::CustomerId;
 
-use crate::{StoreError, TenantTx};
+use crate::{Keyset, StoreError, TenantTx};
 
 /// A customer as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -82,11 +82,15 @@ pub async fn find(tx: &mut TenantTx, id: CustomerId) -> Result<Customer, StoreEr
 }
 
 /// Every customer of the tenant, by external reference.
-pub async fn list(tx: &mut TenantTx) -> Result<Vec<Customer>, StoreError> {
+pub async fn list(tx: &mut TenantTx, page: &Keyset) -> Result<Vec<Customer>, StoreError> {
     let rows: Vec<CustomerRow> = sqlx::query_as(
-        "SELECT id, external_ref, name, created_at FROM customers WHERE tenant_id = $1 ORDER BY external_ref",
+        "SELECT id, external_ref, name, created_at FROM customers \
+         WHERE tenant_id = $1 AND ($2::text IS NULL OR external_ref > $2) \
+         ORDER BY external_ref LIMIT $3",
     )
     .bind(tx.tenant().uuid())
+    .bind(&page.after)
+    .bind(page.fetch())
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows.into_iter().map(Customer::from).collect())

@@ -13,7 +13,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 use slaproof_domain::ids::{IngestKeyId, TenantId};
 
-use crate::{Database, StoreError, TenantTx};
+use crate::{Database, Keyset, StoreError, TenantTx};
 
 const SCHEME: &str = "spk_";
 const PREFIX_CHARS: usize = 12;
@@ -164,12 +164,15 @@ pub async fn revoke(tx: &mut TenantTx, id_or_prefix: &str) -> Result<IngestKey, 
 }
 
 /// The tenant's keys, newest first, revoked ones included.
-pub async fn list(tx: &mut TenantTx) -> Result<Vec<IngestKey>, StoreError> {
+pub async fn list(tx: &mut TenantTx, page: &Keyset) -> Result<Vec<IngestKey>, StoreError> {
     let rows: Vec<KeyRow> = sqlx::query_as(
-        "SELECT id, prefix, name, created_at, revoked_at FROM ingest_keys WHERE tenant_id = $1 \
-         ORDER BY created_at DESC",
+        "SELECT id, prefix, name, created_at, revoked_at FROM ingest_keys \
+         WHERE tenant_id = $1 AND ($2::text IS NULL OR prefix > $2) \
+         ORDER BY prefix LIMIT $3",
     )
     .bind(tx.tenant().uuid())
+    .bind(&page.after)
+    .bind(page.fetch())
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows.into_iter().map(IngestKey::from).collect())

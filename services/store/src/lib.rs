@@ -35,6 +35,26 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 pub use error::StoreError;
 
+/// One page of a list ordered by a unique text key, read in SQL: the rows
+/// whose key is after `after`, at most `limit + 1` of them (the extra row
+/// says that another page follows). Stable under inserts: a row added
+/// while a client pages shows up on a later page or not at all, never
+/// twice, and no row is skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyset {
+    /// The key of the last row of the previous page.
+    pub after: Option<String>,
+    /// Rows per page.
+    pub limit: u32,
+}
+
+impl Keyset {
+    /// The SQL `LIMIT`: one row past the page.
+    pub fn fetch(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+}
+
 /// The migrations every service shares, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use slaproof_domain::ids::{ProbeId, TenantId};
 
-use crate::{Database, StoreError, TenantTx};
+use crate::{Database, Keyset, StoreError, TenantTx};
 
 /// What a probe measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -275,11 +275,14 @@ pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
 }
 
 /// Every probe of the tenant, by name.
-pub async fn list(tx: &mut TenantTx) -> Result<Vec<StoredProbe>, StoreError> {
+pub async fn list(tx: &mut TenantTx, page: &Keyset) -> Result<Vec<StoredProbe>, StoreError> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM probes WHERE tenant_id = $1 ORDER BY name"
+        "SELECT {COLUMNS} FROM probes WHERE tenant_id = $1 AND ($2::text IS NULL OR name > $2) \
+         ORDER BY name LIMIT $3"
     ))
     .bind(tx.tenant().uuid())
+    .bind(&page.after)
+    .bind(page.fetch())
     .fetch_all(&mut **tx)
     .await?;
     rows.into_iter().map(TryInto::try_into).collect()

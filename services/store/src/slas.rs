@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use slaproof_domain::ids::{CustomerId, SlaId};
 use slaproof_domain::sla::SlaDefinition;
 
-use crate::{StoreError, TenantTx, customers};
+use crate::{Keyset, StoreError, TenantTx, customers};
 
 /// What applying a definition did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,8 +231,26 @@ pub async fn find(
     })
 }
 
-/// The tenant's SLAs by name.
+/// The tenant's SLAs by name, all of them (the evaluator tracks each).
 pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
+    summaries(tx, None, None, None).await
+}
+
+/// A page of the tenant's SLAs by name; only `customer`'s when given.
+pub async fn page(
+    tx: &mut TenantTx,
+    customer: Option<CustomerId>,
+    page: &Keyset,
+) -> Result<Vec<SlaSummary>, StoreError> {
+    summaries(tx, customer, page.after.as_deref(), Some(page.fetch())).await
+}
+
+async fn summaries(
+    tx: &mut TenantTx,
+    customer: Option<CustomerId>,
+    after: Option<&str>,
+    fetch: Option<i64>,
+) -> Result<Vec<SlaSummary>, StoreError> {
     #[derive(sqlx::FromRow)]
     struct Row {
         id: uuid::Uuid,
@@ -244,9 +262,14 @@ pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT s.id, s.name, s.current_version, c.external_ref, s.updated_at FROM slas s \
          LEFT JOIN customers c ON c.tenant_id = s.tenant_id AND c.id = s.customer_id \
-         WHERE s.tenant_id = $1 ORDER BY s.name",
+         WHERE s.tenant_id = $1 AND ($2::uuid IS NULL OR s.customer_id = $2) \
+           AND ($3::text IS NULL OR s.name > $3) \
+         ORDER BY s.name LIMIT $4",
     )
     .bind(tx.tenant().uuid())
+    .bind(customer.map(|c| c.uuid()))
+    .bind(after)
+    .bind(fetch)
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows

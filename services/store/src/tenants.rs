@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use slaproof_domain::ids::TenantId;
 
-use crate::{Database, StoreError, TenantTx};
+use crate::{Database, Keyset, StoreError, TenantTx};
 
 /// A tenant as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -84,9 +84,28 @@ pub async fn resolve(db: &Database, id_or_name: &str) -> Result<TenantId, StoreE
 
 /// Every tenant, for operators.
 pub async fn list(db: &Database) -> Result<Vec<Tenant>, StoreError> {
-    let rows: Vec<TenantRow> =
-        sqlx::query_as("SELECT id, name, display_name, created_at FROM slaproof_list_tenants()")
-            .fetch_all(db.pool())
-            .await?;
+    tenants(db, None, None).await
+}
+
+/// A page of the tenants by name, for operators.
+pub async fn page(db: &Database, page: &Keyset) -> Result<Vec<Tenant>, StoreError> {
+    tenants(db, page.after.as_deref(), Some(page.fetch())).await
+}
+
+async fn tenants(
+    db: &Database,
+    after: Option<&str>,
+    fetch: Option<i64>,
+) -> Result<Vec<Tenant>, StoreError> {
+    // The function answers every tenant (operators' lists are short); the
+    // page is cut from its answer.
+    let rows: Vec<TenantRow> = sqlx::query_as(
+        "SELECT id, name, display_name, created_at FROM slaproof_list_tenants() \
+         WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
+    )
+    .bind(after)
+    .bind(fetch)
+    .fetch_all(db.pool())
+    .await?;
     Ok(rows.into_iter().map(Tenant::from).collect())
 }
