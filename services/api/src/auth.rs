@@ -11,6 +11,8 @@ use slaproof_domain::ids::{CustomerId, TenantId};
 
 use secrecy::ExposeSecret;
 
+use crate::problem::ApiProblem;
+
 pub mod jwks;
 pub mod request;
 
@@ -77,6 +79,20 @@ pub enum AuthError {
     WrongAudience,
     #[error("token claim {0} is invalid")]
     BadClaim(&'static str),
+}
+
+/// A refused token as answered: 401 with the reason.
+impl From<AuthError> for ApiProblem {
+    fn from(err: AuthError) -> Self {
+        ApiProblem(
+            slaproof_http::Problem::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "Unauthenticated",
+            )
+            .with_detail(err.to_string()),
+        )
+    }
 }
 
 /// A key pinned to one algorithm, with the checks every token it

@@ -1,5 +1,5 @@
-//! Errors as answered over HTTP: RFC 9457 problem documents, from the
-//! application layer's errors and from refused tokens, and their shape in
+//! Errors as answered over HTTP: RFC 9457 problem documents from the
+//! application layer's errors (refused tokens: `auth`), and their shape in
 //! the OpenAPI document.
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -7,8 +7,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use slaproof_app::AppError;
 use slaproof_http::Problem;
-
-use crate::auth::AuthError;
 
 /// An error as answered: a problem document.
 #[derive(Debug)]
@@ -25,19 +23,6 @@ impl IntoResponse for ApiProblem {
             );
         }
         response
-    }
-}
-
-impl From<AuthError> for ApiProblem {
-    fn from(err: AuthError) -> Self {
-        ApiProblem(
-            Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "Unauthenticated",
-            )
-            .with_detail(err.to_string()),
-        )
     }
 }
 

@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::window::Period;
+
 /// The start of the UTC minute containing `at`.
 pub fn floor_minute(at: DateTime<Utc>) -> DateTime<Utc> {
     let secs = at.timestamp().div_euclid(60) * 60;
@@ -66,6 +68,42 @@ impl Arrival {
     pub const fn counts(self) -> bool {
         !matches!(self, Self::Late)
     }
+}
+
+/// Whole minutes `[start, end)`.
+pub type MinuteRange = (DateTime<Utc>, DateTime<Utc>);
+
+/// The whole minutes disjoint, sorted maintenance `windows` cover within
+/// `[from, to)`, as ranges `[start, end)`, and the minutes they only cut.
+pub fn maintenance_minutes(
+    windows: &[Period],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> (Vec<MinuteRange>, Vec<DateTime<Utc>>) {
+    let mut whole = Vec::new();
+    let mut cut = Vec::new();
+    for w in windows {
+        let Some(w) = w.intersection(&Period {
+            start: from,
+            end: to,
+        }) else {
+            continue;
+        };
+        let (inner_start, inner_end) = (ceil_minute(w.start), floor_minute(w.end));
+        if inner_start < inner_end {
+            whole.push((inner_start, inner_end));
+        }
+        if w.start != inner_start {
+            cut.push(floor_minute(w.start));
+        }
+        if w.end != inner_end && inner_end >= w.start {
+            cut.push(inner_end);
+        }
+    }
+    // Two windows may cut one minute (one ends, another starts in it).
+    cut.sort();
+    cut.dedup();
+    (whole, cut)
 }
 
 #[cfg(test)]

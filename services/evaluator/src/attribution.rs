@@ -8,9 +8,9 @@ use slaproof_domain::objective::EventVerdict;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::maintenance_periods;
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::rollup::TrackedSla;
+use crate::maintenance::maintenance_periods;
+use crate::tracked::TrackedSla;
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::window::in_any;
 

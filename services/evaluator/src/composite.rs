@@ -15,9 +15,9 @@ use slaproof_domain::window::Period;
 use slaproof_store::{TenantTx, outbox};
 
 use crate::error::{Doing, EvaluatorError};
+use crate::evaluate::{BREACHED, BUDGET_EXHAUSTED};
 use crate::evaluate::{ObjectiveEvaluation, set_state_of};
-use crate::facts::{BREACHED, BUDGET_EXHAUSTED};
-use crate::rollup::TrackedSla;
+use crate::tracked::TrackedSla;
 
 /// The name the composite goes by where objectives are named (alert state,
 /// outbox facts). Not a valid objective name (those start with a letter or

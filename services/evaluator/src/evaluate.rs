@@ -10,18 +10,17 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
-use futures_util::TryStreamExt;
 use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
-use slaproof_domain::objective::{EventVerdict, Objective, Sli, SliceBudgeting, TimeSlicesSli};
+use slaproof_domain::minute::{ceil_hour, floor_hour, floor_minute, maintenance_minutes};
+use slaproof_domain::objective::{Objective, Sli, SliceBudgeting, TimeSlicesSli};
 use slaproof_domain::slices::SliceRatios;
-use slaproof_domain::window::{Period, in_any, merge_periods};
-use slaproof_store::{TenantTx, maintenance};
+use slaproof_domain::window::Period;
+use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::rollup::{LONGEST_LOOKBACK_DAYS, TrackedSla};
-use slaproof_domain::minute::{Arrival, ceil_hour, ceil_minute, floor_hour, floor_minute};
+use crate::maintenance::{maintenance_periods, recount_cut_minutes};
+use crate::tracked::{LONGEST_LOOKBACK_DAYS, TrackedSla};
 
 /// The verdict on one objective at one instant, with every number behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,101 +54,6 @@ pub struct AlertCheck {
     pub long: Tally,
     pub short: Tally,
     pub fires: bool,
-}
-
-/// Whole minutes `[start, end)`.
-pub type MinuteRange = (DateTime<Utc>, DateTime<Utc>);
-
-/// The whole minutes disjoint, sorted maintenance `windows` cover within
-/// `[from, to)`, as ranges `[start, end)`, and the minutes they only cut.
-pub fn maintenance_minutes(
-    windows: &[Period],
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> (Vec<MinuteRange>, Vec<DateTime<Utc>>) {
-    let mut whole = Vec::new();
-    let mut cut = Vec::new();
-    for w in windows {
-        let Some(w) = w.intersection(&Period {
-            start: from,
-            end: to,
-        }) else {
-            continue;
-        };
-        let (inner_start, inner_end) = (ceil_minute(w.start), floor_minute(w.end));
-        if inner_start < inner_end {
-            whole.push((inner_start, inner_end));
-        }
-        if w.start != inner_start {
-            cut.push(floor_minute(w.start));
-        }
-        if w.end != inner_end && inner_end >= w.start {
-            cut.push(inner_end);
-        }
-    }
-    // Two windows may cut one minute (one ends, another starts in it).
-    cut.sort();
-    cut.dedup();
-    (whole, cut)
-}
-
-/// Per objective, the events of each cut minute that fall inside
-/// maintenance, recounted from the raw events received before `as_of`.
-pub async fn recount_cut_minutes(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    windows: &[Period],
-    minutes: &[DateTime<Utc>],
-    as_of: DateTime<Utc>,
-    grace: Duration,
-) -> Result<HashMap<String, BTreeMap<DateTime<Utc>, Tally>>, EvaluatorError> {
-    let mut out: HashMap<String, BTreeMap<DateTime<Utc>, Tally>> = HashMap::new();
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
-         AND received_at < $4 AND service = $5"
-    );
-    for &minute in minutes {
-        let mut rows = sqlx::query_as::<_, EventRow>(&sql)
-            .bind(tx.tenant().uuid())
-            .bind(minute)
-            .bind(minute + Duration::minutes(1))
-            .bind(as_of)
-            .bind(&sla.definition.service)
-            .fetch(&mut **tx);
-        while let Some(row) = rows
-            .try_next()
-            .await
-            .doing("recounting a maintenance edge")?
-        {
-            let event = ReadEvent::from(row);
-            if !sla.scopes(&event)
-                || !in_any(windows, event.occurred_at)
-                || !Arrival::of(event.occurred_at, event.received_at, grace).counts()
-            {
-                continue;
-            }
-            for objective in sla.counted_objectives() {
-                let verdict = objective.classify(&event.fields);
-                if verdict == EventVerdict::NotCounted {
-                    continue;
-                }
-                let t = out
-                    .entry(objective.name.as_str().to_owned())
-                    .or_default()
-                    .entry(minute)
-                    .or_default();
-                t.total += 1;
-                t.good += u64::from(verdict == EventVerdict::Good);
-            }
-        }
-    }
-    // Gauge objectives count values, not events.
-    for (objective, minutes) in
-        crate::gauge::recount_cut_minutes(tx, sla, windows, minutes, as_of, grace).await?
-    {
-        out.entry(objective).or_default().extend(minutes);
-    }
-    Ok(out)
 }
 
 /// An objective's counts over a whole period, summed by Postgres.
@@ -263,25 +167,6 @@ pub async fn period_counts(
         };
     }
     Ok(out)
-}
-
-/// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.
-pub async fn maintenance_periods(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<Period>, EvaluatorError> {
-    let windows = maintenance::overlapping(tx, sla.id, from, to).await?;
-    Ok(merge_periods(
-        windows
-            .into_iter()
-            .map(|w| Period {
-                start: w.starts_at,
-                end: w.ends_at,
-            })
-            .collect(),
-    ))
 }
 
 /// Whether an objective is judged on counts of events, or of gauge values
@@ -575,6 +460,11 @@ pub async fn record_alerts(
     }
     Ok(told)
 }
+
+/// The state kept for "the period's error budget is used up".
+pub const BUDGET_EXHAUSTED: &str = "budget-exhausted";
+/// The state kept for "the period's objective is missed".
+pub const BREACHED: &str = "breached";
 
 /// Stores whether `rule` fires for an objective and returns the transition
 /// from the stored state. Burn-rate rules, budget exhaustion and breach

@@ -7,14 +7,11 @@ use slaproof_store::{TenantTx, outbox};
 
 use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::{ObjectiveEvaluation, evaluate_period, set_state};
+use crate::evaluate::{
+    BREACHED, BUDGET_EXHAUSTED, ObjectiveEvaluation, evaluate_period, set_state,
+};
 use crate::records::freeze_period;
-use crate::rollup::TrackedSla;
-
-/// The state kept for "the period's error budget is used up".
-pub const BUDGET_EXHAUSTED: &str = "budget-exhausted";
-/// The state kept for "the period's objective is missed".
-pub const BREACHED: &str = "breached";
+use crate::tracked::TrackedSla;
 
 pub(crate) fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
     let tally = e.budget.tally;

@@ -54,8 +54,8 @@ use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::ReadEvent;
-use crate::recount::Recount;
-use crate::rollup::{MinuteCounts, TrackedSla};
+use crate::tracked::Recount;
+use crate::tracked::{MinuteCounts, TrackedSla};
 use slaproof_domain::minute::{Arrival, floor_minute};
 use slaproof_domain::window::in_any;
 
@@ -478,7 +478,7 @@ async fn placed_values(
 }
 
 /// Per gauge objective, the values of each cut minute that fall inside
-/// maintenance (the gauge side of `evaluate::recount_cut_minutes`).
+/// maintenance (the gauge side of `maintenance::recount_cut_minutes`).
 pub async fn recount_cut_minutes(
     tx: &mut TenantTx,
     sla: &TrackedSla,

@@ -8,6 +8,7 @@ pub mod evaluate;
 pub mod events;
 pub mod facts;
 pub mod gauge;
+pub mod maintenance;
 mod metrics;
 pub mod records;
 pub mod recount;
@@ -16,12 +17,14 @@ pub mod settings;
 pub mod sketch;
 pub mod thinning;
 pub mod thresholds;
+pub mod tracked;
 pub mod worker;
 
 pub use error::EvaluatorError;
 pub use evaluate::{AlertCheck, ObjectiveEvaluation};
-pub use rollup::{Advance, TrackedSla};
+pub use rollup::Advance;
 pub use settings::Settings;
+pub use tracked::TrackedSla;
 pub use worker::{
     JOB_KIND, Round, TenantRun, evaluate_tenant, evaluate_tenant_up_to, run, run_job, schedule_all,
     work_due,

@@ -7,25 +7,11 @@ use slaproof_domain::objective::EventVerdict;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::maintenance_periods;
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::rollup::TrackedSla;
+use crate::maintenance::maintenance_periods;
+use crate::tracked::{Recount, TrackedSla};
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::window::in_any;
-
-/// An objective's counts over a stretch, recounted from raw events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Recount {
-    /// Counted events, maintenance left out.
-    pub tally: Tally,
-    /// Events left out by maintenance.
-    pub excluded: Tally,
-    /// Events folded in after their minute, within the grace period
-    /// (during maintenance or not).
-    pub late_folded: u64,
-    /// Events after the grace period (during maintenance or not).
-    pub late: Tally,
-}
 
 /// Recounts `objective` of `sla` over events that occurred in `[from, to)`
 /// and were received before `as_of`, by the same rules as the rollups.

@@ -20,7 +20,7 @@ use slaproof_domain::sketch::Sketches;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::rollup::TrackedSla;
+use crate::tracked::TrackedSla;
 
 /// A stored sketch column.
 type Bytes = Option<Vec<u8>>;

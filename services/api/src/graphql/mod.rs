@@ -1,0 +1,150 @@
+//! GraphQL over the application layer: resolvers map shapes and call in, so
+//! every rule is the REST one. A field the caller lacks the scope for is
+//! refused with an error naming the scope (`extensions.scope`), and fields
+//! guarded by a fixed scope are hidden from that caller's introspection.
+//!
+//! One module per resource, as in `rest`: each holds its part of the root
+//! `Query` and `Mutation` (merged here) and the types it answers.
+
+mod compliance;
+mod customers;
+mod dashboard;
+mod embed;
+mod ingest_keys;
+mod maintenance;
+mod probes;
+mod slas;
+mod tenants;
+mod thresholds;
+
+use async_graphql::{Context, EmptySubscription, ErrorExtensions, MergedObject, Schema};
+use chrono::{DateTime, Utc};
+
+use slaproof_app::Scope;
+use slaproof_app::slas::Family;
+use slaproof_app::{App, AppError, Caller, PageRequest};
+
+pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
+
+/// Limits on what one query may ask, so that a query cannot cost more
+/// than a page of REST calls.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_depth: usize,
+    pub max_complexity: usize,
+    pub introspection: bool,
+}
+
+/// The schema with its limits; the caller is added to each request.
+pub fn schema(app: App, limits: Limits) -> ApiSchema {
+    let builder = Schema::build(Query::default(), Mutation::default(), EmptySubscription)
+        .data(app)
+        .limit_depth(limits.max_depth)
+        .limit_complexity(limits.max_complexity);
+    if limits.introspection {
+        builder.finish()
+    } else {
+        builder.disable_introspection().finish()
+    }
+}
+
+// Every query, resource by resource. Not a doc comment: that would become
+// the type's description in the schema.
+#[derive(Debug, Default, MergedObject)]
+pub struct Query(
+    slas::SlaQuery,
+    dashboard::DashboardQuery,
+    customers::CustomerQuery,
+    ingest_keys::IngestKeyQuery,
+    embed::EmbedQuery,
+    tenants::TenantQuery,
+    probes::ProbeQuery,
+    thresholds::ThresholdQuery,
+);
+
+// Every mutation, resource by resource (no description, as above).
+#[derive(Debug, Default, MergedObject)]
+pub struct Mutation(
+    slas::SlaMutation,
+    customers::CustomerMutation,
+    maintenance::MaintenanceMutation,
+    ingest_keys::IngestKeyMutation,
+    embed::EmbedMutation,
+    tenants::TenantMutation,
+    probes::ProbeMutation,
+    thresholds::ThresholdMutation,
+);
+
+/// An application error as a GraphQL error: the message, a `code`, and the
+/// missing `scope` when that is why.
+fn refuse(err: AppError) -> async_graphql::Error {
+    let code = match &err {
+        AppError::MissingScope(_) => "FORBIDDEN",
+        AppError::NotFound { .. } => "NOT_FOUND",
+        AppError::Conflict(_) => "CONFLICT",
+        AppError::Invalid { .. } => "INVALID",
+        AppError::Internal(source) => {
+            tracing::error!(error = %source, "internal error");
+            "INTERNAL"
+        }
+    };
+    let message = match &err {
+        AppError::Internal(_) => "internal error".to_owned(),
+        other => other.to_string(),
+    };
+    async_graphql::Error::new(message).extend_with(|_, e| {
+        e.set("code", code);
+        if let AppError::MissingScope(scope) = &err {
+            e.set("scope", scope.as_str());
+        }
+    })
+}
+
+fn parts<'a>(ctx: &'a Context<'_>) -> async_graphql::Result<(&'a App, &'a Caller)> {
+    Ok((ctx.data::<App>()?, ctx.data::<Caller>()?))
+}
+
+/// Whether the caller of this request holds `scope`: decides what its
+/// introspection shows.
+fn holds(ctx: &Context<'_>, scope: Scope) -> bool {
+    ctx.data_opt::<Caller>().is_some_and(|c| c.has(scope))
+}
+
+fn holds_history(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadHistory)
+}
+
+fn holds_a_metric(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadUptime) || holds(ctx, Scope::SlaReadLatency)
+}
+
+fn holds_maintenance(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::MaintenanceRead)
+}
+
+fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<PageRequest> {
+    let limit = first
+        .map(u32::try_from)
+        .transpose()
+        .map_err(|_| refuse(AppError::invalid("first", "must not be negative")))?;
+    Ok(PageRequest {
+        cursor: after,
+        limit,
+    })
+}
+
+fn family_name(family: Family) -> &'static str {
+    match family {
+        Family::Uptime => "uptime",
+        Family::Latency => "latency",
+    }
+}
+
+fn instant(field: &str, text: Option<String>) -> async_graphql::Result<Option<DateTime<Utc>>> {
+    text.map(|t| {
+        DateTime::parse_from_rfc3339(&t)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| refuse(AppError::invalid(field, format!("not RFC 3339: {e}"))))
+    })
+    .transpose()
+}

@@ -1,0 +1,369 @@
+//! SLAs over GraphQL: listing, reading and applying documents, and an SLA's
+//! versions, objectives and export.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{Context, Json, Object};
+use chrono::Utc;
+
+use slaproof_app::AppError;
+use slaproof_app::Scope;
+use slaproof_app::compliance::ComplianceView;
+use slaproof_app::slas::{ExportFormat, ObjectiveView, SlaSummaryView, SlaView};
+
+use super::compliance::{
+    Alert, Breach, BudgetStatus, ObjectiveBudget, ObjectiveCompliance, SeriesPoint,
+};
+use super::dashboard::{Dashboard, dashboard};
+use super::maintenance::MaintenanceWindow;
+use super::{
+    family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant, page, parts,
+    refuse,
+};
+
+fn holds_export(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaExport)
+}
+
+#[derive(Debug, Default)]
+pub(super) struct SlaQuery;
+
+#[Object]
+impl SlaQuery {
+    /// SLAs the caller may see, by name (a customer's user: its own).
+    async fn slas(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, SlaSummary>> {
+        let (app, caller) = parts(ctx)?;
+        let page = app
+            .list_slas(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for item in page.items {
+            connection.edges.push(Edge::new(
+                slaproof_app::page::cursor_of(&item.name),
+                SlaSummary(item),
+            ));
+        }
+        Ok(connection)
+    }
+
+    /// One SLA, the version in force unless `version` is given.
+    async fn sla(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+        version: Option<i32>,
+    ) -> async_graphql::Result<Sla> {
+        let (app, caller) = parts(ctx)?;
+        let view = app.get_sla(caller, &name, version).await.map_err(refuse)?;
+        Ok(Sla(view))
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct SlaMutation;
+
+#[Object]
+impl SlaMutation {
+    /// Creates an SLA or a new version from a native or OpenSLO document;
+    /// answers `created`, `updated` or `unchanged`.
+    async fn apply_sla(
+        &self,
+        ctx: &Context<'_>,
+        document: String,
+    ) -> async_graphql::Result<String> {
+        let (app, caller) = parts(ctx)?;
+        let applied = app.apply_sla(caller, &document).await.map_err(refuse)?;
+        Ok(applied.outcome.to_owned())
+    }
+
+    /// Changes one objective's target as a new version; answers `updated`
+    /// or `unchanged`.
+    async fn change_target(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        objective: String,
+        target_ppm: u32,
+    ) -> async_graphql::Result<String> {
+        let (app, caller) = parts(ctx)?;
+        let applied = app
+            .change_target(caller, &sla, &objective, target_ppm)
+            .await
+            .map_err(refuse)?;
+        Ok(applied.outcome.to_owned())
+    }
+}
+
+#[derive(Debug)]
+struct SlaSummary(SlaSummaryView);
+
+#[Object]
+impl SlaSummary {
+    async fn id(&self) -> String {
+        self.0.id.to_string()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn current_version(&self) -> i32 {
+        self.0.current_version
+    }
+    async fn customer_ref(&self) -> Option<&str> {
+        self.0.customer_ref.as_deref()
+    }
+}
+
+#[derive(Debug)]
+struct Sla(SlaView);
+
+#[Object]
+impl Sla {
+    async fn id(&self) -> String {
+        self.0.id.to_string()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn display_name(&self) -> Option<&str> {
+        self.0.display_name.as_deref()
+    }
+    async fn service(&self) -> &str {
+        &self.0.service
+    }
+    async fn customer_ref(&self) -> Option<&str> {
+        self.0.customer_ref.as_deref()
+    }
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    async fn current_version(&self) -> i32 {
+        self.0.current_version
+    }
+    async fn objectives(&self) -> Vec<Objective> {
+        self.0.objectives.iter().cloned().map(Objective).collect()
+    }
+
+    /// Compliance and error budgets now, per objective.
+    async fn compliance(
+        &self,
+        ctx: &Context<'_>,
+    ) -> async_graphql::Result<Vec<ObjectiveCompliance>> {
+        let (app, caller) = parts(ctx)?;
+        let view: ComplianceView = app
+            .sla_compliance(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .objectives
+            .into_iter()
+            .map(|o| ObjectiveCompliance {
+                objective: o.objective,
+                family: o.family,
+                numbers: o.numbers,
+            })
+            .collect())
+    }
+
+    /// Remaining budget and burn per objective, as gateways read it.
+    async fn budget_status(&self, ctx: &Context<'_>) -> async_graphql::Result<BudgetStatus> {
+        let (app, caller) = parts(ctx)?;
+        let view = app
+            .budget_status(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(BudgetStatus {
+            exhausted: view.exhausted,
+            objectives: view
+                .objectives
+                .into_iter()
+                .map(|o| ObjectiveBudget {
+                    objective: o.objective,
+                    budget_remaining: o.budget_remaining,
+                    burn_rate_milli: o.burn_rate_milli,
+                    exhausted: o.exhausted,
+                })
+                .collect(),
+        })
+    }
+
+    /// Burn-rate alerts, of the objectives the caller may read.
+    async fn alerts(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Alert>> {
+        let (app, caller) = parts(ctx)?;
+        let view = app.sla_alerts(caller, &self.0.name).await.map_err(refuse)?;
+        Ok(view
+            .alerts
+            .into_iter()
+            .map(|a| Alert {
+                objective: a.objective,
+                rule: a.rule,
+                firing: a.firing,
+                changed_at: a.changed_at.to_rfc3339(),
+                long_burn_milli: a.long_burn_milli,
+                short_burn_milli: a.short_burn_milli,
+            })
+            .collect())
+    }
+
+    /// Closed periods not met, of the objectives the caller may read.
+    async fn breaches(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Breach>> {
+        let (app, caller) = parts(ctx)?;
+        let view = app
+            .sla_breaches(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .breaches
+            .into_iter()
+            .map(|b| Breach {
+                objective: b.objective,
+                period_start: b.period_start.to_rfc3339(),
+                period_end: b.period_end.to_rfc3339(),
+                revision: b.revision,
+                target_ppm: b.target_ppm,
+                compliance_ppm: b.compliance_ppm,
+            })
+            .collect())
+    }
+
+    /// One objective's budget over the last `hours` (default 24, at most
+    /// 2000 points).
+    #[graphql(visible = "holds_history")]
+    async fn series(
+        &self,
+        ctx: &Context<'_>,
+        objective: String,
+        hours: Option<i32>,
+    ) -> async_graphql::Result<Vec<SeriesPoint>> {
+        let (app, caller) = parts(ctx)?;
+        let hours = hours.unwrap_or(24);
+        if !(1..=24 * 400).contains(&hours) {
+            return Err(refuse(AppError::invalid(
+                "hours",
+                "must be between 1 and 9600",
+            )));
+        }
+        let to = chrono::Utc::now();
+        let view = app
+            .compliance_series(
+                caller,
+                &self.0.name,
+                &objective,
+                to - chrono::Duration::hours(i64::from(hours)),
+                to,
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .points
+            .into_iter()
+            .map(|p| SeriesPoint {
+                evaluated_at: p.evaluated_at.to_rfc3339(),
+                met: p.met,
+                compliance_ppm: p.compliance_ppm,
+                budget_remaining: p.budget_remaining,
+                burn_rate_milli: p.burn_rate_milli,
+            })
+            .collect())
+    }
+
+    /// Compliance, budgets and the minutes of `[from, to)` (RFC 3339;
+    /// default the last day, at most two days), as `dashboard` answers.
+    async fn dashboard(
+        &self,
+        ctx: &Context<'_>,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> async_graphql::Result<Dashboard> {
+        dashboard(ctx, &self.0.name, from, to).await
+    }
+
+    /// Maintenance windows (the SLA's and the tenant-wide ones) overlapping
+    /// `[from, to)`, RFC 3339; by default the last 30 days and the next 90.
+    #[graphql(visible = "holds_maintenance")]
+    async fn maintenance_windows(
+        &self,
+        ctx: &Context<'_>,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> async_graphql::Result<Vec<MaintenanceWindow>> {
+        let (app, caller) = parts(ctx)?;
+        let now = Utc::now();
+        let from = instant("from", from)?.unwrap_or(now - chrono::Duration::days(30));
+        let to = instant("to", to)?.unwrap_or(now + chrono::Duration::days(90));
+        let windows = app
+            .sla_windows(caller, &self.0.name, from, to)
+            .await
+            .map_err(refuse)?;
+        Ok(windows.into_iter().map(Into::into).collect())
+    }
+
+    /// Every version, newest first.
+    #[graphql(visible = "holds_history")]
+    async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Sla>> {
+        let (app, caller) = parts(ctx)?;
+        let versions = app
+            .sla_versions(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(versions.into_iter().map(Sla).collect())
+    }
+
+    /// The document, `native` or `openslo` YAML.
+    #[graphql(visible = "holds_export")]
+    async fn export(
+        &self,
+        ctx: &Context<'_>,
+        openslo: Option<bool>,
+    ) -> async_graphql::Result<String> {
+        let (app, caller) = parts(ctx)?;
+        let format = if openslo.unwrap_or(false) {
+            ExportFormat::OpenSlo
+        } else {
+            ExportFormat::Native
+        };
+        app.export_sla(caller, &self.0.name, None, format)
+            .await
+            .map_err(refuse)
+    }
+}
+
+#[derive(Debug)]
+struct Objective(ObjectiveView);
+
+#[Object]
+impl Objective {
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn display_name(&self) -> Option<&str> {
+        self.0.display_name.as_deref()
+    }
+    /// `uptime` or `latency`: which scope reads this objective's numbers.
+    async fn family(&self) -> &'static str {
+        family_name(self.0.family)
+    }
+    async fn kind(&self) -> &'static str {
+        self.0.kind
+    }
+    /// Needs the scope of the objective's family.
+    #[graphql(visible = "holds_a_metric")]
+    async fn target_ppm(&self) -> async_graphql::Result<u32> {
+        self.0
+            .target_ppm
+            .ok_or_else(|| refuse(AppError::MissingScope(self.0.family.scope())))
+    }
+    /// The objective as in the native document; needs the family's scope.
+    #[graphql(visible = "holds_a_metric")]
+    async fn definition(&self) -> async_graphql::Result<Json<serde_json::Value>> {
+        self.0
+            .definition
+            .clone()
+            .map(Json)
+            .ok_or_else(|| refuse(AppError::MissingScope(self.0.family.scope())))
+    }
+}

@@ -1,0 +1,82 @@
+//! Tenants over GraphQL, for slaproof's operators only.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{Context, Object, SimpleObject};
+
+use slaproof_app::Scope;
+
+use super::{holds, page, parts, refuse};
+
+fn holds_tenants(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::TenantAdmin)
+}
+
+#[derive(Debug, Default)]
+pub(super) struct TenantQuery;
+
+#[Object]
+impl TenantQuery {
+    /// Every tenant (slaproof's operators only).
+    #[graphql(visible = "holds_tenants")]
+    async fn tenants(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, Tenant>> {
+        let (app, caller) = parts(ctx)?;
+        let page = app
+            .list_tenants(caller, &page(first, after)?)
+            .await
+            .map_err(refuse)?;
+        let mut connection = Connection::new(false, page.next_cursor.is_some());
+        for t in page.items {
+            connection.edges.push(Edge::new(
+                slaproof_app::page::cursor_of(&t.name),
+                Tenant::from(t),
+            ));
+        }
+        Ok(connection)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct TenantMutation;
+
+#[Object]
+impl TenantMutation {
+    /// Creates a tenant (slaproof's operators only).
+    async fn create_tenant(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+        display_name: String,
+    ) -> async_graphql::Result<Tenant> {
+        let (app, caller) = parts(ctx)?;
+        let tenant = app
+            .create_tenant(caller, &name, &display_name)
+            .await
+            .map_err(refuse)?;
+        Ok(tenant.into())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+struct Tenant {
+    /// `ten_…`.
+    id: String,
+    name: String,
+    display_name: String,
+    created_at: String,
+}
+
+impl From<slaproof_app::tenants::Tenant> for Tenant {
+    fn from(t: slaproof_app::tenants::Tenant) -> Self {
+        Self {
+            id: t.id.to_string(),
+            name: t.name,
+            display_name: t.display_name,
+            created_at: t.created_at.to_rfc3339(),
+        }
+    }
+}

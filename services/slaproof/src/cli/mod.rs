@@ -1,0 +1,391 @@
+//! The command line: `up`, `serve`, `migrate`, and the operator commands for
+//! tenants, customers, ingest keys, SLAs and synthetic probes.
+
+use std::path::PathBuf;
+
+mod tenancy;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use slaproof_store::Database;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{Application, Service, cancel_on_signals, open_database};
+use crate::config::{Config, describe};
+use crate::embedded::{Connections, EmbeddedPostgres};
+use crate::{demo, telemetry};
+
+pub use tenancy::{
+    CustomerCommand, ExportFormat, IngestKeyCommand, ProbeCommand, ProbeKindArg, SlaCommand,
+    TenantArg, TenantCommand,
+};
+use tenancy::{customer, ingest_key, probe, sla, tenant};
+
+/// slaproof: every SLA measured exactly, every missed promise credited,
+/// every period proven.
+#[derive(Debug, Parser)]
+#[command(name = "slaproof", version, max_term_width = 100)]
+pub struct Cli {
+    /// Configuration file (TOML). Default: ./slaproof.toml when it exists.
+    /// SLAPROOF_* environment variables override it.
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "SLAPROOF_CONFIG",
+        value_name = "FILE"
+    )]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every service in one process. With no database configured, starts
+    /// a private Postgres cluster under embedded.data_dir and stops it on exit.
+    Up {
+        /// Do not create the demo tenant.
+        #[arg(long)]
+        no_demo: bool,
+        /// Send demo traffic (events per second) for the demo tenant.
+        #[arg(long, value_name = "EVENTS_PER_SEC")]
+        loadgen: Option<f64>,
+    },
+    /// Run one service against the configured database.
+    Serve {
+        #[arg(value_enum)]
+        service: Service,
+    },
+    /// Apply pending database migrations (as database.migrate_url).
+    Migrate,
+    /// Manage tenants (providers using slaproof).
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Manage a tenant's customers.
+    Customer {
+        #[command(subcommand)]
+        command: CustomerCommand,
+    },
+    /// Manage a tenant's ingest keys.
+    IngestKey {
+        #[command(subcommand)]
+        command: IngestKeyCommand,
+    },
+    /// Send realistic LLM telemetry through the ingest API (traffic generator).
+    Loadgen(crate::loadgen::LoadgenArgs),
+    /// Apply, list and export SLA definitions.
+    Sla {
+        #[command(subcommand)]
+        command: SlaCommand,
+    },
+    /// Define, list and delete synthetic probes of a tenant's endpoints.
+    Probe {
+        #[command(subcommand)]
+        command: ProbeCommand,
+    },
+    /// Manage the Groth16 proving and verifying keys of the circuits.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Run the (single-party) setup for one circuit size and write its keys.
+    /// Existing keys are never overwritten. See docs/CIRCUITS.md for the
+    /// trust model of this setup.
+    Generate {
+        /// Slots of the circuit: 64, 1024 or 16384 (any power of two works).
+        #[arg(long)]
+        slots: usize,
+        /// Folder to write the keys to.
+        #[arg(long, default_value = ".slaproof/keys")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs a parsed command line. Must be called outside any async runtime:
+/// `up` starts the embedded Postgres on this thread before it builds one.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(cli.config.as_deref())?;
+    let telemetry = telemetry::init(&config.log, &config.telemetry)?;
+    let result = match cli.command {
+        Command::Up { no_demo, loadgen } => up(config, !no_demo, loadgen),
+        Command::Keys { command } => keys(command),
+        command => runtime()?.block_on(run_async(config, command)),
+    };
+    // After the graceful stop, with the runtime gone: the last spans and
+    // metrics are flushed by the export threads.
+    telemetry.shutdown();
+    result
+}
+
+/// Key generation is CPU-bound and synchronous; it reports its stages, and
+/// a ticker shows that the long setup step is alive.
+fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    use slaproof_circuits::keys::{KeygenStage, generate_keys};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let KeysCommand::Generate { slots, dir } = command;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let in_setup = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (in_setup, done) = (in_setup.clone(), done.clone());
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs().is_multiple_of(5)
+                {
+                    eprintln!("  setup running, {} s so far", started.elapsed().as_secs());
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        })
+    };
+    let result = generate_keys(&dir, slots, &mut |p| {
+        let at = format!("{:>7.1} s", p.elapsed.as_secs_f64());
+        match p.stage {
+            KeygenStage::Synthesizing => {
+                eprintln!("{at}  counting constraints of the {slots}-slot circuit")
+            }
+            KeygenStage::Setup { constraints } => {
+                eprintln!("{at}  Groth16 setup over {constraints} constraints (the long step)");
+                in_setup.store(true, Ordering::Relaxed);
+            }
+            KeygenStage::WritingProvingKey => {
+                in_setup.store(false, Ordering::Relaxed);
+                eprintln!("{at}  writing the proving key");
+            }
+            KeygenStage::WritingVerifyingKey => {
+                eprintln!("{at}  writing the verifying key and manifest")
+            }
+            KeygenStage::Done => eprintln!("{at}  done"),
+        }
+    });
+    done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    let manifest = result?;
+    println!(
+        "keys for {} slots ({} constraints) in {}",
+        manifest.slots,
+        manifest.constraints,
+        dir.display()
+    );
+    println!(
+        "  proving key    {}  sha256 {}",
+        manifest.proving_key.file, manifest.proving_key.sha256
+    );
+    println!(
+        "  verifying key  {}  sha256 {}",
+        manifest.verifying_key.file, manifest.verifying_key.sha256
+    );
+    Ok(())
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Result<()> {
+    let embedded = match (config.service_connection(), config.owner_connection()) {
+        (Some(_), Some(_)) => None,
+        _ => {
+            eprintln!(
+                "no database configured: starting a private Postgres in {}",
+                config.embedded.data_dir.display()
+            );
+            Some(EmbeddedPostgres::start(&config.embedded)?)
+        }
+    };
+    let result = runtime()?.block_on(async {
+        let connections = match &embedded {
+            Some(pg) => pg.connections(),
+            None => configured_connections(&config)?,
+        };
+        // The embedded cluster's service role can only be made once the
+        // migrations have made slaproof_service, so it always migrates first.
+        if let Some(pg) = &embedded {
+            slaproof_store::migrate(&connections.owner)
+                .await
+                .context("migrating")?;
+            pg.provision_service_role().await?;
+        }
+        let migrate = embedded.is_none() && config.database.migrate_on_start;
+        let db = open_database(&config, &connections.owner, &connections.service, migrate).await?;
+        let demo = if with_demo && config.demo.enabled {
+            Some(demo::ensure(&db, &config.embedded.data_dir).await?)
+        } else {
+            None
+        };
+        // With no token issuer configured the API would refuse everyone:
+        // the demo brings a key of its own and prints tokens to try it.
+        let tokens = match &demo {
+            Some(demo) if config.api.keys.is_empty() && config.api.jwks_url.is_none() => {
+                let key = demo::api_key(&config.embedded.data_dir)?;
+                let tokens = demo::tokens(&config.embedded.data_dir, demo, &key, &config.api)?;
+                config.api.keys.push(key);
+                Some(tokens)
+            }
+            _ => None,
+        };
+        let app = Application::build(config.clone(), db, Service::ALL).await?;
+        print_welcome(
+            &app,
+            embedded.as_ref(),
+            &connections,
+            demo.as_ref(),
+            tokens.as_ref(),
+        );
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
+        if let (Some(rate), Some(demo)) = (loadgen, &demo) {
+            crate::loadgen::spawn_demo(
+                app.local_addr(),
+                demo.ingest_key.clone(),
+                rate,
+                shutdown.clone(),
+            );
+        }
+        app.run(shutdown).await
+    });
+    if let Some(pg) = embedded {
+        eprintln!("stopping the private Postgres");
+        pg.stop()?;
+    }
+    result
+}
+
+fn print_welcome(
+    app: &Application,
+    embedded: Option<&EmbeddedPostgres>,
+    connections: &Connections,
+    demo: Option<&demo::Demo>,
+    tokens: Option<&demo::DemoTokens>,
+) {
+    let url = format!("http://{}", app.local_addr());
+    let mut out = String::new();
+    out.push_str("\nslaproof is up\n\n");
+    out.push_str(&format!(
+        "  HTTP        {url}   (liveness {url}/healthz, readiness {url}/readyz)\n"
+    ));
+    match embedded {
+        Some(pg) => out.push_str(&format!(
+            "  Database    private Postgres {} on 127.0.0.1:{}, data in {}\n",
+            pg.version(),
+            pg.port(),
+            pg.cluster_dir().display()
+        )),
+        None => out.push_str(&format!(
+            "  Database    {}\n",
+            describe(&connections.service)
+        )),
+    }
+    let services: Vec<&str> = Service::ALL.iter().map(|s| s.name()).collect();
+    out.push_str(&format!("  Services    {}\n", services.join(", ")));
+    if let Some(demo) = demo {
+        out.push_str(&format!(
+            "  Demo        tenant \"{}\" ({}), customer \"{}\", SLA \"{}\"{}\n",
+            demo::TENANT,
+            demo.tenant,
+            demo.customer_ref,
+            demo.sla_name,
+            if demo.created { " (created now)" } else { "" }
+        ));
+        out.push_str(&format!("  Ingest key  {}\n", demo.ingest_key));
+        if let Some(tokens) = tokens {
+            out.push_str(&format!(
+                "  API tokens  valid {} h, signed with the demo's HS256 key (kid {}, secret in {})\n",
+                demo::TOKEN_HOURS,
+                demo::API_KEY_ID,
+                tokens.secret_file.display()
+            ));
+            out.push_str(&format!(
+                "    provider admin        {}\n",
+                tokens.provider_admin
+            ));
+            out.push_str(&format!(
+                "    {} customer admin  {}\n",
+                demo.customer_ref, tokens.customer_admin
+            ));
+        }
+        out.push_str("\nTry, in another terminal:\n");
+        out.push_str(&format!("  curl {url}/readyz\n"));
+        if let Some(tokens) = tokens {
+            out.push_str(&format!(
+                "  curl -H 'Authorization: Bearer {}' {url}/v1/slas/{}/dashboard\n",
+                tokens.customer_admin, demo.sla_name
+            ));
+        }
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- sla export --tenant demo {}\n",
+            demo.sla_name
+        ));
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- sla export --tenant demo {} --format openslo\n",
+            demo.sla_name
+        ));
+        out.push_str("  cargo run -p slaproof -- tenant create my-provider\n");
+        out.push_str(&format!(
+            "  cargo run -p slaproof -- loadgen --url {url} --key {} --rate 50\n",
+            demo.ingest_key
+        ));
+    }
+    out.push_str("\nStop with Ctrl-C.\n");
+    println!("{out}");
+}
+
+/// The connections of the configured database, or of the embedded one that
+/// a running `slaproof up` started.
+fn configured_connections(config: &Config) -> anyhow::Result<Connections> {
+    match (config.service_connection(), config.owner_connection()) {
+        (Some(service), Some(owner)) => Ok(Connections { owner, service }),
+        _ => Ok(EmbeddedPostgres::discover(&config.embedded)?),
+    }
+}
+
+async fn connect(config: &Config) -> anyhow::Result<Database> {
+    let connections = configured_connections(config)?;
+    let db = Database::connect(&connections.service, 2)
+        .await
+        .with_context(|| format!("connecting to {}", describe(&connections.service)))?;
+    db.check_service_role().await?;
+    Ok(db)
+}
+
+async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
+        Command::Serve { service } => {
+            let connections = configured_connections(&config)?;
+            let migrate = config.database.migrate_on_start;
+            let db =
+                open_database(&config, &connections.owner, &connections.service, migrate).await?;
+            let app = Application::build(config, db, &[service]).await?;
+            let shutdown = CancellationToken::new();
+            cancel_on_signals(shutdown.clone());
+            app.run(shutdown).await
+        }
+        Command::Migrate => {
+            let connections = configured_connections(&config)?;
+            slaproof_store::migrate(&connections.owner).await?;
+            println!("migrated {}", describe(&connections.owner));
+            Ok(())
+        }
+        Command::Tenant { command } => tenant(&config, command).await,
+        Command::Customer { command } => customer(&config, command).await,
+        Command::IngestKey { command } => ingest_key(&config, command).await,
+        Command::Sla { command } => sla(&config, command).await,
+        Command::Probe { command } => probe(&config, command).await,
+        Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
+    }
+}
