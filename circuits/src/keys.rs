@@ -403,9 +403,3 @@ fn check_stored(manifest: &KeyManifest) -> Result<(), CircuitError> {
     }
     Ok(())
 }
-
-/// Reads a key file's bytes, checked against the manifest, for callers that
-/// move keys into other storage.
-pub fn read_key_file(dir: &Path, file: &KeyFile) -> Result<Vec<u8>, CircuitError> {
-    read_checked(dir, file)
-}

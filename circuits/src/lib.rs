@@ -2,11 +2,11 @@
 #![doc = include_str!("../README.md")]
 
 pub mod circuit;
-pub mod error;
+mod error;
 pub mod export;
 pub mod gadgets;
 pub mod keys;
-pub mod proof;
+mod proof;
 pub mod statement;
 
 pub use circuit::ThresholdCircuit;

@@ -10,7 +10,7 @@ use crate::keys::{CircuitKeys, VerifierKey, os_rng, sha256_hex};
 use crate::statement::{Opening, Statement};
 
 /// Compressed size of a BN254 Groth16 proof: A (32), B (64), C (32).
-pub const PROOF_BYTES: usize = 128;
+pub(crate) const PROOF_BYTES: usize = 128;
 
 /// A Groth16 proof of one statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,10 +43,6 @@ impl SlaProof {
 
     pub fn groth16(&self) -> &Proof<Bn254> {
         &self.0
-    }
-
-    pub fn from_groth16(proof: Proof<Bn254>) -> Self {
-        Self(proof)
     }
 }
 

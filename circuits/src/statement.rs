@@ -109,12 +109,6 @@ impl ContextHash {
         Self(Fr::from_be_bytes_mod_order(&digest[..31]))
     }
 
-    /// A context hash given as a field element (for example read back from
-    /// `public.json`).
-    pub fn from_field(value: Fr) -> Self {
-        Self(value)
-    }
-
     pub fn as_field(&self) -> Fr {
         self.0
     }

@@ -104,11 +104,6 @@ impl LinearVar {
         Self::sum_of(&[(c, self)], Fr::zero())
     }
 
-    /// `self + k`; free.
-    pub fn add_constant(&self, k: Fr) -> Self {
-        Self::sum_of(&[(Fr::one(), self)], k)
-    }
-
     /// `self · other` as a new witness; one constraint.
     pub fn mul(
         &self,

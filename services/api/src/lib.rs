@@ -10,9 +10,9 @@
 //! - [`problem`] answers its errors as RFC 9457 problem documents.
 
 pub mod auth;
-pub mod graphql;
-pub mod problem;
-pub mod rest;
+mod graphql;
+mod problem;
+mod rest;
 pub mod settings;
 
 use std::sync::Arc;

@@ -64,14 +64,14 @@ impl From<AppError> for ApiProblem {
 }
 
 /// Bad path or query parameters, as a problem naming the parameter.
-pub fn invalid(field: &str, message: impl Into<String>) -> ApiProblem {
+pub(crate) fn invalid(field: &str, message: impl Into<String>) -> ApiProblem {
     AppError::invalid(field, message).into()
 }
 
 /// The shape of every error answer, for the OpenAPI document; answers are
 /// built by `slaproof_http::Problem`.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProblemOut {
+pub(crate) struct ProblemOut {
     /// A URI naming the kind of problem.
     #[serde(rename = "type")]
     pub kind: String,
@@ -87,7 +87,7 @@ pub struct ProblemOut {
 /// The error answers every operation may give, declared once for all of
 /// them: `responses((status = 200, …), ProblemResponses)`.
 #[derive(Debug)]
-pub struct ProblemResponses;
+pub(crate) struct ProblemResponses;
 
 impl utoipa::IntoResponses for ProblemResponses {
     fn responses() -> std::collections::BTreeMap<

@@ -139,15 +139,6 @@ impl FromIterator<Scope> for ScopeSet {
     }
 }
 
-/// The default roles.
-pub const DEFAULT_ROLES: &[&str] = &[
-    "operator",
-    "provider_admin",
-    "customer_admin",
-    "operations_viewer",
-    "auditor",
-];
-
 /// Why the policy could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("authorization policy: {0}")]

@@ -8,8 +8,8 @@
 //! operation that needs a scope as a whole (a write, an export, history)
 //! is refused with [`AppError::MissingScope`] naming it.
 
-pub mod authz;
-pub mod caller;
+mod authz;
+mod caller;
 pub mod compliance;
 pub mod customers;
 pub mod dashboard;

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::MaintenanceWindowId;
+use slaproof_domain::maintenance::MaintenanceWindow;
 use slaproof_store::maintenance;
 pub use slaproof_store::maintenance::StoredMaintenanceWindow;
 use slaproof_store::slas;
@@ -19,10 +20,6 @@ pub struct NewWindow {
     pub description: String,
 }
 
-/// The longest window accepted: a "maintenance" longer than this is an
-/// outage being hidden.
-pub const MAX_WINDOW_DAYS: i64 = 7;
-
 impl App {
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_window(
@@ -31,29 +28,21 @@ impl App {
         new: NewWindow,
     ) -> Result<StoredMaintenanceWindow, AppError> {
         caller.require_provider(Scope::MaintenanceWrite)?;
-        if new.ends_at <= new.starts_at {
-            return Err(AppError::invalid("ends_at", "must be after starts_at"));
-        }
-        if new.ends_at - new.starts_at > Duration::days(MAX_WINDOW_DAYS) {
-            return Err(AppError::invalid(
-                "ends_at",
-                format!("a window may last at most {MAX_WINDOW_DAYS} days"),
-            ));
-        }
-        let description = new.description.trim();
-        if description.is_empty() || description.chars().count() > 1000 {
-            return Err(AppError::invalid(
-                "description",
-                "must be 1-1000 characters",
-            ));
-        }
+        let window = MaintenanceWindow::new(new.starts_at, new.ends_at, &new.description)
+            .map_err(|e| AppError::invalid(e.field(), e.rule()))?;
         let mut tx = self.tx(caller).await?;
         let sla = match &new.sla {
             Some(name) => Some(slas::find(&mut tx, name, None).await?.id),
             None => None,
         };
-        let window =
-            maintenance::create(&mut tx, sla, new.starts_at, new.ends_at, description).await?;
+        let window = maintenance::create(
+            &mut tx,
+            sla,
+            window.starts_at(),
+            window.ends_at(),
+            window.description(),
+        )
+        .await?;
         tx.commit().await?;
         Ok(window)
     }

@@ -26,7 +26,7 @@ pub(crate) enum ScaleError {
 
 impl Decimal {
     /// Reads `[-+]digits[.digits][e[-+]digits]`; `None` when it is not a number.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
         let (negative, rest) = match text.as_bytes().first()? {
             b'-' => (true, &text[1..]),
@@ -79,12 +79,12 @@ impl Decimal {
         })
     }
 
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.digits == 0
     }
 
     /// The value × 10^`places`, exactly, or why not.
-    pub fn scaled(&self, places: u32) -> Result<u128, ScaleError> {
+    pub(crate) fn scaled(&self, places: u32) -> Result<u128, ScaleError> {
         let mut digits = self.digits;
         let mut scale = self.scale;
         // Trailing zeros carry no precision: `0.5000000` is as exact as `0.5`.

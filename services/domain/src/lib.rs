@@ -6,7 +6,7 @@ pub mod budget;
 pub mod burn;
 pub mod composite;
 mod decimal;
-pub mod document;
+mod document;
 pub mod event;
 pub mod filter;
 pub mod ids;

@@ -331,5 +331,5 @@ async fn run(admin: &PgConnectOptions, name: &str, n: u64, runs: usize) -> anyho
 
 /// Errors of a benchmark binary: anything, printed.
 mod anyhow_free {
-    pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+    pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 }

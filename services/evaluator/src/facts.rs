@@ -42,7 +42,7 @@ pub(crate) fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
 /// Tells `slo.budget_exhausted` and `sla.breached` when an objective's
 /// current period reaches them (once each; a new period starts clean).
 #[tracing::instrument(skip_all, fields(objective = %e.objective))]
-pub async fn record_budget_facts(
+pub(crate) async fn record_budget_facts(
     tx: &mut TenantTx,
     e: &ObjectiveEvaluation,
 ) -> Result<usize, EvaluatorError> {
@@ -74,7 +74,7 @@ pub struct ClosedPeriod {
 
 /// The calendar period before the one containing `as_of`, once events of
 /// its last minute can no longer be folded in (`as_of ≥ end + grace`).
-pub fn closable_period(
+pub(crate) fn closable_period(
     window: &TimeWindow,
     as_of: DateTime<Utc>,
     grace: Duration,
@@ -90,7 +90,7 @@ pub fn closable_period(
 
 /// What one [`close_periods`] froze.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Closed {
+pub(crate) struct Closed {
     pub objectives: Vec<ClosedPeriod>,
     /// The SLA's composite, when it has one and its numbers changed.
     pub composite: Option<ClosedComposite>,
@@ -106,7 +106,7 @@ pub struct Closed {
 /// evaluations, its parts naming the objectives' frozen evaluations, and
 /// told as `sla.period_closed` with `"composite": true`.
 #[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
-pub async fn close_periods(
+pub(crate) async fn close_periods(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     as_of: DateTime<Utc>,

@@ -3,22 +3,22 @@
 
 pub mod attribution;
 pub mod composite;
-pub mod error;
+mod error;
 pub mod evaluate;
-pub mod events;
-pub mod facts;
+mod events;
+mod facts;
 pub mod gauge;
-pub mod maintenance;
+mod maintenance;
 mod metrics;
 pub mod records;
 pub mod recount;
 pub mod rollup;
-pub mod settings;
-pub mod sketch;
+mod settings;
+mod sketch;
 pub mod thinning;
-pub mod thresholds;
-pub mod tracked;
-pub mod worker;
+mod thresholds;
+mod tracked;
+mod worker;
 
 pub use error::EvaluatorError;
 pub use evaluate::{AlertCheck, ObjectiveEvaluation};

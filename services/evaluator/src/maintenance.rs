@@ -15,7 +15,7 @@ use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::tracked::TrackedSla;
 
 /// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.
-pub async fn maintenance_periods(
+pub(crate) async fn maintenance_periods(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     from: DateTime<Utc>,
@@ -35,7 +35,7 @@ pub async fn maintenance_periods(
 
 /// Per objective, the events of each cut minute that fall inside
 /// maintenance, recounted from the raw events received before `as_of`.
-pub async fn recount_cut_minutes(
+pub(crate) async fn recount_cut_minutes(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     windows: &[Period],

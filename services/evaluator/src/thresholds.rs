@@ -15,7 +15,11 @@ use crate::facts::summary;
 /// Whether evaluation `e` is past each line of `lines`. A line that cannot
 /// be judged (no events: no compliance and no budget to speak of) keeps
 /// its previous state, so an idle minute is not a recovery.
-pub fn crossed(e: &ObjectiveEvaluation, lines: &thresholds::Lines, previous: Crossed) -> Crossed {
+pub(crate) fn crossed(
+    e: &ObjectiveEvaluation,
+    lines: &thresholds::Lines,
+    previous: Crossed,
+) -> Crossed {
     let compliance = match (lines.compliance_below_ppm, e.budget.tally.compliance_ppm()) {
         (None, _) => false,
         (Some(line), Some(now)) => now < line,
@@ -39,7 +43,7 @@ pub fn crossed(e: &ObjectiveEvaluation, lines: &thresholds::Lines, previous: Cro
 /// Checks every customer's lines on `e`'s objective and tells each change;
 /// returns the number of outbox messages written.
 #[tracing::instrument(skip_all, fields(objective = %e.objective))]
-pub async fn record_threshold_crossings(
+pub(crate) async fn record_threshold_crossings(
     tx: &mut TenantTx,
     e: &ObjectiveEvaluation,
 ) -> Result<usize, EvaluatorError> {

@@ -12,7 +12,7 @@ use crate::events::ReadEvent;
 
 /// The longest alert lookback (the workbook's 3 days): rollups of a new
 /// version reach back at least this far so that alerts work at once.
-pub const LONGEST_LOOKBACK_DAYS: i64 = 3;
+pub(crate) const LONGEST_LOOKBACK_DAYS: i64 = 3;
 
 /// An SLA version the evaluator keeps rollups for.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ impl TrackedSla {
 
 /// Where the rollups of a newly seen version begin: the start of the
 /// current period, or the longest alert lookback if that is earlier.
-pub fn coverage_start(definition: &SlaDefinition, as_of: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn coverage_start(definition: &SlaDefinition, as_of: DateTime<Utc>) -> DateTime<Utc> {
     let period = definition.window.period_containing(as_of);
     floor_minute(
         period

@@ -3,6 +3,6 @@
 //! behalf goes only where the operator allows.
 
 pub mod outbound;
-pub mod problem;
+mod problem;
 
 pub use problem::Problem;

@@ -7,7 +7,7 @@ use slaproof_store::{Database, ingest_keys};
 
 use crate::problem::Problem;
 
-pub use slaproof_store::ingest_keys::Authenticated;
+pub(crate) use slaproof_store::ingest_keys::Authenticated;
 
 /// The bearer token of a request, if it carries one.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -19,7 +19,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The tenant and key a request speaks for, or the 401 (or 503 when the
 /// database cannot say) to answer.
 #[tracing::instrument(skip_all)]
-pub async fn authenticate(
+pub(crate) async fn authenticate(
     db: &Database,
     headers: &HeaderMap,
     retry_after_secs: u64,

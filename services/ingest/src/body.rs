@@ -13,7 +13,7 @@ use crate::problem::Problem;
 
 /// How the events of a body are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchFormat {
+pub(crate) enum BatchFormat {
     /// `application/json`: one JSON array of events.
     JsonArray,
     /// `application/x-ndjson` (or `application/jsonl`): one event per line.
@@ -21,7 +21,7 @@ pub enum BatchFormat {
 }
 
 /// The media type of a request, lower case, without parameters.
-pub fn media_type(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn media_type(headers: &HeaderMap) -> Option<String> {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -35,7 +35,7 @@ pub fn media_type(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The batch format named by `Content-Type`.
-pub fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, Problem> {
+pub(crate) fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, Problem> {
     match media_type(headers).as_deref() {
         Some("application/json") => Ok(BatchFormat::JsonArray),
         Some("application/x-ndjson" | "application/ndjson" | "application/jsonl") => {
@@ -55,7 +55,7 @@ pub fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, Problem> {
 
 /// The body with its `Content-Encoding` undone. Decompressed bodies are
 /// held to `max_decoded` bytes, so a small gzip bomb cannot take memory.
-pub fn decode<'a>(
+pub(crate) fn decode<'a>(
     headers: &HeaderMap,
     body: &'a [u8],
     max_decoded: usize,
@@ -116,7 +116,7 @@ fn parse_one<T: DeserializeOwned>(index: usize, text: &str) -> Result<T, EventEr
 
 /// The events of a batch, each parsed or refused on its own. A JSON array
 /// that is not valid JSON as a whole cannot be split and is refused whole.
-pub fn split<T: DeserializeOwned>(
+pub(crate) fn split<T: DeserializeOwned>(
     format: BatchFormat,
     body: &[u8],
 ) -> Result<Vec<Result<T, EventError>>, Problem> {

@@ -11,7 +11,7 @@ use crate::problem::Problem;
 
 /// The admission gate of the ingest endpoints.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     admitted: Arc<Semaphore>,
     writers: Semaphore,
     retry_after_secs: u64,
@@ -19,13 +19,13 @@ pub struct Gate {
 
 /// A request's place inside the gate; released when dropped.
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     _permit: OwnedSemaphorePermit,
 }
 
 impl Gate {
     /// `max_in_flight` requests admitted at once, `writers` of them writing.
-    pub fn new(max_in_flight: usize, writers: usize, retry_after_secs: u64) -> Self {
+    pub(crate) fn new(max_in_flight: usize, writers: usize, retry_after_secs: u64) -> Self {
         Self {
             admitted: Arc::new(Semaphore::new(max_in_flight)),
             writers: Semaphore::new(writers.min(max_in_flight)),
@@ -35,7 +35,7 @@ impl Gate {
 
     /// Admits a request, or answers 429 at once when the gate is full. Call
     /// before reading the body: a refused request costs no memory.
-    pub fn admit(&self) -> Result<Admission, Problem> {
+    pub(crate) fn admit(&self) -> Result<Admission, Problem> {
         match Arc::clone(&self.admitted).try_acquire_owned() {
             Ok(permit) => Ok(Admission { _permit: permit }),
             Err(_) => {
@@ -47,7 +47,10 @@ impl Gate {
 
     /// Waits for a writer. Only admitted requests wait, so the wait is
     /// bounded by the gate's size.
-    pub async fn writer(&self, _admission: &Admission) -> Result<SemaphorePermit<'_>, Problem> {
+    pub(crate) async fn writer(
+        &self,
+        _admission: &Admission,
+    ) -> Result<SemaphorePermit<'_>, Problem> {
         // The semaphore is never closed.
         self.writers
             .acquire()
@@ -55,7 +58,7 @@ impl Gate {
             .map_err(|_| Problem::unavailable(self.retry_after_secs))
     }
 
-    pub fn retry_after_secs(&self) -> u64 {
+    pub(crate) fn retry_after_secs(&self) -> u64 {
         self.retry_after_secs
     }
 }

@@ -42,7 +42,7 @@ use crate::{Admitted, Ingest};
 /// A value as `POST /v1/gauges` receives it. Every field is optional here
 /// so a missing one is reported by name; unknown fields are ignored.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct GaugeIn {
+pub(crate) struct GaugeIn {
     /// The gauge, as objectives name it (`quality_score`).
     pub metric: Option<String>,
     /// A finite number.
@@ -56,7 +56,7 @@ pub struct GaugeIn {
 
 /// The answer to an accepted batch of values.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GaugesOut {
+pub(crate) struct GaugesOut {
     /// Values in the body.
     pub received: usize,
     /// Values now durably stored (new or already there with the same number).
@@ -72,7 +72,7 @@ pub struct GaugesOut {
 
 /// The valid values of a batch with their batch positions, and the refusals.
 #[derive(Debug, Default)]
-pub struct CheckedGauges {
+pub(crate) struct CheckedGauges {
     pub received: usize,
     pub values: Vec<(usize, GaugeValue)>,
     pub errors: Vec<EventError>,
@@ -80,7 +80,11 @@ pub struct CheckedGauges {
 
 impl GaugeIn {
     /// The value as it will be stored, or the first rule it breaks.
-    pub fn validate(self, index: usize, bounds: &TimeBounds) -> Result<GaugeValue, EventError> {
+    pub(crate) fn validate(
+        self,
+        index: usize,
+        bounds: &TimeBounds,
+    ) -> Result<GaugeValue, EventError> {
         self.validate_inner(bounds)
             .map_err(|(field, reason)| EventError::new(index, field, reason))
     }
@@ -136,7 +140,7 @@ impl GaugeIn {
 }
 
 /// Parses and validates a decoded body. CPU-bound; runs off the I/O threads.
-pub fn check(
+pub(crate) fn check(
     format: BatchFormat,
     body: &[u8],
     bounds: &TimeBounds,
@@ -157,7 +161,7 @@ pub fn check(
 }
 
 #[tracing::instrument(skip_all, fields(tenant, values))]
-pub async fn post_gauges(
+pub(crate) async fn post_gauges(
     State(ingest): State<Arc<Ingest>>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,

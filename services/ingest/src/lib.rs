@@ -16,17 +16,17 @@
 //! The event schema and the answers are documented in `README.md`.
 
 mod auth;
-pub mod body;
+mod body;
 pub mod event;
-pub mod gate;
-pub mod gauges;
+mod gate;
+mod gauges;
 pub mod loadgen;
 mod metrics;
-pub mod native;
-pub mod otlp;
-pub mod otlp_metrics;
+mod native;
+mod otlp;
+mod otlp_metrics;
 pub mod probe;
-pub mod problem;
+mod problem;
 pub mod writer;
 
 use std::sync::Arc;

@@ -26,7 +26,7 @@ const MAX_IDEMPOTENCY_KEY: usize = 200;
 
 /// Query parameters of `POST /v1/events`.
 #[derive(Debug, Default, Deserialize)]
-pub struct EventsQuery {
+pub(crate) struct EventsQuery {
     /// Refuse the whole batch when any event is invalid.
     #[serde(default)]
     pub atomic: bool,
@@ -50,14 +50,14 @@ pub struct EventsOut {
 
 /// The valid events of a batch and the refusals, in batch order.
 #[derive(Debug, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub received: usize,
     pub events: Vec<StoredEvent>,
     pub errors: Vec<EventError>,
 }
 
 /// Parses and validates a decoded body. CPU-bound; runs off the I/O threads.
-pub fn check(
+pub(crate) fn check(
     format: BatchFormat,
     body: &[u8],
     bounds: &TimeBounds,
@@ -95,7 +95,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
 }
 
 #[tracing::instrument(skip_all, fields(tenant, events))]
-pub async fn post_events(
+pub(crate) async fn post_events(
     State(ingest): State<Arc<Ingest>>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,

@@ -97,7 +97,7 @@ pub(crate) fn refusal(encoding: Encoding, problem: Problem) -> Response {
 }
 
 #[tracing::instrument(skip_all, fields(tenant, spans))]
-pub async fn post_traces(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
+pub(crate) async fn post_traces(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
     export(request, |encoding, request| async move {
         handle(&ingest, encoding, request).await
     })
@@ -133,7 +133,7 @@ where
 
 /// The events of an export, and the spans refused.
 #[derive(Debug, Default)]
-pub struct Mapped {
+pub(crate) struct Mapped {
     pub spans: usize,
     pub events: Vec<StoredEvent>,
     pub errors: Vec<EventError>,
@@ -298,7 +298,7 @@ fn seconds_to_ms(seconds: Option<f64>) -> Option<f64> {
 
 /// Maps every GenAI span of an export to an event; `index` in errors counts
 /// the spans of the export in order, from 0.
-pub fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds) -> Mapped {
+pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds) -> Mapped {
     let mut mapped = Mapped::default();
     let mut index = 0;
     for resource_spans in &export.resource_spans {
@@ -329,7 +329,7 @@ pub fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds) -> Ma
 }
 
 /// One GenAI span as an event, or the field that makes it unusable.
-pub fn map_span(
+pub(crate) fn map_span(
     span: &Span,
     service: &str,
     bounds: &TimeBounds,

@@ -47,7 +47,7 @@ const MAX_ATTRIBUTES: usize = 64;
 const MAX_BUCKETS: usize = 256;
 
 #[tracing::instrument(skip_all, fields(tenant, points))]
-pub async fn post_metrics(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
+pub(crate) async fn post_metrics(State(ingest): State<Arc<Ingest>>, request: Request) -> Response {
     export(request, |encoding, request| async move {
         handle(&ingest, encoding, request).await
     })
@@ -56,7 +56,7 @@ pub async fn post_metrics(State(ingest): State<Arc<Ingest>>, request: Request) -
 
 /// The points of an export to store, and the data points refused.
 #[derive(Debug, Default)]
-pub struct MappedMetrics {
+pub(crate) struct MappedMetrics {
     /// Data points in the export (of every metric type).
     pub data_points: usize,
     pub points: Vec<HistogramPoint>,
@@ -179,7 +179,10 @@ fn point_count(data: &metric::Data) -> usize {
 
 /// Maps every data point of an export: GenAI histogram points to stored
 /// points, the rest to refusals.
-pub fn map_export(export: &ExportMetricsServiceRequest, bounds: &TimeBounds) -> MappedMetrics {
+pub(crate) fn map_export(
+    export: &ExportMetricsServiceRequest,
+    bounds: &TimeBounds,
+) -> MappedMetrics {
     let mut mapped = MappedMetrics::default();
     for resource_metrics in &export.resource_metrics {
         let resource = resource_metrics
@@ -285,7 +288,7 @@ fn attributes(attrs: &[KeyValue]) -> serde_json::Map<String, serde_json::Value> 
 }
 
 /// One histogram data point as stored, or why it cannot be.
-pub fn map_point(
+pub(crate) fn map_point(
     name: &str,
     unit: &str,
     service: &str,

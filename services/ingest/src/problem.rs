@@ -11,7 +11,7 @@ use crate::event::EventError;
 /// tell a sender what to do next. OTLP answers carry the same status and
 /// headers with another body (see `otlp::refusal`).
 #[derive(Debug, Clone)]
-pub struct Problem {
+pub(crate) struct Problem {
     // Boxed: refusals travel in every `Result` of the request path, and a
     // small error keeps the happy path's values small.
     document: Box<slaproof_http::Problem>,
@@ -23,7 +23,7 @@ pub struct Problem {
 
 impl Problem {
     /// A problem of a kind documented under `/problems/<slug>`.
-    pub fn new(status: StatusCode, slug: &str, title: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, slug: &str, title: impl Into<String>) -> Self {
         Self {
             document: Box::new(slaproof_http::Problem::new(status, slug, title)),
             retry_after_secs: None,
@@ -31,13 +31,13 @@ impl Problem {
         }
     }
 
-    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Self {
         *self.document = self.document.with_detail(detail);
         self
     }
 
     /// Every refused event, as the `errors` extension member.
-    pub fn with_errors(mut self, errors: Vec<EventError>) -> Self {
+    pub(crate) fn with_errors(mut self, errors: Vec<EventError>) -> Self {
         if !errors.is_empty() {
             let errors = serde_json::to_value(errors).unwrap_or_default();
             *self.document = self.document.with_extension("errors", errors);
@@ -45,14 +45,14 @@ impl Problem {
         self
     }
 
-    pub fn retry_after(mut self, secs: u64) -> Self {
+    pub(crate) fn retry_after(mut self, secs: u64) -> Self {
         self.retry_after_secs = Some(secs);
         self
     }
 
     /// 401 for a missing, malformed, unknown or revoked key: one answer for
     /// all, so a caller learns nothing about which keys exist.
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         let mut problem = Self::new(StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
             .with_detail("send a valid, unrevoked ingest key as `Authorization: Bearer spk_…`");
         problem.challenge = true;
@@ -60,7 +60,7 @@ impl Problem {
     }
 
     /// 429: the writers are behind; the client should slow down and retry.
-    pub fn overloaded(retry_after_secs: u64) -> Self {
+    pub(crate) fn overloaded(retry_after_secs: u64) -> Self {
         Self::new(
             StatusCode::TOO_MANY_REQUESTS,
             "overloaded",
@@ -71,7 +71,7 @@ impl Problem {
     }
 
     /// 503: the database cannot take the batch right now; nothing was stored.
-    pub fn unavailable(retry_after_secs: u64) -> Self {
+    pub(crate) fn unavailable(retry_after_secs: u64) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
@@ -82,7 +82,7 @@ impl Problem {
     }
 
     /// 413 for a body over the limit, before or after decompression.
-    pub fn too_large(limit: usize) -> Self {
+    pub(crate) fn too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "too-large",
@@ -94,12 +94,12 @@ impl Problem {
     }
 
     /// 400 for a body that cannot be read as a batch at all.
-    pub fn bad_request(detail: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad-request", "Bad request").with_detail(detail)
     }
 
     /// 500: logged once where it happened; the client sees nothing of it.
-    pub fn internal() -> Self {
+    pub(crate) fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -108,17 +108,18 @@ impl Problem {
         .with_detail("the batch was not stored")
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         StatusCode::from_u16(self.document.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// Seconds after which a retry may succeed, when one may.
-    pub fn retry_after_secs(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn retry_after_secs(&self) -> Option<u64> {
         self.retry_after_secs
     }
 
     /// `title: detail`, for answers that carry one message (OTLP).
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match &self.document.detail {
             Some(detail) => format!("{}: {detail}", self.document.title),
             None => self.document.title.clone(),

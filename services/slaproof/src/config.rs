@@ -17,7 +17,7 @@ use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
 /// The file read when `--config` is not given and it exists.
-pub const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
+pub(crate) const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
 
 /// The top-level sections; only `SLAPROOF_<SECTION>__…` variables are read,
 /// so unrelated variables such as `SLAPROOF_TEST_DATABASE_URL` are not
@@ -515,7 +515,7 @@ fn parse_url(url: &SecretString) -> Result<PgConnectOptions, String> {
 
 /// `user@host:port/database` of a connection: enough to tell where it goes,
 /// never the password.
-pub fn describe(options: &PgConnectOptions) -> String {
+pub(crate) fn describe(options: &PgConnectOptions) -> String {
     format!(
         "{}@{}:{}/{}",
         options.get_username(),

@@ -36,7 +36,7 @@ const LOG_FILE: &str = "postgres.log";
 
 /// Why the embedded cluster could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum EmbeddedError {
+pub(crate) enum EmbeddedError {
     #[error(
         "no database is configured and no PostgreSQL server binaries (initdb, postgres) were found \
          on PATH or in {searched}.\n\
@@ -95,7 +95,7 @@ struct State {
 
 /// The PostgreSQL server binaries to use.
 #[derive(Debug, Clone)]
-pub struct Binaries {
+pub(crate) struct Binaries {
     pub initdb: PathBuf,
     pub postgres: PathBuf,
 }
@@ -103,7 +103,7 @@ pub struct Binaries {
 impl Binaries {
     /// `bin_dir` when given, else PATH, else the usual install folders
     /// (newest version first).
-    pub fn find(bin_dir: Option<&Path>) -> Result<Self, EmbeddedError> {
+    pub(crate) fn find(bin_dir: Option<&Path>) -> Result<Self, EmbeddedError> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(dir) = bin_dir {
             candidates.push(dir.to_owned());
@@ -197,7 +197,7 @@ fn run_as(config: &EmbeddedConfig) -> Result<Option<RunAs>, EmbeddedError> {
 /// A running embedded cluster. Stop it with [`EmbeddedPostgres::stop`];
 /// dropping it stops it too.
 #[derive(Debug)]
-pub struct EmbeddedPostgres {
+pub(crate) struct EmbeddedPostgres {
     child: Option<Child>,
     data_dir: PathBuf,
     cluster_dir: PathBuf,
@@ -213,7 +213,7 @@ impl EmbeddedPostgres {
     /// accepts connections. Call it from the main thread, before any async
     /// runtime starts: the parent-death signal is tied to the thread that
     /// spawns the child, and first-time set-up runs a runtime of its own.
-    pub fn start(config: &EmbeddedConfig) -> Result<Self, EmbeddedError> {
+    pub(crate) fn start(config: &EmbeddedConfig) -> Result<Self, EmbeddedError> {
         let binaries = Binaries::find(config.bin_dir.as_deref())?;
         let run_as = run_as(config)?;
         fs::create_dir_all(&config.data_dir)
@@ -339,7 +339,7 @@ impl EmbeddedPostgres {
 
     /// Connection options of a cluster that a `slaproof up` started in
     /// `data_dir`, for CLI commands run beside it.
-    pub fn discover(config: &EmbeddedConfig) -> Result<Connections, EmbeddedError> {
+    pub(crate) fn discover(config: &EmbeddedConfig) -> Result<Connections, EmbeddedError> {
         let not_running = || EmbeddedError::NotRunning {
             dir: config.data_dir.clone(),
         };
@@ -431,7 +431,7 @@ impl EmbeddedPostgres {
 
     /// Creates the services' login role once the migrations have made
     /// `slaproof_service`. Idempotent.
-    pub async fn provision_service_role(&self) -> Result<(), EmbeddedError> {
+    pub(crate) async fn provision_service_role(&self) -> Result<(), EmbeddedError> {
         use sqlx::Connection;
         let step = |e: sqlx::Error| EmbeddedError::Step {
             step: "creating the service role".to_owned(),
@@ -460,29 +460,29 @@ impl EmbeddedPostgres {
     }
 
     /// Both connections.
-    pub fn connections(&self) -> Connections {
+    pub(crate) fn connections(&self) -> Connections {
         Connections {
             owner: self.owner.clone(),
             service: self.service.clone(),
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn cluster_dir(&self) -> &Path {
+    pub(crate) fn cluster_dir(&self) -> &Path {
         &self.cluster_dir
     }
 
     /// The server's major version, e.g. `15`.
-    pub fn version(&self) -> &str {
+    pub(crate) fn version(&self) -> &str {
         &self.version
     }
 
     /// Stops the cluster with a fast shutdown (open sessions are ended,
     /// committed work is safe) and waits for it to exit.
-    pub fn stop(mut self) -> Result<(), EmbeddedError> {
+    pub(crate) fn stop(mut self) -> Result<(), EmbeddedError> {
         self.shutdown()
     }
 
@@ -531,7 +531,7 @@ impl Drop for EmbeddedPostgres {
 
 /// Where to connect, as the owner (migrations) and as the services.
 #[derive(Debug, Clone)]
-pub struct Connections {
+pub(crate) struct Connections {
     pub owner: PgConnectOptions,
     pub service: PgConnectOptions,
 }

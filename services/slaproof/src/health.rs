@@ -11,13 +11,13 @@ use axum::{Json, Router};
 use serde_json::json;
 use slaproof_store::Database;
 
-use crate::problem::Problem;
+use slaproof_http::Problem;
 
 /// How long readiness waits for the database before saying no.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The health routes.
-pub fn router(db: Database) -> Router {
+pub(crate) fn router(db: Database) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -13,7 +13,7 @@ use crate::config::EventsConfig;
 
 /// Runs one round at start, then one every `upkeep_interval_secs`, until
 /// cancelled.
-pub async fn run(
+pub(crate) async fn run(
     db: Database,
     config: EventsConfig,
     evaluations_full_days: u32,

@@ -4,14 +4,13 @@
 
 pub mod app;
 pub mod cli;
-pub mod config;
+mod config;
 pub mod demo;
-pub mod embedded;
-pub mod health;
-pub mod housekeeping;
-pub mod loadgen;
-pub mod problem;
-pub mod telemetry;
+mod embedded;
+mod health;
+mod housekeeping;
+mod loadgen;
+mod telemetry;
 
 pub use app::{Application, Service};
 pub use config::Config;

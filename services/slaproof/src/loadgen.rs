@@ -87,7 +87,7 @@ impl LoadgenArgs {
 }
 
 /// Runs the generator and prints what it did.
-pub async fn run(config: &Config, args: LoadgenArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(config: &Config, args: LoadgenArgs) -> anyhow::Result<()> {
     let plan = args.plan(config)?;
     eprintln!(
         "sending to {} ({}, batches of {}, {} connections)",
@@ -126,7 +126,7 @@ fn print_report(report: &LoadReport, json: bool) -> anyhow::Result<()> {
 
 /// `slaproof up --loadgen RATE`: demo traffic for the demo tenant until
 /// shutdown, so a newcomer sees live numbers.
-pub fn spawn_demo(
+pub(crate) fn spawn_demo(
     address: std::net::SocketAddr,
     key: String,
     rate: f64,

@@ -36,7 +36,7 @@ static EXPORTING: AtomicBool = AtomicBool::new(false);
 /// nothing is exported.
 #[must_use = "call shutdown() when the work is done, or the last spans and metrics are lost"]
 #[derive(Debug)]
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     exporting: Option<Exporting>,
 }
 
@@ -54,7 +54,7 @@ impl Telemetry {
     /// Exports what is left: the spans still batched and a last metrics
     /// reading. Call after the application's graceful stop, outside any
     /// async runtime (it waits on the export threads).
-    pub fn shutdown(self) {
+    pub(crate) fn shutdown(self) {
         let Some(exporting) = self.exporting else {
             return;
         };
@@ -69,7 +69,7 @@ impl Telemetry {
 }
 
 /// Whether spans and metrics are exported by this process.
-pub fn exporting() -> bool {
+pub(crate) fn exporting() -> bool {
     EXPORTING.load(Ordering::Relaxed)
 }
 
@@ -77,7 +77,7 @@ pub fn exporting() -> bool {
 /// the trace and metric exporters. `RUST_LOG`, when set, wins over the
 /// configured level, for logs and exported spans alike. Logs go to stderr;
 /// stdout is for what a command prints. Call outside any async runtime.
-pub fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Result<Telemetry> {
+pub(crate) fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Result<Telemetry> {
     // sqlx reports Postgres NOTICEs ("relation already exists, skipping")
     // at info; they are noise unless asked for.
     let filter = EnvFilter::try_from_default_env()
@@ -215,7 +215,7 @@ static REQUEST_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
 
 /// Records every request's duration by method, route template and status.
 /// Added to the router only when exporting.
-pub async fn http_metrics(request: Request, next: Next) -> Response {
+pub(crate) async fn http_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
     // The template (`/v1/slas/{sla}`), never the path: bounded cardinality.

@@ -5,11 +5,6 @@ pub mod constraints;
 use ark_bn254::Fr;
 use ark_ff::{BigInteger, Field, PrimeField};
 
-/// Whether `value < 2^width`.
-pub fn fits_in_bits(value: u128, width: u32) -> bool {
-    width >= 128 || value >> width == 0
-}
-
 /// The `width` lowest bits of a field element's canonical integer, least
 /// significant first. Bits above `width` are dropped: a caller that gets a
 /// wider value back from the constraints has a witness the circuit refuses.

@@ -24,19 +24,19 @@ use slaproof_app::Scope;
 use slaproof_app::slas::Family;
 use slaproof_app::{App, AppError, Caller, PageRequest};
 
-pub type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
+pub(crate) type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 
 /// Limits on what one query may ask, so that a query cannot cost more
 /// than a page of REST calls.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub max_depth: usize,
     pub max_complexity: usize,
     pub introspection: bool,
 }
 
 /// The schema with its limits; the caller is added to each request.
-pub fn schema(app: App, limits: Limits) -> ApiSchema {
+pub(crate) fn schema(app: App, limits: Limits) -> ApiSchema {
     let builder = Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(app)
         .limit_depth(limits.max_depth)

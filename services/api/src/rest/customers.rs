@@ -19,7 +19,7 @@ use super::{
 use slaproof_app::Caller;
 use slaproof_app::customers::NewCustomer;
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/customers", get(list).post(create))
         .route("/v1/customers/{id}", get(show))
@@ -28,7 +28,7 @@ pub fn router() -> Router<ApiState> {
 /// A customer to create.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CustomerIn {
+pub(crate) struct CustomerIn {
     /// The customer's reference in the provider's own system; SLA
     /// documents name customers by it.
     pub external_ref: String,
@@ -36,7 +36,7 @@ pub struct CustomerIn {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct CustomerOut {
+pub(crate) struct CustomerOut {
     #[schema(value_type = String, example = "cus_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: CustomerId,
     pub external_ref: String,
@@ -67,7 +67,7 @@ impl From<Customer> for CustomerOut {
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -89,7 +89,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -124,7 +124,7 @@ pub async fn create(
         ProblemResponses,
     ),
 )]
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,

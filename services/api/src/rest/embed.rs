@@ -15,7 +15,7 @@ use super::{ApiProblem, ApiState, ProblemResponses, idempotent, parse_body};
 use slaproof_app::Caller;
 use slaproof_app::embed::EmbedRequest;
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/embed-tokens", post(create))
         .route("/v1/embed-origins", get(origins).put(set_origins))
@@ -24,7 +24,7 @@ pub fn router() -> Router<ApiState> {
 /// A token for one customer's dashboard.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EmbedTokenIn {
+pub(crate) struct EmbedTokenIn {
     #[schema(value_type = String, example = "cus_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub customer: CustomerId,
     /// Which dashboard, e.g. `overview`.
@@ -36,7 +36,7 @@ pub struct EmbedTokenIn {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct EmbedTokenOut {
+pub(crate) struct EmbedTokenOut {
     pub token: String,
     pub expires_at: DateTime<Utc>,
     pub scopes: Vec<String>,
@@ -45,13 +45,13 @@ pub struct EmbedTokenOut {
 /// The origins allowed to frame embedded dashboards.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EmbedOriginsIn {
+pub(crate) struct EmbedOriginsIn {
     /// `https://console.example.com`; scheme, host and port only.
     pub origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct EmbedOriginsOut {
+pub(crate) struct EmbedOriginsOut {
     pub origins: Vec<String>,
 }
 
@@ -68,7 +68,7 @@ pub struct EmbedOriginsOut {
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -119,7 +119,7 @@ pub async fn create(
         ProblemResponses,
     ),
 )]
-pub async fn origins(
+pub(crate) async fn origins(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<EmbedOriginsOut>, ApiProblem> {
@@ -139,7 +139,7 @@ pub async fn origins(
         ProblemResponses,
     ),
 )]
-pub async fn set_origins(
+pub(crate) async fn set_origins(
     State(state): State<ApiState>,
     caller: Caller,
     bytes: Bytes,

@@ -18,7 +18,7 @@ use super::{
 };
 use slaproof_app::Caller;
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/ingest-keys", get(list).post(create))
         .route("/v1/ingest-keys/{id}", delete(revoke))
@@ -26,13 +26,13 @@ pub fn router() -> Router<ApiState> {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct IngestKeyIn {
+pub(crate) struct IngestKeyIn {
     /// What the key is for, e.g. `eu-west gateway`.
     pub name: String,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct IngestKeyOut {
+pub(crate) struct IngestKeyOut {
     #[schema(value_type = String, example = "key_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: IngestKeyId,
     /// The key's public part, enough to tell keys apart in logs.
@@ -57,7 +57,7 @@ impl From<IngestKey> for IngestKeyOut {
 
 /// A key just created: `key` is shown this once and never again.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct IngestKeyCreatedOut {
+pub(crate) struct IngestKeyCreatedOut {
     #[serde(flatten)]
     pub ingest_key: IngestKeyOut,
     pub key: String,
@@ -76,7 +76,7 @@ pub struct IngestKeyCreatedOut {
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -118,7 +118,7 @@ pub async fn create(
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -139,7 +139,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn revoke(
+pub(crate) async fn revoke(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,

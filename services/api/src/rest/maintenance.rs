@@ -16,7 +16,7 @@ use super::{ApiProblem, ApiState, ProblemResponses, idempotent, invalid, parse_b
 use slaproof_app::maintenance::NewWindow;
 use slaproof_app::{AppError, Caller};
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/maintenance-windows", post(create))
         .route("/v1/maintenance-windows/{id}/cancel", post(cancel))
@@ -26,7 +26,7 @@ pub fn router() -> Router<ApiState> {
 /// A window to plan.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct MaintenanceWindowIn {
+pub(crate) struct MaintenanceWindowIn {
     /// The SLA's name; absent: every SLA of the tenant.
     #[serde(default)]
     pub sla: Option<String>,
@@ -36,7 +36,7 @@ pub struct MaintenanceWindowIn {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct MaintenanceWindowOut {
+pub(crate) struct MaintenanceWindowOut {
     #[schema(value_type = String, example = "mw_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: MaintenanceWindowId,
     /// Absent for a tenant-wide window.
@@ -64,14 +64,14 @@ impl From<StoredMaintenanceWindow> for MaintenanceWindowOut {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct MaintenanceWindowsOut {
+pub(crate) struct MaintenanceWindowsOut {
     pub data: Vec<MaintenanceWindowOut>,
 }
 
 /// `?from=…&to=…`; by default the last 30 days and the next 90.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct RangeQuery {
+pub(crate) struct RangeQuery {
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
 }
@@ -89,7 +89,7 @@ pub struct RangeQuery {
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -134,7 +134,7 @@ pub async fn create(
         ProblemResponses,
     ),
 )]
-pub async fn cancel(
+pub(crate) async fn cancel(
     State(state): State<ApiState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
@@ -161,7 +161,7 @@ pub async fn cancel(
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     name: Result<Path<String>, PathRejection>,

@@ -9,14 +9,14 @@
 //! `scope` member. Both come from the service layer, so GraphQL applies the
 //! same rule.
 
-pub mod customers;
-pub mod embed;
-pub mod ingest_keys;
-pub mod maintenance;
-pub mod probes;
-pub mod slas;
-pub mod tenants;
-pub mod thresholds;
+pub(crate) mod customers;
+pub(crate) mod embed;
+pub(crate) mod ingest_keys;
+pub(crate) mod maintenance;
+pub(crate) mod probes;
+pub(crate) mod slas;
+pub(crate) mod tenants;
+pub(crate) mod thresholds;
 
 use axum::Router;
 use axum::extract::Query;
@@ -25,11 +25,11 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use slaproof_app::{AppError, Caller, PageRequest};
 
-pub use crate::ApiState;
-pub use crate::problem::{ApiProblem, ProblemOut, ProblemResponses, invalid};
+pub(crate) use crate::ApiState;
+pub(crate) use crate::problem::{ApiProblem, ProblemOut, ProblemResponses, invalid};
 
 /// Every REST route, and the OpenAPI document at `/openapi.json`.
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/openapi.json", axum::routing::get(openapi_json))
         .merge(customers::router())
@@ -45,7 +45,7 @@ pub fn router() -> Router<ApiState> {
 /// `?cursor=…&limit=…` of list endpoints.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PageQuery {
+pub(crate) struct PageQuery {
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Items per page, 1-200 (default 50).
@@ -54,7 +54,7 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    pub fn request(&self) -> PageRequest {
+    pub(crate) fn request(&self) -> PageRequest {
         PageRequest {
             cursor: self.cursor.clone(),
             limit: self.limit,
@@ -64,7 +64,7 @@ impl PageQuery {
 
 /// A page of a list as answered.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ListOut<T> {
+pub(crate) struct ListOut<T> {
     pub data: Vec<T>,
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,7 +85,7 @@ where
 }
 
 /// The page asked for; a query string that fails to parse is a problem too.
-pub fn page(
+pub(crate) fn page(
     query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<PageRequest, ApiProblem> {
     query
@@ -93,20 +93,12 @@ pub fn page(
         .map_err(|e| invalid("query", e.body_text()))
 }
 
-/// A JSON body, or a problem saying what is wrong with it.
-pub fn body<T>(
-    json: Result<axum::Json<T>, axum::extract::rejection::JsonRejection>,
-) -> Result<T, ApiProblem> {
-    json.map(|axum::Json(t)| t)
-        .map_err(|e| invalid("body", e.body_text()))
-}
-
 /// The header naming a creating request's idempotency key.
-pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Parses a JSON body taken as bytes (kept whole for the idempotency
 /// fingerprint).
-pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiProblem> {
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiProblem> {
     refuse_nul(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| invalid("body", e.to_string()))
 }
@@ -123,7 +115,7 @@ fn refuse_nul(bytes: &[u8]) -> Result<(), ApiProblem> {
 /// Runs a creating request at most once per `Idempotency-Key`: a retry
 /// with the same key and body gets the first answer again (with
 /// `Idempotent-Replayed: true`); without the header it simply runs.
-pub async fn idempotent<T, F>(
+pub(crate) async fn idempotent<T, F>(
     state: &ApiState,
     caller: &Caller,
     headers: &axum::http::HeaderMap,
@@ -242,10 +234,10 @@ impl utoipa::Modify for BearerAuth {
     modifiers(&BearerAuth),
     security(("bearer" = [])),
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// The document as served and committed: pretty JSON with a final newline.
-pub fn openapi_document() -> String {
+pub(crate) fn openapi_document() -> String {
     use utoipa::OpenApi;
     let mut text = ApiDoc::openapi()
         .to_pretty_json()

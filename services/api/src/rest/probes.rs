@@ -22,7 +22,7 @@ use super::{
 use slaproof_app::Caller;
 use slaproof_app::probes::{NewProbe, ProbePatch, ProbeRun};
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/probes", get(list).post(create))
         .route("/v1/probes/{probe}", get(show).patch(update).delete(remove))
@@ -62,7 +62,7 @@ impl From<ProbeKind> for ProbeKindIo {
 /// A probe to define.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProbeIn {
+pub(crate) struct ProbeIn {
     /// 1-63 characters of a-z, 0-9, `.` and `-`; unique in the tenant.
     pub name: String,
     /// The event `service` the results carry, so SLAs can select them.
@@ -117,7 +117,7 @@ where
 /// `model` and `body`; `headers` replaces every header.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProbePatchIn {
+pub(crate) struct ProbePatchIn {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
@@ -149,7 +149,7 @@ pub struct ProbePatchIn {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ProbeOutcomeOut {
+pub(crate) enum ProbeOutcomeOut {
     /// Answered as expected.
     Good,
     /// Answered, but not as expected.
@@ -170,7 +170,7 @@ impl From<ProbeOutcome> for ProbeOutcomeOut {
 
 /// The last run of a probe.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProbeLastRunOut {
+pub(crate) struct ProbeLastRunOut {
     pub at: DateTime<Utc>,
     pub outcome: ProbeOutcomeOut,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,7 +183,7 @@ pub struct ProbeLastRunOut {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProbeOut {
+pub(crate) struct ProbeOut {
     #[schema(value_type = String, example = "prb_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: ProbeId,
     pub name: String,
@@ -247,7 +247,7 @@ impl From<StoredProbe> for ProbeOut {
 
 /// One run, from the event it was stored as.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProbeRunOut {
+pub(crate) struct ProbeRunOut {
     pub occurred_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<i32>,
@@ -279,7 +279,7 @@ impl From<ProbeRun> for ProbeRunOut {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProbeRunsOut {
+pub(crate) struct ProbeRunsOut {
     /// The last 7 days' runs, newest first.
     pub data: Vec<ProbeRunOut>,
 }
@@ -287,7 +287,7 @@ pub struct ProbeRunsOut {
 /// `?limit=…` of the runs.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct RunsQuery {
+pub(crate) struct RunsQuery {
     /// Runs answered, 1-200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
@@ -310,7 +310,7 @@ fn probe_ref(path: Result<Path<String>, PathRejection>) -> Result<String, ApiPro
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -332,7 +332,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -377,7 +377,7 @@ pub async fn create(
         ProblemResponses,
     ),
 )]
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -399,7 +399,7 @@ pub async fn show(
         ProblemResponses,
     ),
 )]
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -442,7 +442,7 @@ pub async fn update(
         ProblemResponses,
     ),
 )]
-pub async fn remove(
+pub(crate) async fn remove(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -464,7 +464,7 @@ pub async fn remove(
         ProblemResponses,
     ),
 )]
-pub async fn run_now(
+pub(crate) async fn run_now(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -486,7 +486,7 @@ pub async fn run_now(
         ProblemResponses,
     ),
 )]
-pub async fn runs(
+pub(crate) async fn runs(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,

@@ -21,7 +21,7 @@ use slaproof_app::dashboard::DashboardView;
 use slaproof_app::history::{AlertsView, BreachesView, SeriesView};
 use slaproof_app::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/slas", get(list).post(apply))
         .route("/v1/slas/{name}", get(show))
@@ -43,20 +43,19 @@ pub fn router() -> Router<ApiState> {
 /// JSON, as text. Applying an equal document again changes nothing.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SlaIn {
+pub(crate) struct SlaIn {
     pub document: String,
 }
 
 /// The service layer's views are already the wire shapes; these aliases
 /// keep the REST naming.
-pub type SlaOut = SlaView;
-pub type SlaSummaryOut = SlaSummaryView;
-pub type SlaAppliedOut = AppliedView;
-pub type ComplianceOut = ComplianceView;
+pub(crate) type SlaOut = SlaView;
+pub(crate) type SlaSummaryOut = SlaSummaryView;
+pub(crate) type ComplianceOut = ComplianceView;
 
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ShowQuery {
+pub(crate) struct ShowQuery {
     /// An older version (needs `sla:read:history`); default: the one in force.
     #[param(minimum = 1)]
     pub version: Option<i32>,
@@ -64,13 +63,13 @@ pub struct ShowQuery {
 
 #[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ExportQuery {
+pub(crate) struct ExportQuery {
     /// `native` (default) or `openslo`.
     pub format: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct VersionsOut {
+pub(crate) struct VersionsOut {
     pub data: Vec<SlaOut>,
 }
 
@@ -91,7 +90,7 @@ fn name(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem>
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -114,7 +113,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn apply(
+pub(crate) async fn apply(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -145,7 +144,7 @@ pub async fn apply(
         ProblemResponses,
     ),
 )]
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -170,7 +169,7 @@ pub async fn show(
         ProblemResponses,
     ),
 )]
-pub async fn versions(
+pub(crate) async fn versions(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -193,7 +192,7 @@ pub async fn versions(
         ProblemResponses,
     ),
 )]
-pub async fn export(
+pub(crate) async fn export(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -227,7 +226,7 @@ pub async fn export(
         ProblemResponses,
     ),
 )]
-pub async fn compliance(
+pub(crate) async fn compliance(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -238,7 +237,7 @@ pub async fn compliance(
 
 /// Seconds a gateway may reuse a budget status: the evaluator refreshes it
 /// every round (30 s by default), so a shorter age would only add load.
-pub const BUDGET_STATUS_MAX_AGE_SECS: u32 = 10;
+pub(crate) const BUDGET_STATUS_MAX_AGE_SECS: u32 = 10;
 
 #[utoipa::path(
     get,
@@ -256,7 +255,7 @@ pub const BUDGET_STATUS_MAX_AGE_SECS: u32 = 10;
         ProblemResponses,
     ),
 )]
-pub async fn budget_status(
+pub(crate) async fn budget_status(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
@@ -294,7 +293,7 @@ pub async fn budget_status(
 /// `?objective=…&from=…&to=…`; by default the last day.
 #[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SeriesQuery {
+pub(crate) struct SeriesQuery {
     /// The objective's name.
     pub objective: String,
     pub from: Option<chrono::DateTime<chrono::Utc>>,
@@ -313,7 +312,7 @@ pub struct SeriesQuery {
         ProblemResponses,
     ),
 )]
-pub async fn series(
+pub(crate) async fn series(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -334,7 +333,7 @@ pub async fn series(
 /// `?from=…&to=…`, RFC 3339; by default the last day, at most two days.
 #[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct DashboardQuery {
+pub(crate) struct DashboardQuery {
     /// Start of the minutes (rounded down to the minute); default: a day before `to`.
     pub from: Option<chrono::DateTime<chrono::Utc>>,
     /// End of the minutes (rounded up to the minute); default: now.
@@ -353,7 +352,7 @@ pub struct DashboardQuery {
         ProblemResponses,
     ),
 )]
-pub async fn dashboard(
+pub(crate) async fn dashboard(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -381,7 +380,7 @@ pub async fn dashboard(
         ProblemResponses,
     ),
 )]
-pub async fn alerts(
+pub(crate) async fn alerts(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -402,7 +401,7 @@ pub async fn alerts(
         ProblemResponses,
     ),
 )]
-pub async fn breaches(
+pub(crate) async fn breaches(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -414,7 +413,7 @@ pub async fn breaches(
 /// A new target for one objective.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TargetIn {
+pub(crate) struct TargetIn {
     /// Parts per million of good events, 1-999999 (999000 = 99.9%).
     #[schema(minimum = 1, maximum = 999999)]
     pub target_ppm: u32,
@@ -436,7 +435,7 @@ pub struct TargetIn {
         ProblemResponses,
     ),
 )]
-pub async fn change_target(
+pub(crate) async fn change_target(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,

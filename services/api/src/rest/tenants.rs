@@ -17,20 +17,20 @@ use super::{
 };
 use slaproof_app::Caller;
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new().route("/v1/tenants", get(list).post(create))
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TenantIn {
+pub(crate) struct TenantIn {
     /// 1-63 characters of a-z, 0-9 and '-'.
     pub name: String,
     pub display_name: String,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct TenantOut {
+pub(crate) struct TenantOut {
     #[schema(value_type = String, example = "ten_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub id: TenantId,
     pub name: String,
@@ -61,7 +61,7 @@ impl From<Tenant> for TenantOut {
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<PageQuery>, QueryRejection>,
@@ -83,7 +83,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,

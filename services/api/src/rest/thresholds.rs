@@ -15,7 +15,7 @@ use super::{ApiProblem, ApiState, ProblemResponses, invalid, parse_body};
 use slaproof_app::Caller;
 use slaproof_app::thresholds::{NewThreshold, ThresholdView};
 
-pub fn router() -> Router<ApiState> {
+pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/slas/{name}/thresholds", get(list))
         .route(
@@ -28,7 +28,7 @@ pub fn router() -> Router<ApiState> {
 /// a line left out is removed.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ThresholdIn {
+pub(crate) struct ThresholdIn {
     /// Tell when compliance falls below this many parts per million
     /// (999500 = 99.95%), 1-1000000.
     #[schema(minimum = 1, maximum = 1000000)]
@@ -45,7 +45,7 @@ pub struct ThresholdIn {
 
 /// The lines on an SLA's objectives.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ThresholdsOut {
+pub(crate) struct ThresholdsOut {
     pub data: Vec<ThresholdView>,
 }
 
@@ -66,7 +66,7 @@ fn sla_name(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProb
         ProblemResponses,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
@@ -93,7 +93,7 @@ pub async fn list(
         ProblemResponses,
     ),
 )]
-pub async fn set(
+pub(crate) async fn set(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,
@@ -129,7 +129,7 @@ pub async fn set(
         ProblemResponses,
     ),
 )]
-pub async fn remove(
+pub(crate) async fn remove(
     State(state): State<ApiState>,
     caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,

@@ -64,7 +64,7 @@ impl fmt::Display for DefinitionError {
 pub(crate) struct Problems(pub Vec<Problem>);
 
 impl Problems {
-    pub fn push(&mut self, path: &str, rule: impl Into<String>) {
+    pub(crate) fn push(&mut self, path: &str, rule: impl Into<String>) {
         self.0.push(Problem {
             path: path.to_owned(),
             rule: rule.into(),
@@ -72,7 +72,7 @@ impl Problems {
     }
 
     /// `Ok(value)` when nothing went wrong.
-    pub fn finish<T>(self, value: Option<T>) -> Result<T, DefinitionError> {
+    pub(crate) fn finish<T>(self, value: Option<T>) -> Result<T, DefinitionError> {
         match value {
             Some(v) if self.0.is_empty() => Ok(v),
             _ if self.0.is_empty() => {
@@ -83,7 +83,11 @@ impl Problems {
     }
 
     /// Records a `Result`'s error at `path`; returns its value.
-    pub fn check<T, E: fmt::Display>(&mut self, path: &str, result: Result<T, E>) -> Option<T> {
+    pub(crate) fn check<T, E: fmt::Display>(
+        &mut self,
+        path: &str,
+        result: Result<T, E>,
+    ) -> Option<T> {
         match result {
             Ok(v) => Some(v),
             Err(e) => {

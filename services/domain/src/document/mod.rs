@@ -1,6 +1,6 @@
 //! Reading SLA documents (native `slaproof/v1` YAML or JSON, OpenSLO v1 YAML) and writing them back.
 
-pub mod error;
+pub(crate) mod error;
 mod native;
 mod openslo;
 mod tree;
@@ -12,7 +12,7 @@ use crate::sla::SlaDefinition;
 use error::DefinitionError;
 
 /// The longest document accepted (1 MiB): an SLA is a page, not a data set.
-pub const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 
 /// Parses the YAML (or JSON) documents in `text`, skipping empty ones and
 /// flattening top-level lists of objects (as OpenSLO examples use).

@@ -58,7 +58,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 impl<'a> Node<'a> {
-    pub fn root(value: &'a Value, path: impl Into<String>) -> Self {
+    pub(super) fn root(value: &'a Value, path: impl Into<String>) -> Self {
         Self {
             value,
             path: path.into(),
@@ -68,7 +68,12 @@ impl<'a> Node<'a> {
     /// The node as a mapping with only `allowed` keys; an unknown key is
     /// reported (a typo must not silently weaken an SLA). With `lenient`,
     /// unknown keys are skipped instead.
-    pub fn object(&self, allowed: &[&str], lenient: bool, p: &mut Problems) -> Option<Obj<'a>> {
+    pub(super) fn object(
+        &self,
+        allowed: &[&str],
+        lenient: bool,
+        p: &mut Problems,
+    ) -> Option<Obj<'a>> {
         let Value::Object(map) = self.value else {
             p.push(
                 &self.path,
@@ -98,7 +103,7 @@ impl<'a> Node<'a> {
         })
     }
 
-    pub fn str(&self, p: &mut Problems) -> Option<&'a str> {
+    pub(super) fn str(&self, p: &mut Problems) -> Option<&'a str> {
         match self.value {
             Value::String(s) => Some(s),
             other => {
@@ -109,7 +114,7 @@ impl<'a> Node<'a> {
     }
 
     /// A number or numeric text, as written, for exact reading.
-    pub fn number_text(&self, p: &mut Problems) -> Option<String> {
+    pub(super) fn number_text(&self, p: &mut Problems) -> Option<String> {
         match self.value {
             Value::Number(n) => Some(n.to_string()),
             Value::String(s) => Some(s.clone()),
@@ -124,7 +129,7 @@ impl<'a> Node<'a> {
     }
 
     /// A number (not text).
-    pub fn number(&self, p: &mut Problems) -> Option<String> {
+    pub(super) fn number(&self, p: &mut Problems) -> Option<String> {
         match self.value {
             Value::Number(n) => Some(n.to_string()),
             other => {
@@ -137,7 +142,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    pub fn bool(&self, p: &mut Problems) -> Option<bool> {
+    pub(super) fn bool(&self, p: &mut Problems) -> Option<bool> {
         match self.value {
             Value::Bool(b) => Some(*b),
             other => {
@@ -150,7 +155,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    pub fn list(&self, p: &mut Problems) -> Option<Vec<Node<'a>>> {
+    pub(super) fn list(&self, p: &mut Problems) -> Option<Vec<Node<'a>>> {
         match self.value {
             Value::Array(items) => Some(
                 items
@@ -175,7 +180,7 @@ impl<'a> Node<'a> {
 
 impl<'a> Obj<'a> {
     /// The value at `key`, unless missing or null.
-    pub fn get(&self, key: &str) -> Option<Node<'a>> {
+    pub(super) fn get(&self, key: &str) -> Option<Node<'a>> {
         match self.map.get(key) {
             None | Some(Value::Null) => None,
             Some(value) => Some(Node {
@@ -186,7 +191,7 @@ impl<'a> Obj<'a> {
     }
 
     /// The value at `key`, reporting it as required when missing.
-    pub fn required(&self, key: &str, p: &mut Problems) -> Option<Node<'a>> {
+    pub(super) fn required(&self, key: &str, p: &mut Problems) -> Option<Node<'a>> {
         let node = self.get(key);
         if node.is_none() {
             p.push(&join(&self.path, key), "is required");
@@ -194,28 +199,28 @@ impl<'a> Obj<'a> {
         node
     }
 
-    pub fn path_of(&self, key: &str) -> String {
+    pub(super) fn path_of(&self, key: &str) -> String {
         join(&self.path, key)
     }
 
-    pub fn has(&self, key: &str) -> bool {
+    pub(super) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
     /// Required text at `key`.
-    pub fn req_str(&self, key: &str, p: &mut Problems) -> Option<&'a str> {
+    pub(super) fn req_str(&self, key: &str, p: &mut Problems) -> Option<&'a str> {
         self.required(key, p).and_then(|n| n.str(p))
     }
 
     /// Optional free text at `key`, at most `max` characters, not blank.
-    pub fn opt_text(&self, key: &str, max: usize, p: &mut Problems) -> Option<String> {
+    pub(super) fn opt_text(&self, key: &str, max: usize, p: &mut Problems) -> Option<String> {
         let node = self.get(key)?;
         let s = node.str(p)?;
         check_text(&node.path, s, max, p)
     }
 
     /// The raw map, for lenient reads (labels, annotations).
-    pub fn map(&self) -> &'a Map<String, Value> {
+    pub(super) fn map(&self) -> &'a Map<String, Value> {
         self.map
     }
 }

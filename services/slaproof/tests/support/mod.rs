@@ -10,12 +10,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_slaproof");
 
 /// A command with a clean slaproof environment (no `SLAPROOF_*` or
 /// `OTEL_*` of the developer's), run in `dir` so that no `slaproof.toml`
 /// of theirs is picked up.
-pub fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
+pub(crate) fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(BIN);
     command.current_dir(dir).stdin(Stdio::null());
     for (key, _) in std::env::vars() {
@@ -30,12 +30,12 @@ pub fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
     command
 }
 
-pub fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A directory the unprivileged Postgres user can enter (tempdirs are 0700).
-pub fn shared_tempdir(prefix: &str) -> tempfile::TempDir {
+pub(crate) fn shared_tempdir(prefix: &str) -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::Builder::new()
         .prefix(prefix)
@@ -47,7 +47,7 @@ pub fn shared_tempdir(prefix: &str) -> tempfile::TempDir {
 
 /// A running `slaproof up` and what it printed on start. Dropping it stops
 /// it.
-pub struct Up {
+pub(crate) struct Up {
     pub child: Child,
     pub banner: String,
     pub url: String,
@@ -55,7 +55,7 @@ pub struct Up {
 
 /// Starts `command` (a `slaproof up` with its environment set) and waits
 /// for its banner, at most 180 s.
-pub fn start(mut command: Command) -> Up {
+pub(crate) fn start(mut command: Command) -> Up {
     let mut child = command
         .arg("up")
         .stdout(Stdio::piped())
@@ -100,7 +100,7 @@ pub fn start(mut command: Command) -> Up {
 
 impl Up {
     /// The demo ingest key the banner shows.
-    pub fn ingest_key(&self) -> String {
+    pub(crate) fn ingest_key(&self) -> String {
         self.banner
             .lines()
             .find_map(|l| l.trim().strip_prefix("Ingest key"))
@@ -109,7 +109,7 @@ impl Up {
     }
 
     /// Sends SIGTERM; the exit status, or `None` (and a kill) after 60 s.
-    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn stop(&mut self) -> Option<std::process::ExitStatus> {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
@@ -127,7 +127,7 @@ impl Up {
     }
 
     /// Stops it and asserts a clean exit.
-    pub fn terminate(mut self) {
+    pub(crate) fn terminate(mut self) {
         match self.stop() {
             Some(status) => assert!(
                 status.success(),
