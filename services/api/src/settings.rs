@@ -104,19 +104,10 @@ impl KeyAlgorithm {
     }
 }
 
-/// Why the section cannot be used; `key` names the setting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {rule}")]
-pub struct SettingsError {
-    pub key: &'static str,
-    pub rule: String,
-}
+pub use slaproof_domain::settings::SettingsError;
 
 fn invalid(key: &'static str, rule: impl Into<String>) -> SettingsError {
-    SettingsError {
-        key,
-        rule: rule.into(),
-    }
+    SettingsError::new(key, rule)
 }
 
 /// The `kid` of embed tokens, which slaproof signs itself.

@@ -1,6 +1,7 @@
 //! Customers: the provider's side only.
 
 use slaproof_domain::ids::CustomerId;
+use slaproof_domain::label::Label;
 use slaproof_store::customers;
 pub use slaproof_store::customers::Customer;
 
@@ -51,12 +52,9 @@ impl App {
         caller.require_provider(Scope::CustomerWrite)?;
         slaproof_domain::sla::check_customer_ref(&new.external_ref)
             .map_err(|e| AppError::invalid("external_ref", e.to_string()))?;
-        let name = new.name.trim();
-        if name.is_empty() || name.chars().count() > 200 {
-            return Err(AppError::invalid("name", "must be 1-200 characters"));
-        }
+        let name = Label::parse(&new.name).map_err(|e| AppError::invalid("name", e.to_string()))?;
         let mut tx = self.tx(caller).await?;
-        let customer = customers::create(&mut tx, &new.external_ref, name).await?;
+        let customer = customers::create(&mut tx, &new.external_ref, name.as_str()).await?;
         tx.commit().await?;
         Ok(customer)
     }

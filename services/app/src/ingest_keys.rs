@@ -1,5 +1,6 @@
 //! Ingest keys: the credentials providers send telemetry with.
 
+use slaproof_domain::label::Label;
 use slaproof_store::ingest_keys;
 pub use slaproof_store::ingest_keys::IngestKey;
 
@@ -21,10 +22,8 @@ impl App {
         name: &str,
     ) -> Result<CreatedKey, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > 200 {
-            return Err(AppError::invalid("name", "must be 1-200 characters"));
-        }
+        let name = Label::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?;
+        let name = name.as_str();
         let mut tx = self.tx(caller).await?;
         let created = ingest_keys::create(&mut tx, name).await?;
         tx.commit().await?;

@@ -1,5 +1,6 @@
 //! Tenants: slaproof's operators only, across every tenant.
 
+use slaproof_domain::label::Label;
 use slaproof_store::tenants;
 pub use slaproof_store::tenants::Tenant;
 
@@ -27,13 +28,9 @@ impl App {
         display_name: &str,
     ) -> Result<Tenant, AppError> {
         caller.require_provider(Scope::TenantAdmin)?;
-        let display_name = display_name.trim();
-        if display_name.is_empty() || display_name.chars().count() > 200 {
-            return Err(AppError::invalid(
-                "display_name",
-                "must be 1-200 characters",
-            ));
-        }
+        let display_name = Label::parse(display_name)
+            .map_err(|e| AppError::invalid("display_name", e.to_string()))?;
+        let display_name = display_name.as_str();
         Ok(tenants::create(&self.db, name, display_name).await?)
     }
 }

@@ -93,13 +93,7 @@ impl Settings {
     }
 }
 
-/// A setting that breaks its rule; `key` is its full configuration path.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {rule}")]
-pub struct SettingsError {
-    pub key: &'static str,
-    pub rule: String,
-}
+use slaproof_domain::settings::SettingsError;
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 use axum::http::{HeaderMap, header};
 use slaproof_store::{Database, ingest_keys};
 
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 
 pub(crate) use slaproof_store::ingest_keys::Authenticated;
 
@@ -23,16 +23,16 @@ pub(crate) async fn authenticate(
     db: &Database,
     headers: &HeaderMap,
     retry_after_secs: u64,
-) -> Result<Authenticated, Problem> {
+) -> Result<Authenticated, IngestProblem> {
     let Some(token) = bearer(headers) else {
-        return Err(Problem::unauthorized());
+        return Err(IngestProblem::unauthorized());
     };
     match ingest_keys::authenticate(db, token).await {
         Ok(Some(who)) => Ok(who),
-        Ok(None) => Err(Problem::unauthorized()),
+        Ok(None) => Err(IngestProblem::unauthorized()),
         Err(err) => {
             tracing::warn!(error = %err, "cannot check an ingest key");
-            Err(Problem::unavailable(retry_after_secs))
+            Err(IngestProblem::unavailable(retry_after_secs))
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::event::EventError;
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 
 /// How the events of a body are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,13 +35,13 @@ pub(crate) fn media_type(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The batch format named by `Content-Type`.
-pub(crate) fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, Problem> {
+pub(crate) fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, IngestProblem> {
     match media_type(headers).as_deref() {
         Some("application/json") => Ok(BatchFormat::JsonArray),
         Some("application/x-ndjson" | "application/ndjson" | "application/jsonl") => {
             Ok(BatchFormat::Ndjson)
         }
-        other => Err(Problem::new(
+        other => Err(IngestProblem::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-media-type",
             "Unsupported media type",
@@ -59,7 +59,7 @@ pub(crate) fn decode<'a>(
     headers: &HeaderMap,
     body: &'a [u8],
     max_decoded: usize,
-) -> Result<Cow<'a, [u8]>, Problem> {
+) -> Result<Cow<'a, [u8]>, IngestProblem> {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -75,15 +75,17 @@ pub(crate) fn decode<'a>(
             flate2::read::MultiGzDecoder::new(body)
                 .take(limit)
                 .read_to_end(&mut out)
-                .map_err(|e| Problem::bad_request(format!("the gzip body cannot be read: {e}")))?;
+                .map_err(|e| {
+                    IngestProblem::bad_request(format!("the gzip body cannot be read: {e}"))
+                })?;
             if out.len() > max_decoded {
-                return Err(Problem::too_large(max_decoded).with_detail(format!(
+                return Err(IngestProblem::too_large(max_decoded).with_detail(format!(
                     "the body is over {max_decoded} bytes once decompressed"
                 )));
             }
             Ok(Cow::Owned(out))
         }
-        Some(other) => Err(Problem::new(
+        Some(other) => Err(IngestProblem::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-encoding",
             "Unsupported content encoding",
@@ -119,11 +121,11 @@ fn parse_one<T: DeserializeOwned>(index: usize, text: &str) -> Result<T, EventEr
 pub(crate) fn split<T: DeserializeOwned>(
     format: BatchFormat,
     body: &[u8],
-) -> Result<Vec<Result<T, EventError>>, Problem> {
+) -> Result<Vec<Result<T, EventError>>, IngestProblem> {
     match format {
         BatchFormat::JsonArray => {
             let items: Vec<&RawValue> = serde_json::from_slice(body).map_err(|e| {
-                Problem::bad_request(format!("the body is not a JSON array of events: {e}"))
+                IngestProblem::bad_request(format!("the body is not a JSON array of events: {e}"))
             })?;
             Ok(items
                 .iter()
@@ -133,7 +135,7 @@ pub(crate) fn split<T: DeserializeOwned>(
         }
         BatchFormat::Ndjson => {
             let text = std::str::from_utf8(body)
-                .map_err(|e| Problem::bad_request(format!("the body is not UTF-8: {e}")))?;
+                .map_err(|e| IngestProblem::bad_request(format!("the body is not UTF-8: {e}")))?;
             Ok(text
                 .split('\n')
                 .map(str::trim)

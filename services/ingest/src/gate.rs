@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 
 /// The admission gate of the ingest endpoints.
 #[derive(Debug)]
@@ -35,12 +35,12 @@ impl Gate {
 
     /// Admits a request, or answers 429 at once when the gate is full. Call
     /// before reading the body: a refused request costs no memory.
-    pub(crate) fn admit(&self) -> Result<Admission, Problem> {
+    pub(crate) fn admit(&self) -> Result<Admission, IngestProblem> {
         match Arc::clone(&self.admitted).try_acquire_owned() {
             Ok(permit) => Ok(Admission { _permit: permit }),
             Err(_) => {
                 tracing::debug!("ingest at capacity; answering 429");
-                Err(Problem::overloaded(self.retry_after_secs))
+                Err(IngestProblem::overloaded(self.retry_after_secs))
             }
         }
     }
@@ -50,12 +50,12 @@ impl Gate {
     pub(crate) async fn writer(
         &self,
         _admission: &Admission,
-    ) -> Result<SemaphorePermit<'_>, Problem> {
+    ) -> Result<SemaphorePermit<'_>, IngestProblem> {
         // The semaphore is never closed.
         self.writers
             .acquire()
             .await
-            .map_err(|_| Problem::unavailable(self.retry_after_secs))
+            .map_err(|_| IngestProblem::unavailable(self.retry_after_secs))
     }
 
     pub(crate) fn retry_after_secs(&self) -> u64 {

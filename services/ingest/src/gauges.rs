@@ -35,7 +35,7 @@ use crate::body::{self, BatchFormat};
 use crate::event::{EventError, TimeBounds, text};
 use crate::metrics::{self, Refusal};
 use crate::native::EventsQuery;
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 use crate::writer::WriteError;
 use crate::{Admitted, Ingest};
 
@@ -144,7 +144,7 @@ pub(crate) fn check(
     format: BatchFormat,
     body: &[u8],
     bounds: &TimeBounds,
-) -> Result<CheckedGauges, Problem> {
+) -> Result<CheckedGauges, IngestProblem> {
     let parsed = body::split::<GaugeIn>(format, body)?;
     let mut checked = CheckedGauges {
         received: parsed.len(),
@@ -172,8 +172,8 @@ pub(crate) async fn post_gauges(
     }
 }
 
-fn invalid(detail: String, errors: Vec<EventError>) -> Problem {
-    Problem::new(
+fn invalid(detail: String, errors: Vec<EventError>) -> IngestProblem {
+    IngestProblem::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid-gauges",
         "Invalid gauge values",
@@ -186,9 +186,9 @@ async fn handle(
     ingest: &Ingest,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,
-) -> Result<Response, Problem> {
+) -> Result<Response, IngestProblem> {
     let format = body::batch_format(request.headers())?;
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(|e| IngestProblem::bad_request(e.body_text()))?;
     let Admitted {
         admission,
         who,
@@ -250,7 +250,7 @@ async fn handle(
             written.conflicts.len(),
             checked.received
         );
-        return Err(Problem::new(
+        return Err(IngestProblem::new(
             StatusCode::CONFLICT,
             "gauge-conflict",
             "Gauge value conflict",

@@ -42,7 +42,7 @@ use slaproof_domain::ids::TenantId;
 use slaproof_store::Database;
 use slaproof_store::events::StoredEvent;
 
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 
 pub use event::{EventError, EventIn};
 pub use native::EventsOut;
@@ -107,7 +107,7 @@ impl Ingest {
     /// Admits a request (429 when the gate is full), authenticates it
     /// (401) and reads its body within the limit (413). The admission is
     /// held until the answer is sent.
-    pub(crate) async fn admit(&self, request: Request) -> Result<Admitted, Problem> {
+    pub(crate) async fn admit(&self, request: Request) -> Result<Admitted, IngestProblem> {
         let admission = self
             .gate
             .admit()
@@ -122,9 +122,11 @@ impl Ingest {
                 .await
                 .map_err(|rejection| match rejection {
                     BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
-                        Problem::too_large(limit)
+                        IngestProblem::too_large(limit)
                     }
-                    other => Problem::bad_request(format!("the body cannot be read: {other}")),
+                    other => {
+                        IngestProblem::bad_request(format!("the body cannot be read: {other}"))
+                    }
                 })?;
         Ok(Admitted {
             admission,
@@ -142,7 +144,7 @@ impl Ingest {
         admission: &gate::Admission,
         tenant: TenantId,
         events: &[StoredEvent],
-    ) -> Result<Written, Problem> {
+    ) -> Result<Written, IngestProblem> {
         let started = std::time::Instant::now();
         let written = {
             let _writer = self.gate.writer(admission).await?;
@@ -158,14 +160,14 @@ impl Ingest {
     /// The answer to a batch whose write failed, for every door alike: a
     /// passing database failure is a 503 the client retries (counted as a
     /// refused batch), anything else a 500.
-    pub(crate) fn not_stored(&self, what: &'static str, err: &writer::WriteError) -> Problem {
+    pub(crate) fn not_stored(&self, what: &'static str, err: &writer::WriteError) -> IngestProblem {
         if err.is_transient() {
             metrics::batch_refused(503);
             tracing::warn!(error = %err, what, "batch not stored; the client will retry");
-            Problem::unavailable(self.gate.retry_after_secs())
+            IngestProblem::unavailable(self.gate.retry_after_secs())
         } else {
             tracing::error!(error = %err, what, "batch not stored");
-            Problem::internal()
+            IngestProblem::internal()
         }
     }
 
@@ -174,8 +176,8 @@ impl Ingest {
         &self,
         headers: HeaderMap,
         body: Bytes,
-        work: impl FnOnce(&[u8], event::TimeBounds) -> Result<T, Problem> + Send + 'static,
-    ) -> Result<T, Problem> {
+        work: impl FnOnce(&[u8], event::TimeBounds) -> Result<T, IngestProblem> + Send + 'static,
+    ) -> Result<T, IngestProblem> {
         let bounds = self.time_bounds();
         let max_decoded = self.settings.max_decoded_bytes;
         tokio::task::spawn_blocking(move || {
@@ -185,7 +187,7 @@ impl Ingest {
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "checking a batch panicked");
-            Problem::internal()
+            IngestProblem::internal()
         })?
     }
 

@@ -18,7 +18,7 @@ use slaproof_store::events::StoredEvent;
 use crate::body::{self, BatchFormat};
 use crate::event::{EventError, EventIn, IdSeed, TimeBounds};
 use crate::metrics::{self, Refusal};
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 use crate::{Admitted, Ingest};
 
 /// Longest `Idempotency-Key` accepted.
@@ -62,7 +62,7 @@ pub(crate) fn check(
     body: &[u8],
     bounds: &TimeBounds,
     idempotency_key: Option<&str>,
-) -> Result<Checked, Problem> {
+) -> Result<Checked, IngestProblem> {
     let parsed = body::split::<EventIn>(format, body)?;
     let mut checked = Checked {
         received: parsed.len(),
@@ -82,13 +82,13 @@ pub(crate) fn check(
     Ok(checked)
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, IngestProblem> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };
     match value.to_str() {
         Ok(key) if !key.is_empty() && key.len() <= MAX_IDEMPOTENCY_KEY => Ok(Some(key.to_owned())),
-        _ => Err(Problem::bad_request(format!(
+        _ => Err(IngestProblem::bad_request(format!(
             "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
         ))),
     }
@@ -110,10 +110,10 @@ async fn handle(
     ingest: &Ingest,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,
-) -> Result<Response, Problem> {
+) -> Result<Response, IngestProblem> {
     let format = body::batch_format(request.headers())?;
     let key = idempotency_key(request.headers())?;
-    let Query(query) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(|e| IngestProblem::bad_request(e.body_text()))?;
     let Admitted {
         admission,
         who,
@@ -143,7 +143,7 @@ async fn handle(
                 checked.received
             )
         };
-        return Err(Problem::new(
+        return Err(IngestProblem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid-events",
             "Invalid events",

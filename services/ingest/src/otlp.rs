@@ -24,7 +24,7 @@ use slaproof_store::events::{EventSource, StoredEvent};
 
 use crate::event::{self, EventError, TimeBounds, derived_id};
 use crate::metrics::{self, Refusal};
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 use crate::{Admitted, Ingest, body};
 
 /// How many rejection reasons the partial-success message quotes.
@@ -74,7 +74,7 @@ pub(crate) fn encode<T: Message + serde::Serialize>(encoding: Encoding, message:
 
 /// A refusal as OTLP clients expect it: the HTTP status, `Retry-After`
 /// where a retry may help, and a `google.rpc.Status` in their encoding.
-pub(crate) fn refusal(encoding: Encoding, problem: Problem) -> Response {
+pub(crate) fn refusal(encoding: Encoding, problem: IngestProblem) -> Response {
     // gRPC codes matching the HTTP statuses, as in the OTLP/HTTP spec.
     let code = match problem.status() {
         StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => 3, // INVALID_ARGUMENT
@@ -111,13 +111,13 @@ pub(crate) async fn post_traces(State(ingest): State<Arc<Ingest>>, request: Requ
 pub(crate) async fn export<F, Fut>(request: Request, handle: F) -> Response
 where
     F: FnOnce(Encoding, Request) -> Fut,
-    Fut: std::future::Future<Output = Result<Response, Problem>>,
+    Fut: std::future::Future<Output = Result<Response, IngestProblem>>,
 {
     let media_type = body::media_type(request.headers());
     let Some(encoding) = Encoding::of(media_type.as_deref()) else {
         return refusal(
             Encoding::Json,
-            Problem::new(
+            IngestProblem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",
                 "Unsupported media type",
@@ -143,7 +143,7 @@ async fn handle(
     ingest: &Ingest,
     encoding: Encoding,
     request: Request,
-) -> Result<Response, Problem> {
+) -> Result<Response, IngestProblem> {
     let Admitted {
         admission,
         who,
@@ -172,13 +172,13 @@ async fn handle(
         .into_response())
 }
 
-fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportTraceServiceRequest, Problem> {
+fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportTraceServiceRequest, IngestProblem> {
     match encoding {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(body).map_err(|e| {
-            Problem::bad_request(format!("not an OTLP ExportTraceServiceRequest: {e}"))
+            IngestProblem::bad_request(format!("not an OTLP ExportTraceServiceRequest: {e}"))
         }),
         Encoding::Json => serde_json::from_slice(body).map_err(|e| {
-            Problem::bad_request(format!("not an OTLP/JSON ExportTraceServiceRequest: {e}"))
+            IngestProblem::bad_request(format!("not an OTLP/JSON ExportTraceServiceRequest: {e}"))
         }),
     }
 }

@@ -34,7 +34,7 @@ use slaproof_store::histograms::{self, HistogramPoint, Temporality};
 use crate::event::{EventError, TimeBounds, derived_id};
 use crate::metrics;
 use crate::otlp::{Encoding, clean, encode, export, string};
-use crate::problem::Problem;
+use crate::problem::IngestProblem;
 use crate::writer::WriteError;
 use crate::{Admitted, Ingest};
 
@@ -69,7 +69,7 @@ async fn handle(
     ingest: &Ingest,
     encoding: Encoding,
     request: Request,
-) -> Result<Response, Problem> {
+) -> Result<Response, IngestProblem> {
     let Admitted {
         admission,
         who,
@@ -116,13 +116,13 @@ async fn write(
     Ok(stored)
 }
 
-fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportMetricsServiceRequest, Problem> {
+fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportMetricsServiceRequest, IngestProblem> {
     match encoding {
         Encoding::Protobuf => ExportMetricsServiceRequest::decode(body).map_err(|e| {
-            Problem::bad_request(format!("not an OTLP ExportMetricsServiceRequest: {e}"))
+            IngestProblem::bad_request(format!("not an OTLP ExportMetricsServiceRequest: {e}"))
         }),
         Encoding::Json => serde_json::from_slice(body).map_err(|e| {
-            Problem::bad_request(format!("not an OTLP/JSON ExportMetricsServiceRequest: {e}"))
+            IngestProblem::bad_request(format!("not an OTLP/JSON ExportMetricsServiceRequest: {e}"))
         }),
     }
 }

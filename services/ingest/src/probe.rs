@@ -57,13 +57,7 @@ impl Default for Settings {
     }
 }
 
-/// A setting out of its range: the key and the rule.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {rule}")]
-pub struct SettingsError {
-    pub key: &'static str,
-    pub rule: String,
-}
+pub use slaproof_domain::settings::SettingsError;
 
 impl Settings {
     /// Checks the rules.

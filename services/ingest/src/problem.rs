@@ -11,7 +11,7 @@ use crate::event::EventError;
 /// tell a sender what to do next. OTLP answers carry the same status and
 /// headers with another body (see `otlp::refusal`).
 #[derive(Debug, Clone)]
-pub(crate) struct Problem {
+pub(crate) struct IngestProblem {
     // Boxed: refusals travel in every `Result` of the request path, and a
     // small error keeps the happy path's values small.
     document: Box<slaproof_http::Problem>,
@@ -21,7 +21,7 @@ pub(crate) struct Problem {
     challenge: bool,
 }
 
-impl Problem {
+impl IngestProblem {
     /// A problem of a kind documented under `/problems/<slug>`.
     pub(crate) fn new(status: StatusCode, slug: &str, title: impl Into<String>) -> Self {
         Self {
@@ -140,7 +140,7 @@ impl Problem {
     }
 }
 
-impl IntoResponse for Problem {
+impl IntoResponse for IngestProblem {
     fn into_response(self) -> Response {
         let mut headers = HeaderMap::new();
         self.add_headers(&mut headers);

@@ -6,24 +6,7 @@ use slaproof_domain::ids::EventId;
 
 use crate::{StoreError, TenantTx};
 
-/// Who measured an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventSource {
-    /// Reported by the provider's own telemetry.
-    Provider,
-    /// Measured by slaproof's synthetic probes.
-    Probe,
-}
-
-impl EventSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventSource::Provider => "provider",
-            EventSource::Probe => "probe",
-        }
-    }
-}
+pub use slaproof_domain::event::EventSource;
 
 /// One request or probe, as stored.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

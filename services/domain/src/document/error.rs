@@ -4,14 +4,14 @@ use std::fmt;
 
 /// One problem in a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub struct DocumentProblem {
     /// Where: `spec.objectives[1].targetPercent`; empty for the document as a whole.
     pub path: String,
     /// What rule failed: `must be below 100, got 100.5`.
     pub rule: String,
 }
 
-impl fmt::Display for Problem {
+impl fmt::Display for DocumentProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {
             f.write_str(&self.rule)
@@ -25,14 +25,14 @@ impl fmt::Display for Problem {
 /// first, so that one round of edits can fix them all. Displayed one per line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct DefinitionError {
-    pub problems: Vec<Problem>,
+    pub problems: Vec<DocumentProblem>,
 }
 
 impl DefinitionError {
     /// An error with one problem.
     pub fn single(path: impl Into<String>, rule: impl Into<String>) -> Self {
         Self {
-            problems: vec![Problem {
+            problems: vec![DocumentProblem {
                 path: path.into(),
                 rule: rule.into(),
             }],
@@ -61,11 +61,11 @@ impl fmt::Display for DefinitionError {
 
 /// Collects problems while a document is read.
 #[derive(Debug, Default)]
-pub(crate) struct Problems(pub Vec<Problem>);
+pub(crate) struct Problems(pub Vec<DocumentProblem>);
 
 impl Problems {
     pub(crate) fn push(&mut self, path: &str, rule: impl Into<String>) {
-        self.0.push(Problem {
+        self.0.push(DocumentProblem {
             path: path.to_owned(),
             rule: rule.into(),
         });

@@ -96,7 +96,7 @@ impl SlaDefinition {
             .iter()
             .enumerate()
             .filter(|(_, v)| **v != Some(openslo::API_VERSION))
-            .map(|(i, v)| error::Problem {
+            .map(|(i, v)| error::DocumentProblem {
                 path: format!("documents[{i}].apiVersion"),
                 rule: match v {
                     Some(native::API_VERSION) => "a native SLA must be the only document; several documents are read as OpenSLO (apiVersion: openslo/v1)".to_owned(),
