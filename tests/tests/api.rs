@@ -601,6 +601,39 @@ async fn an_idempotency_key_creates_once_and_replays_the_answer() {
 }
 
 #[tokio::test]
+async fn concurrent_retries_of_one_key_create_once_and_all_get_its_answer() {
+    // The claim, the work and the answer commit in one transaction: a
+    // retry arriving while the first request runs waits for it and
+    // replays its answer (before, it was refused with 409 "still running",
+    // and a crash between the work and the answer made the work twice).
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let body = json!({ "external_ref": "umbrella", "name": "Umbrella" });
+    let answers = futures_util::future::join_all((0..6).map(|_| {
+        w.http
+            .post(format!("http://{}/v1/customers", w.app.address))
+            .bearer_auth(&admin)
+            .header("Idempotency-Key", "same-key")
+            .json(&body)
+            .send()
+    }))
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    let mut fresh = 0;
+    for answer in answers {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status(), StatusCode::CREATED);
+        if !answer.headers().contains_key("idempotent-replayed") {
+            fresh += 1;
+        }
+        let out: Value = answer.json().await.unwrap();
+        ids.insert(out["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(fresh, 1, "exactly one request did the work");
+    assert_eq!(ids.len(), 1, "every answer names the one customer: {ids:?}");
+}
+
+#[tokio::test]
 async fn ingest_keys_show_their_secret_once_and_revoke() {
     let w = world().await;
     let admin = w.token(&["provider_admin"], None);

@@ -2,8 +2,8 @@
 
 use slaproof_domain::ids::CustomerId;
 use slaproof_domain::label::Label;
-use slaproof_store::customers;
 pub use slaproof_store::customers::Customer;
+use slaproof_store::{TenantTx, customers};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest};
@@ -43,9 +43,23 @@ impl App {
         Ok(customer)
     }
 
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_customer(
         &self,
+        caller: &Caller,
+        new: NewCustomer,
+    ) -> Result<Customer, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_customer_in(tx, caller, new).await
+        })
+        .await
+    }
+
+    /// [`App::create_customer`] inside a transaction of the caller's
+    /// tenant (see [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_customer_in(
+        &self,
+        tx: &mut TenantTx,
         caller: &Caller,
         new: NewCustomer,
     ) -> Result<Customer, AppError> {
@@ -53,9 +67,6 @@ impl App {
         slaproof_domain::sla::check_customer_ref(&new.external_ref)
             .map_err(|e| AppError::invalid("external_ref", e.to_string()))?;
         let name = Label::parse(&new.name).map_err(|e| AppError::invalid("name", e.to_string()))?;
-        let mut tx = self.tx(caller).await?;
-        let customer = customers::create(&mut tx, &new.external_ref, name.as_str()).await?;
-        tx.commit().await?;
-        Ok(customer)
+        Ok(customers::create(tx, &new.external_ref, name.as_str()).await?)
     }
 }

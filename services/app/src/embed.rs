@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use slaproof_domain::ids::{CustomerId, TenantId};
-use slaproof_store::{customers, embed_origins};
+use slaproof_store::{TenantTx, customers, embed_origins};
 
 use crate::authz::{Scope, ScopeSet};
 use crate::{App, AppError, Caller};
@@ -79,9 +79,23 @@ pub struct EmbedToken {
 impl App {
     /// Signs an embed token. Its scopes must be embeddable and held by the
     /// provider asking, so an embed token never grants more than its issuer.
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_embed_token(
         &self,
+        caller: &Caller,
+        request: EmbedRequest,
+    ) -> Result<EmbedToken, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_embed_token_in(tx, caller, request).await
+        })
+        .await
+    }
+
+    /// [`App::create_embed_token`] inside a transaction of the caller's
+    /// tenant (see [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_embed_token_in(
+        &self,
+        tx: &mut TenantTx,
         caller: &Caller,
         request: EmbedRequest,
     ) -> Result<EmbedToken, AppError> {
@@ -123,9 +137,7 @@ impl App {
             caller.require(scope)?;
             scopes.insert(scope);
         }
-        let mut tx = self.tx(caller).await?;
-        customers::find(&mut tx, request.customer).await?;
-        tx.commit().await?;
+        customers::find(tx, request.customer).await?;
 
         let signer = self
             .embed_signer

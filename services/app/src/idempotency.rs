@@ -1,15 +1,19 @@
-//! `Idempotency-Key` on creating requests: the first request claims the
-//! key, its answer is kept, and a retry gets the same answer back.
+//! `Idempotency-Key` on creating requests: the claim of the key, the work
+//! and the answer kept for retries commit in one transaction, so a request
+//! either did everything (and a retry gets its answer back) or nothing
+//! (and a retry runs it afresh).
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use slaproof_store::{Database, idempotency};
+use slaproof_store::{Database, TenantTx, idempotency};
 
 use crate::{App, AppError, Caller};
 
-/// Seconds after which an unfinished claim counts as abandoned: longer than
-/// any request may run.
+/// Seconds after which a claim left unanswered counts as abandoned. Claims
+/// commit with their answers now; only a key claimed by an earlier
+/// release, whose request died between its two transactions, can be left
+/// unanswered, and it is taken over after this long.
 pub const ABANDONED_AFTER_SECS: f64 = 300.0;
 
 /// Seconds an answered key is kept: a client retries within minutes, and a
@@ -24,13 +28,28 @@ pub async fn expire_keys(db: &Database) -> Result<u64, AppError> {
     Ok(idempotency::expire(db, KEEP_SECS).await?)
 }
 
-/// What a claimed key says about this request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Claim {
-    /// The key is new: run the request, then [`App::finish_idempotent`].
-    Fresh,
-    /// Done before: answer this again.
-    Replay { status: u16, body: Value },
+/// A creating request's key and the fingerprint of what it asks (its
+/// route and body): the same key with another request is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    key: String,
+    fingerprint: Vec<u8>,
+}
+
+impl IdempotencyKey {
+    /// The key a client sent for the request `route` with `body`.
+    pub fn new(key: &str, route: &str, body: &[u8]) -> Result<Self, AppError> {
+        if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AppError::invalid(
+                "Idempotency-Key",
+                "must be 1-255 visible ASCII characters",
+            ));
+        }
+        Ok(Self {
+            key: key.to_owned(),
+            fingerprint: fingerprint(route, body),
+        })
+    }
 }
 
 /// The fingerprint of a request: its route and its body.
@@ -42,69 +61,79 @@ pub fn fingerprint(route: &str, body: &[u8]) -> Vec<u8> {
     hash.finalize().to_vec()
 }
 
-impl App {
-    /// Claims `key` for this request, or finds its earlier answer.
-    #[tracing::instrument(skip(self, caller, fingerprint), fields(tenant = %caller.tenant()))]
-    pub async fn claim_idempotent(
-        &self,
-        caller: &Caller,
-        key: &str,
-        fingerprint: &[u8],
-    ) -> Result<Claim, AppError> {
-        if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(AppError::invalid(
-                "Idempotency-Key",
-                "must be 1-255 visible ASCII characters",
-            ));
-        }
-        let mut tx = self.tx(caller).await?;
-        let subject = &caller.principal.subject;
-        if idempotency::claim(&mut tx, subject, key, fingerprint, ABANDONED_AFTER_SECS).await? {
-            tx.commit().await?;
-            return Ok(Claim::Fresh);
-        }
-        let idempotency::StoredKey {
-            fingerprint: stored,
-            status,
-            response: body,
-        } = idempotency::find(&mut tx, subject, key).await?;
-        tx.commit().await?;
-        if stored != fingerprint {
-            return Err(AppError::invalid(
-                "Idempotency-Key",
-                "was used before with a different request",
-            ));
-        }
-        match (status, body) {
-            (Some(status), Some(body)) => Ok(Claim::Replay {
-                status: u16::try_from(status).unwrap_or(500),
-                body,
-            }),
-            _ => Err(AppError::Conflict(
-                "a request with this Idempotency-Key is still running; retry later".to_owned(),
-            )),
-        }
-    }
+/// What a creating request answers: a status and a body, made now or kept
+/// from the first request with the same key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    /// Kept from the first request with this key.
+    pub replayed: bool,
+}
 
-    /// Keeps the answer of a claimed key; a failed request frees the key so
-    /// that it can be retried.
-    #[tracing::instrument(skip(self, caller, answer), fields(tenant = %caller.tenant()))]
-    pub async fn finish_idempotent(
+impl App {
+    /// Runs a creating operation (`work`, one of the `create_…_in`
+    /// operations) at most once per `key`, in one transaction of the
+    /// caller's tenant that also claims the key and keeps `answer` of what
+    /// the work made. Without a key it simply runs. With a key done before
+    /// (same request): its kept answer, `replayed`. A retry while the first
+    /// request still runs waits for it (the claim's row lock) and then
+    /// replays; when the first failed, nothing of it committed, its claim
+    /// included, and the retry runs afresh.
+    #[tracing::instrument(skip_all, fields(tenant = %caller.tenant()))]
+    pub async fn once<T>(
         &self,
         caller: &Caller,
-        key: &str,
-        answer: Option<(u16, &Value)>,
-    ) -> Result<(), AppError> {
+        key: Option<&IdempotencyKey>,
+        work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
+        answer: impl FnOnce(T) -> Result<(u16, Value), AppError>,
+    ) -> Result<Answer, AppError> {
         let mut tx = self.tx(caller).await?;
-        let subject = &caller.principal.subject;
-        match answer {
-            Some((status, body)) => {
-                let status = i16::try_from(status).unwrap_or(500);
-                idempotency::answer(&mut tx, subject, key, status, body).await?;
-            }
-            None => idempotency::release(&mut tx, subject, key).await?,
+        let subject = caller.principal.subject.as_str();
+        if let Some(k) = key
+            && !idempotency::claim(
+                &mut tx,
+                subject,
+                &k.key,
+                &k.fingerprint,
+                ABANDONED_AFTER_SECS,
+            )
+            .await?
+        {
+            let stored = idempotency::find(&mut tx, subject, &k.key).await?;
+            tx.commit().await?;
+            return replay(stored, &k.fingerprint);
+        }
+        let (status, body) = answer(work(&mut tx).await?)?;
+        if let Some(k) = key {
+            let kept = i16::try_from(status).unwrap_or(500);
+            idempotency::answer(&mut tx, subject, &k.key, kept, &body).await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(Answer {
+            status,
+            body,
+            replayed: false,
+        })
+    }
+}
+
+/// The answer kept for a key, for a request that must be the same one.
+fn replay(stored: idempotency::StoredKey, fingerprint: &[u8]) -> Result<Answer, AppError> {
+    if stored.fingerprint != fingerprint {
+        return Err(AppError::invalid(
+            "Idempotency-Key",
+            "was used before with a different request",
+        ));
+    }
+    match (stored.status, stored.response) {
+        (Some(status), Some(body)) => Ok(Answer {
+            status: u16::try_from(status).unwrap_or(500),
+            body,
+            replayed: true,
+        }),
+        _ => Err(AppError::Conflict(
+            "a request with this Idempotency-Key is still running; retry later".to_owned(),
+        )),
     }
 }

@@ -1,8 +1,8 @@
 //! Ingest keys: the credentials providers send telemetry with.
 
 use slaproof_domain::label::Label;
-use slaproof_store::ingest_keys;
 pub use slaproof_store::ingest_keys::IngestKey;
+use slaproof_store::{TenantTx, ingest_keys};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest};
@@ -15,18 +15,29 @@ pub struct CreatedKey {
 }
 
 impl App {
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_ingest_key(
         &self,
         caller: &Caller,
         name: &str,
     ) -> Result<CreatedKey, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_ingest_key_in(tx, caller, name).await
+        })
+        .await
+    }
+
+    /// [`App::create_ingest_key`] inside a transaction of the caller's
+    /// tenant (see [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_ingest_key_in(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<CreatedKey, AppError> {
         caller.require_provider(Scope::IngestKeyManage)?;
         let name = Label::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?;
-        let name = name.as_str();
-        let mut tx = self.tx(caller).await?;
-        let created = ingest_keys::create(&mut tx, name).await?;
-        tx.commit().await?;
+        let created = ingest_keys::create(tx, name.as_str()).await?;
         Ok(CreatedKey {
             secret: created.reveal().to_owned(),
             key: created.key,

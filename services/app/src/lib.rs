@@ -28,12 +28,14 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use slaproof_http::outbound::OutboundPolicy;
-use slaproof_store::{Database, StoreError, TenantTx};
+use slaproof_store::{Database, StoreError};
 
 pub use authz::{Authorizer, Scope, ScopeSet};
 pub use caller::{Caller, EmbedGrant, Principal};
 pub use embed::{EMBED_AUDIENCE, EmbedClaims, EmbedSigner};
 pub use page::{Page, PageRequest};
+/// The transaction a creating operation runs in under [`App::once`].
+pub use slaproof_store::TenantTx;
 
 /// A field left out of an answer, and the scope that would show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -156,5 +158,18 @@ impl App {
     /// second wall behind the checks here.
     async fn tx(&self, caller: &Caller) -> Result<TenantTx, AppError> {
         Ok(self.db.tenant_tx(caller.tenant()).await?)
+    }
+
+    /// Runs `work` in one transaction of the caller's tenant and commits
+    /// what it did, or nothing when it fails.
+    async fn in_tx<T>(
+        &self,
+        caller: &Caller,
+        work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let mut tx = self.tx(caller).await?;
+        let value = work(&mut tx).await?;
+        tx.commit().await?;
+        Ok(value)
     }
 }

@@ -5,7 +5,7 @@ use slaproof_domain::ids::MaintenanceWindowId;
 use slaproof_domain::maintenance::MaintenanceWindow;
 use slaproof_store::maintenance;
 pub use slaproof_store::maintenance::StoredMaintenanceWindow;
-use slaproof_store::slas;
+use slaproof_store::{TenantTx, slas};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller};
@@ -21,30 +21,41 @@ pub struct NewWindow {
 }
 
 impl App {
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_window(
         &self,
+        caller: &Caller,
+        new: NewWindow,
+    ) -> Result<StoredMaintenanceWindow, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_window_in(tx, caller, new).await
+        })
+        .await
+    }
+
+    /// [`App::create_window`] inside a transaction of the caller's tenant
+    /// (see [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
+    pub async fn create_window_in(
+        &self,
+        tx: &mut TenantTx,
         caller: &Caller,
         new: NewWindow,
     ) -> Result<StoredMaintenanceWindow, AppError> {
         caller.require_provider(Scope::MaintenanceWrite)?;
         let window = MaintenanceWindow::new(new.starts_at, new.ends_at, &new.description)
             .map_err(|e| AppError::invalid(e.field(), e.rule()))?;
-        let mut tx = self.tx(caller).await?;
         let sla = match &new.sla {
-            Some(name) => Some(slas::find(&mut tx, name, None).await?.id),
+            Some(name) => Some(slas::find(tx, name, None).await?.id),
             None => None,
         };
-        let window = maintenance::create(
-            &mut tx,
+        Ok(maintenance::create(
+            tx,
             sla,
             window.starts_at(),
             window.ends_at(),
             window.description(),
         )
-        .await?;
-        tx.commit().await?;
-        Ok(window)
+        .await?)
     }
 
     /// Windows of one SLA (its own and the tenant-wide ones) overlapping

@@ -307,18 +307,29 @@ pub async fn create_within_cap(
 }
 
 impl App {
-    #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
     pub async fn create_probe(
         &self,
         caller: &Caller,
         new: NewProbe,
     ) -> Result<StoredProbe, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_probe_in(tx, caller, new).await
+        })
+        .await
+    }
+
+    /// [`App::create_probe`] inside a transaction of the caller's tenant
+    /// (see [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
+    pub async fn create_probe_in(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        new: NewProbe,
+    ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
         let definition = checked_definition(&self.outbound, new).await?;
-        let mut tx = self.tx(caller).await?;
-        let probe = create_within_cap(&mut tx, &definition).await?;
-        tx.commit().await?;
-        Ok(probe)
+        create_within_cap(tx, &definition).await
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]

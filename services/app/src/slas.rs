@@ -272,18 +272,30 @@ impl App {
 
     /// Creates an SLA, or a new version of one, from a native `slaproof/v1`
     /// or OpenSLO v1 document (YAML or JSON).
-    #[tracing::instrument(skip(self, caller, document), fields(tenant = %caller.tenant()))]
     pub async fn apply_sla(
         &self,
+        caller: &Caller,
+        document: &str,
+    ) -> Result<AppliedView, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.apply_sla_in(tx, caller, document).await
+        })
+        .await
+    }
+
+    /// [`App::apply_sla`] inside a transaction of the caller's tenant (see
+    /// [`App::once`]).
+    #[tracing::instrument(skip(self, tx, caller, document), fields(tenant = %caller.tenant()))]
+    pub async fn apply_sla_in(
+        &self,
+        tx: &mut TenantTx,
         caller: &Caller,
         document: &str,
     ) -> Result<AppliedView, AppError> {
         caller.require_provider(Scope::SlaWrite)?;
         let definition = SlaDefinition::from_document(document)
             .map_err(|e| AppError::invalid("document", e.to_string()))?;
-        let mut tx = self.tx(caller).await?;
-        let outcome = slas::apply(&mut tx, &definition).await?;
-        tx.commit().await?;
+        let outcome = slas::apply(tx, &definition).await?;
         Ok(AppliedView {
             id: outcome.sla,
             name: definition.name.as_str().to_owned(),

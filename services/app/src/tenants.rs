@@ -1,8 +1,8 @@
 //! Tenants: slaproof's operators only, across every tenant.
 
 use slaproof_domain::label::Label;
-use slaproof_store::tenants;
 pub use slaproof_store::tenants::Tenant;
+use slaproof_store::{TenantTx, tenants};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest, Principal};
@@ -20,9 +20,27 @@ impl App {
         Ok(Page::of(rows, &keyset, |t| t.name.as_str()))
     }
 
-    #[tracing::instrument(skip(self, caller))]
     pub async fn create_tenant(
         &self,
+        caller: &Caller,
+        name: &str,
+        display_name: &str,
+    ) -> Result<Tenant, AppError> {
+        self.in_tx(caller, async |tx| {
+            self.create_tenant_in(tx, caller, name, display_name).await
+        })
+        .await
+    }
+
+    /// [`App::create_tenant`] for [`App::once`]. The tenant itself is
+    /// written in a transaction of its own (row-level security lets a
+    /// transaction write only its own tenant's rows), so a crash after it
+    /// leaves the caller's key unanswered, and the retry is refused with
+    /// 409 (the name is taken) rather than making a second tenant.
+    #[tracing::instrument(skip(self, _tx, caller))]
+    pub async fn create_tenant_in(
+        &self,
+        _tx: &mut TenantTx,
         caller: &Caller,
         name: &str,
         display_name: &str,

@@ -78,20 +78,6 @@ pub async fn answer(
     Ok(())
 }
 
-/// Frees a claimed key (its request failed), so that it can be retried.
-#[tracing::instrument(skip(tx))]
-pub async fn release(tx: &mut TenantTx, subject: &str, key: &str) -> Result<(), StoreError> {
-    sqlx::query(
-        "DELETE FROM api_idempotency_keys WHERE tenant_id = $1 AND subject = $2 AND key = $3",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(subject)
-    .bind(key)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 /// Deletes every tenant's keys older than `keep_secs`; answers how many
 /// went. Each tenant in its own transaction: row-level security holds for
 /// this too.

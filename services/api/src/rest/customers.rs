@@ -13,8 +13,7 @@ use slaproof_app::customers::Customer;
 use slaproof_domain::ids::CustomerId;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
-    parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
 use slaproof_app::Caller;
 use slaproof_app::customers::NewCustomer;
@@ -95,21 +94,22 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: CustomerIn = parse_body(&bytes)?;
-        let customer = state
-            .app
-            .create_customer(
-                &caller,
-                NewCustomer {
-                    external_ref: input.external_ref,
-                    name: input.name,
-                },
-            )
-            .await?;
-        Ok((StatusCode::CREATED, CustomerOut::from(customer)))
+    let input: CustomerIn = parse_body(&bytes)?;
+    let new = NewCustomer {
+        external_ref: input.external_ref,
+        name: input.name,
     };
-    idempotent(&state, &caller, &headers, "POST /v1/customers", &bytes, run).await
+    let route = "POST /v1/customers";
+    let app = &state.app;
+    created(
+        &state,
+        &caller,
+        &headers,
+        (route, &bytes),
+        async |tx| app.create_customer_in(tx, &caller, new).await,
+        |customer| (StatusCode::CREATED, CustomerOut::from(customer)),
+    )
+    .await
 }
 
 #[utoipa::path(

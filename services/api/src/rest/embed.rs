@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 
-use super::{ApiProblem, ApiState, ProblemResponses, idempotent, parse_body};
+use super::{ApiProblem, ApiState, ProblemResponses, created, parse_body};
 use slaproof_app::Caller;
 use slaproof_app::embed::EmbedRequest;
 
@@ -74,36 +74,29 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: EmbedTokenIn = parse_body(&bytes)?;
-        let token = state
-            .app
-            .create_embed_token(
-                &caller,
-                EmbedRequest {
-                    customer: input.customer,
-                    dashboard: input.dashboard,
-                    scopes: input.scopes,
-                    ttl_secs: input.ttl_secs,
-                },
-            )
-            .await?;
-        Ok((
-            StatusCode::CREATED,
-            EmbedTokenOut {
-                token: token.token,
-                expires_at: token.expires_at,
-                scopes: token.scopes.into_iter().map(str::to_owned).collect(),
-            },
-        ))
+    let input: EmbedTokenIn = parse_body(&bytes)?;
+    let request = EmbedRequest {
+        customer: input.customer,
+        dashboard: input.dashboard,
+        scopes: input.scopes,
+        ttl_secs: input.ttl_secs,
     };
-    idempotent(
+    let route = "POST /v1/embed-tokens";
+    let app = &state.app;
+    created(
         &state,
         &caller,
         &headers,
-        "POST /v1/embed-tokens",
-        &bytes,
-        run,
+        (route, &bytes),
+        async |tx| app.create_embed_token_in(tx, &caller, request).await,
+        |token| {
+            let out = EmbedTokenOut {
+                token: token.token,
+                expires_at: token.expires_at,
+                scopes: token.scopes.into_iter().map(str::to_owned).collect(),
+            };
+            (StatusCode::CREATED, out)
+        },
     )
     .await
 }

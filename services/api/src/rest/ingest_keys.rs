@@ -13,8 +13,7 @@ use slaproof_app::ingest_keys::IngestKey;
 use slaproof_domain::ids::IngestKeyId;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
-    parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
 use slaproof_app::Caller;
 
@@ -82,26 +81,24 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: IngestKeyIn = parse_body(&bytes)?;
-        let created = state.app.create_ingest_key(&caller, &input.name).await?;
-        Ok((
-            StatusCode::CREATED,
-            IngestKeyCreatedOut {
-                ingest_key: created.key.into(),
-                key: created.secret,
-            },
-        ))
-    };
+    let input: IngestKeyIn = parse_body(&bytes)?;
+    let route = "POST /v1/ingest-keys";
+    let app = &state.app;
     // A replay hands the secret out again, to the same subject only, which
     // is what a retried request that lost its answer needs.
-    idempotent(
+    created(
         &state,
         &caller,
         &headers,
-        "POST /v1/ingest-keys",
-        &bytes,
-        run,
+        (route, &bytes),
+        async |tx| app.create_ingest_key_in(tx, &caller, &input.name).await,
+        |made| {
+            let out = IngestKeyCreatedOut {
+                ingest_key: made.key.into(),
+                key: made.secret,
+            };
+            (StatusCode::CREATED, out)
+        },
     )
     .await
 }

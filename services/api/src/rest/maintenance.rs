@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use slaproof_app::maintenance::StoredMaintenanceWindow;
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
 
-use super::{ApiProblem, ApiState, ProblemResponses, idempotent, invalid, parse_body};
+use super::{ApiProblem, ApiState, ProblemResponses, created, invalid, parse_body};
 use slaproof_app::maintenance::NewWindow;
 use slaproof_app::{AppError, Caller};
 
@@ -95,29 +95,22 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: MaintenanceWindowIn = parse_body(&bytes)?;
-        let window = state
-            .app
-            .create_window(
-                &caller,
-                NewWindow {
-                    sla: input.sla,
-                    starts_at: input.starts_at,
-                    ends_at: input.ends_at,
-                    description: input.description,
-                },
-            )
-            .await?;
-        Ok((StatusCode::CREATED, MaintenanceWindowOut::from(window)))
+    let input: MaintenanceWindowIn = parse_body(&bytes)?;
+    let new = NewWindow {
+        sla: input.sla,
+        starts_at: input.starts_at,
+        ends_at: input.ends_at,
+        description: input.description,
     };
-    idempotent(
+    let route = "POST /v1/maintenance-windows";
+    let app = &state.app;
+    created(
         &state,
         &caller,
         &headers,
-        "POST /v1/maintenance-windows",
-        &bytes,
-        run,
+        (route, &bytes),
+        async |tx| app.create_window_in(tx, &caller, new).await,
+        |window| (StatusCode::CREATED, MaintenanceWindowOut::from(window)),
     )
     .await
 }

@@ -23,7 +23,8 @@ use axum::extract::Query;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use slaproof_app::{AppError, Caller, PageRequest};
+use slaproof_app::idempotency::IdempotencyKey;
+use slaproof_app::{AppError, Caller, PageRequest, TenantTx};
 
 pub(crate) use crate::ApiState;
 pub(crate) use crate::problem::{ApiProblem, ProblemOut, ProblemResponses, invalid};
@@ -112,58 +113,48 @@ fn refuse_nul(bytes: &[u8]) -> Result<(), ApiProblem> {
     Ok(())
 }
 
-/// Runs a creating request at most once per `Idempotency-Key`: a retry
-/// with the same key and body gets the first answer again (with
-/// `Idempotent-Replayed: true`); without the header it simply runs.
-pub(crate) async fn idempotent<T, F>(
+/// Runs a creating request at most once per `Idempotency-Key`: the key's
+/// claim, the work (a `create_…_in` operation of the application layer)
+/// and the answer commit in one transaction ([`slaproof_app::App::once`]),
+/// so a retry with the same key and body gets the first answer again (with
+/// `Idempotent-Replayed: true`), and one after a failure runs afresh.
+/// Without the header it simply runs.
+pub(crate) async fn created<T, O>(
     state: &ApiState,
     caller: &Caller,
     headers: &axum::http::HeaderMap,
-    route: &str,
-    body: &[u8],
-    run: F,
+    (route, body): (&str, &[u8]),
+    work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
+    answer: impl FnOnce(T) -> (StatusCode, O),
 ) -> Result<Response, ApiProblem>
 where
-    T: Serialize,
-    F: Future<Output = Result<(StatusCode, T), ApiProblem>>,
+    O: Serialize,
 {
-    use slaproof_app::idempotency::{Claim, fingerprint};
-    let Some(key) = headers.get(IDEMPOTENCY_KEY) else {
-        let (status, out) = run.await?;
-        return Ok((status, axum::Json(out)).into_response());
-    };
-    let key = key
-        .to_str()
-        .map_err(|_| invalid("Idempotency-Key", "must be visible ASCII"))?;
-    let app = &state.app;
-    match app
-        .claim_idempotent(caller, key, &fingerprint(route, body))
-        .await?
-    {
-        Claim::Replay { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            let mut response = (status, axum::Json(body)).into_response();
-            response
-                .headers_mut()
-                .insert("idempotent-replayed", HeaderValue::from_static("true"));
-            Ok(response)
+    let key = match headers.get(IDEMPOTENCY_KEY) {
+        None => None,
+        Some(key) => {
+            let key = key
+                .to_str()
+                .map_err(|_| invalid("Idempotency-Key", "must be visible ASCII"))?;
+            Some(IdempotencyKey::new(key, route, body)?)
         }
-        Claim::Fresh => match run.await {
-            Ok((status, out)) => {
-                let value = serde_json::to_value(&out)
-                    .map_err(|e| ApiProblem::from(AppError::Internal(Box::new(e))))?;
-                app.finish_idempotent(caller, key, Some((status.as_u16(), &value)))
-                    .await?;
-                Ok((status, axum::Json(value)).into_response())
-            }
-            Err(problem) => {
-                // Freed, so that the client may retry once it has fixed
-                // the request; the key answers nothing it did not create.
-                app.finish_idempotent(caller, key, None).await?;
-                Err(problem)
-            }
-        },
+    };
+    let answered = state
+        .app
+        .once(caller, key.as_ref(), work, |made| {
+            let (status, out) = answer(made);
+            let body = serde_json::to_value(&out).map_err(|e| AppError::Internal(Box::new(e)))?;
+            Ok((status.as_u16(), body))
+        })
+        .await?;
+    let status = StatusCode::from_u16(answered.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, axum::Json(answered.body)).into_response();
+    if answered.replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
+    Ok(response)
 }
 
 struct BearerAuth;

@@ -16,8 +16,7 @@ use slaproof_app::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 use slaproof_domain::ids::ProbeId;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
-    parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
 use slaproof_app::Caller;
 use slaproof_app::probes::{NewProbe, ProbePatch, ProbeRun};
@@ -338,31 +337,32 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: ProbeIn = parse_body(&bytes)?;
-        let probe = state
-            .app
-            .create_probe(
-                &caller,
-                NewProbe {
-                    name: input.name,
-                    service: input.service,
-                    model: input.model,
-                    kind: input.kind.into(),
-                    method: input.method,
-                    url: input.url,
-                    headers: input.headers,
-                    body: input.body,
-                    expected_status: input.expected_status,
-                    interval_secs: input.interval_secs,
-                    timeout_ms: input.timeout_ms,
-                    enabled: input.enabled,
-                },
-            )
-            .await?;
-        Ok((StatusCode::CREATED, ProbeOut::from(probe)))
+    let input: ProbeIn = parse_body(&bytes)?;
+    let new = NewProbe {
+        name: input.name,
+        service: input.service,
+        model: input.model,
+        kind: input.kind.into(),
+        method: input.method,
+        url: input.url,
+        headers: input.headers,
+        body: input.body,
+        expected_status: input.expected_status,
+        interval_secs: input.interval_secs,
+        timeout_ms: input.timeout_ms,
+        enabled: input.enabled,
     };
-    idempotent(&state, &caller, &headers, "POST /v1/probes", &bytes, run).await
+    let route = "POST /v1/probes";
+    let app = &state.app;
+    created(
+        &state,
+        &caller,
+        &headers,
+        (route, &bytes),
+        async |tx| app.create_probe_in(tx, &caller, new).await,
+        |probe| (StatusCode::CREATED, ProbeOut::from(probe)),
+    )
+    .await
 }
 
 #[utoipa::path(

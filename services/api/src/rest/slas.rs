@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, invalid, page,
-    parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
 use slaproof_app::Caller;
 use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
@@ -119,17 +118,25 @@ pub(crate) async fn apply(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: SlaIn = parse_body(&bytes)?;
-        let applied = state.app.apply_sla(&caller, &input.document).await?;
-        let status = if applied.outcome == "created" {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
-        Ok((status, applied))
-    };
-    idempotent(&state, &caller, &headers, "POST /v1/slas", &bytes, run).await
+    let input: SlaIn = parse_body(&bytes)?;
+    let route = "POST /v1/slas";
+    let app = &state.app;
+    created(
+        &state,
+        &caller,
+        &headers,
+        (route, &bytes),
+        async |tx| app.apply_sla_in(tx, &caller, &input.document).await,
+        |applied| {
+            let status = if applied.outcome == "created" {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            (status, applied)
+        },
+    )
+    .await
 }
 
 #[utoipa::path(

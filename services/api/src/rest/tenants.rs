@@ -13,7 +13,7 @@ use slaproof_app::tenants::Tenant;
 use slaproof_domain::ids::TenantId;
 
 use super::{
-    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, idempotent, page, parse_body,
+    ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, page, parse_body,
 };
 use slaproof_app::Caller;
 
@@ -89,13 +89,19 @@ pub(crate) async fn create(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Response, ApiProblem> {
-    let run = async {
-        let input: TenantIn = parse_body(&bytes)?;
-        let tenant = state
-            .app
-            .create_tenant(&caller, &input.name, &input.display_name)
-            .await?;
-        Ok((StatusCode::CREATED, TenantOut::from(tenant)))
-    };
-    idempotent(&state, &caller, &headers, "POST /v1/tenants", &bytes, run).await
+    let input: TenantIn = parse_body(&bytes)?;
+    let route = "POST /v1/tenants";
+    let app = &state.app;
+    created(
+        &state,
+        &caller,
+        &headers,
+        (route, &bytes),
+        async |tx| {
+            app.create_tenant_in(tx, &caller, &input.name, &input.display_name)
+                .await
+        },
+        |tenant| (StatusCode::CREATED, TenantOut::from(tenant)),
+    )
+    .await
 }
