@@ -13,7 +13,6 @@ use slaproof_domain::budget::Tally;
 use slaproof_domain::minute::{ceil_minute, floor_minute};
 use slaproof_domain::sketch::Summary;
 use slaproof_domain::window::Period;
-use slaproof_domain::window::merge_periods;
 use slaproof_store::{charts, evaluations, maintenance};
 
 use crate::authz::Scope;
@@ -231,17 +230,8 @@ impl App {
         } else {
             None
         };
-        let windows = maintenance::overlapping(&mut tx, stored.id, from, to).await?;
+        let periods = maintenance::periods(&mut tx, stored.id, from, to).await?;
         tx.commit().await?;
-        let periods = merge_periods(
-            windows
-                .into_iter()
-                .map(|w| Period {
-                    start: w.starts_at,
-                    end: w.ends_at,
-                })
-                .collect(),
-        );
 
         let mut minutes: std::collections::HashMap<String, Vec<MinutePoint>> =
             charted.iter().map(|o| (o.clone(), Vec::new())).collect();
@@ -363,6 +353,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use slaproof_domain::window::merge_periods;
 
     fn at(text: &str) -> DateTime<Utc> {
         text.parse().unwrap()

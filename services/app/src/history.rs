@@ -46,12 +46,7 @@ impl App {
         to: DateTime<Utc>,
     ) -> Result<SeriesView, AppError> {
         caller.require(Scope::SlaReadHistory)?;
-        if to <= from || to - from > Duration::days(400) {
-            return Err(AppError::invalid(
-                "to",
-                "must be after from, within 400 days",
-            ));
-        }
+        check_history_range(from, to)?;
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
         let found = stored
@@ -149,4 +144,19 @@ fn by_family<T>(
         })
         .collect();
     (kept, redacted)
+}
+
+/// The longest range a history read answers.
+pub(crate) const MAX_HISTORY_DAYS: i64 = 400;
+
+/// A range `[from, to)` a history read may be asked for: not empty, at
+/// most [`MAX_HISTORY_DAYS`].
+pub(crate) fn check_history_range(from: DateTime<Utc>, to: DateTime<Utc>) -> Result<(), AppError> {
+    if to <= from || to - from > Duration::days(MAX_HISTORY_DAYS) {
+        return Err(AppError::invalid(
+            "to",
+            format!("must be after from, within {MAX_HISTORY_DAYS} days"),
+        ));
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Maintenance windows: planned downtime excluded from every SLI it covers.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use slaproof_domain::ids::MaintenanceWindowId;
 use slaproof_domain::maintenance::MaintenanceWindow;
 use slaproof_store::maintenance;
@@ -69,12 +69,7 @@ impl App {
         to: DateTime<Utc>,
     ) -> Result<Vec<StoredMaintenanceWindow>, AppError> {
         caller.require(Scope::MaintenanceRead)?;
-        if to <= from || to - from > Duration::days(400) {
-            return Err(AppError::invalid(
-                "to",
-                "must be after from, within 400 days",
-            ));
-        }
+        crate::history::check_history_range(from, to)?;
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
         let windows = maintenance::overlapping(&mut tx, stored.id, from, to).await?;

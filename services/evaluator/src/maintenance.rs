@@ -7,7 +7,7 @@ use futures_util::TryStreamExt;
 use slaproof_domain::budget::Tally;
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::objective::EventVerdict;
-use slaproof_domain::window::{Period, in_any, merge_periods};
+use slaproof_domain::window::{Period, in_any};
 use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
@@ -21,16 +21,7 @@ pub(crate) async fn maintenance_periods(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<Period>, EvaluatorError> {
-    let windows = maintenance::overlapping(tx, sla.id, from, to).await?;
-    Ok(merge_periods(
-        windows
-            .into_iter()
-            .map(|w| Period {
-                start: w.starts_at,
-                end: w.ends_at,
-            })
-            .collect(),
-    ))
+    Ok(maintenance::periods(tx, sla.id, from, to).await?)
 }
 
 /// Per objective, the events of each cut minute that fall inside

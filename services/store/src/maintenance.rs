@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_domain::window::{Period, merge_periods};
 
 use crate::{StoreError, TenantTx};
 
@@ -86,6 +87,28 @@ pub async fn overlapping(
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows.into_iter().map(Into::into).collect())
+}
+
+/// The time under maintenance for an SLA within `[from, to)`: its windows
+/// (and the tenant-wide ones) not cancelled, merged into disjoint, sorted
+/// periods. What the evaluator leaves out and the dashboard marks.
+#[tracing::instrument(skip(tx))]
+pub async fn periods(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Period>, StoreError> {
+    let windows = overlapping(tx, sla, from, to).await?;
+    Ok(merge_periods(
+        windows
+            .into_iter()
+            .map(|w| Period {
+                start: w.starts_at,
+                end: w.ends_at,
+            })
+            .collect(),
+    ))
 }
 
 /// Cancels a window; the row stays so past evaluations stay explainable.
