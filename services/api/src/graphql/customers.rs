@@ -1,11 +1,11 @@
 //! A provider's customers over GraphQL.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::Connection;
 use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
-use super::{holds, page, parts, refuse};
+use super::{connection, holds, page, parts, refuse};
 
 fn holds_customers(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::CustomerRead)
@@ -29,18 +29,15 @@ impl CustomerQuery {
             .list_customers(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
-        let mut connection = Connection::new(false, page.next_cursor.is_some());
-        for c in page.items {
-            connection.edges.push(Edge::new(
-                slaproof_app::page::cursor_of(&c.external_ref),
-                Customer {
-                    id: c.id.to_string(),
-                    external_ref: c.external_ref,
-                    name: c.name,
-                },
-            ));
-        }
-        Ok(connection)
+        Ok(connection(
+            page,
+            |c| &c.external_ref,
+            |c| Customer {
+                id: c.id.to_string(),
+                external_ref: c.external_ref,
+                name: c.name,
+            },
+        ))
     }
 
     /// One customer of the tenant (`cus_…`).

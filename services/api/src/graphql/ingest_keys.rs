@@ -1,12 +1,12 @@
 //! Ingest keys over GraphQL: listing, creating and revoking them; a secret
 //! is answered once, when its key is created.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::Connection;
 use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
-use super::{holds, page, parts, refuse};
+use super::{connection, holds, page, parts, refuse};
 
 fn holds_ingest_keys(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::IngestKeyManage)
@@ -30,14 +30,7 @@ impl IngestKeyQuery {
             .list_ingest_keys(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
-        let mut connection = Connection::new(false, page.next_cursor.is_some());
-        for k in page.items {
-            connection.edges.push(Edge::new(
-                slaproof_app::page::cursor_of(&k.prefix),
-                IngestKey::from(k),
-            ));
-        }
-        Ok(connection)
+        Ok(connection(page, |it| &it.prefix, IngestKey::from))
     }
 }
 

@@ -133,6 +133,25 @@ fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<Page
     })
 }
 
+/// A page of the application layer as a Relay connection, each edge's
+/// cursor the REST page's own (`cursor_of` its key), so both APIs page
+/// alike.
+fn connection<T, U: async_graphql::OutputType>(
+    page: slaproof_app::Page<T>,
+    key: impl Fn(&T) -> &String,
+    node: impl Fn(T) -> U,
+) -> async_graphql::connection::Connection<String, U> {
+    let mut connection =
+        async_graphql::connection::Connection::new(false, page.next_cursor.is_some());
+    for item in page.items {
+        let cursor = slaproof_app::page::cursor_of(key(&item));
+        connection
+            .edges
+            .push(async_graphql::connection::Edge::new(cursor, node(item)));
+    }
+    connection
+}
+
 fn family_name(family: Family) -> &'static str {
     match family {
         Family::Uptime => "uptime",

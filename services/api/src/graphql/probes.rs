@@ -1,12 +1,12 @@
 //! Synthetic probes over GraphQL: defining, changing, running and deleting
 //! them; header values are stored, never answered.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::Connection;
 use async_graphql::{Context, Json, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
-use super::{holds, page, parts, refuse};
+use super::{connection, holds, page, parts, refuse};
 
 fn holds_probes(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::ProbeManage)
@@ -30,14 +30,7 @@ impl ProbeQuery {
             .list_probes(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
-        let mut connection = Connection::new(false, page.next_cursor.is_some());
-        for p in page.items {
-            connection.edges.push(Edge::new(
-                slaproof_app::page::cursor_of(&p.definition.name),
-                Probe::from(p),
-            ));
-        }
-        Ok(connection)
+        Ok(connection(page, |it| &it.definition.name, Probe::from))
     }
 
     /// One probe, by id (`prb_…`) or name.

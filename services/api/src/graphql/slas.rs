@@ -1,7 +1,7 @@
 //! SLAs over GraphQL: listing, reading and applying documents, and an SLA's
 //! versions, objectives and export.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::Connection;
 use async_graphql::{Context, Json, Object};
 use chrono::Utc;
 
@@ -16,8 +16,8 @@ use super::compliance::{
 use super::dashboard::{Dashboard, dashboard};
 use super::maintenance::MaintenanceWindow;
 use super::{
-    family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant, page, parts,
-    refuse,
+    connection, family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant,
+    page, parts, refuse,
 };
 
 fn holds_export(ctx: &Context<'_>) -> bool {
@@ -41,14 +41,7 @@ impl SlaQuery {
             .list_slas(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
-        let mut connection = Connection::new(false, page.next_cursor.is_some());
-        for item in page.items {
-            connection.edges.push(Edge::new(
-                slaproof_app::page::cursor_of(&item.name),
-                SlaSummary(item),
-            ));
-        }
-        Ok(connection)
+        Ok(connection(page, |it| &it.name, SlaSummary))
     }
 
     /// One SLA, the version in force unless `version` is given.

@@ -1,11 +1,11 @@
 //! Tenants over GraphQL, for slaproof's operators only.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::Connection;
 use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
-use super::{holds, page, parts, refuse};
+use super::{connection, holds, page, parts, refuse};
 
 fn holds_tenants(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::TenantAdmin)
@@ -29,14 +29,7 @@ impl TenantQuery {
             .list_tenants(caller, &page(first, after)?)
             .await
             .map_err(refuse)?;
-        let mut connection = Connection::new(false, page.next_cursor.is_some());
-        for t in page.items {
-            connection.edges.push(Edge::new(
-                slaproof_app::page::cursor_of(&t.name),
-                Tenant::from(t),
-            ));
-        }
-        Ok(connection)
+        Ok(connection(page, |it| &it.name, Tenant::from))
     }
 }
 
