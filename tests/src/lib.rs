@@ -8,6 +8,8 @@
 //! is dropped, so no test depends on what another test or an earlier run
 //! left behind.
 
+pub mod fixtures;
+
 use std::net::SocketAddr;
 use std::str::FromStr;
 

@@ -7,10 +7,9 @@ use serde_json::{Value, json};
 use slaproof_api::settings::{KeyAlgorithm, KeySettings};
 use slaproof_domain::ids::{CustomerId, TenantId};
 use slaproof_store::{customers, tenants};
+use slaproof_tests::fixtures::{self, RS_PRIVATE, RS_PUBLIC, sign, trust_test_key};
 use slaproof_tests::{TestApp, spawn_app_with};
 
-const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
-const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
 const OTHER_RS_PRIVATE: &str = include_str!("../../services/api/fixtures/other-rs256-private.pem");
 const DEMO_SLA: &str = include_str!("../../services/domain/fixtures/demo-sla.yaml");
 
@@ -25,15 +24,7 @@ struct World {
 }
 
 async fn world() -> World {
-    let app = spawn_app_with(|config| {
-        config.api.keys = vec![KeySettings {
-            id: "test".into(),
-            algorithm: KeyAlgorithm::RS256,
-            public_key_pem: Some(RS_PUBLIC.into()),
-            secret: None,
-        }];
-    })
-    .await;
+    let app = spawn_app_with(trust_test_key).await;
     let tenant = tenants::create(&app.db, "provider", "Provider")
         .await
         .unwrap()
@@ -72,35 +63,13 @@ fn now() -> u64 {
     jsonwebtoken::get_current_timestamp()
 }
 
-fn sign(claims: &Value, key: &str, kid: &str) -> String {
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = Some(kid.into());
-    jsonwebtoken::encode(
-        &header,
-        claims,
-        &EncodingKey::from_rsa_pem(key.as_bytes()).unwrap(),
-    )
-    .unwrap()
-}
-
 impl World {
     fn claims(&self, roles: &[&str], customer: Option<CustomerId>) -> Value {
-        let mut claims = json!({
-            "sub": "someone",
-            "iss": "slaproof",
-            "aud": "slaproof-api",
-            "exp": now() + 600,
-            "tenant": self.tenant.to_string(),
-            "roles": roles,
-        });
-        if let Some(c) = customer {
-            claims["customer"] = json!(c.to_string());
-        }
-        claims
+        fixtures::claims(self.tenant, roles, customer)
     }
 
     fn token(&self, roles: &[&str], customer: Option<CustomerId>) -> String {
-        sign(&self.claims(roles, customer), RS_PRIVATE, "test")
+        fixtures::token(self.tenant, roles, customer)
     }
 
     async fn call(
@@ -110,32 +79,7 @@ impl World {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let url = format!("http://{}{path}", self.app.address);
-        let mut request = match method {
-            "POST" => self.http.post(url),
-            "DELETE" => self.http.delete(url),
-            "PUT" => self.http.put(url),
-            _ => self.http.get(url),
-        }
-        .bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let is_problem = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .is_some_and(|v| v == "application/problem+json");
-        let text = response.text().await.unwrap();
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        if !status.is_success() {
-            assert!(
-                is_problem,
-                "{method} {path}: {status} without a problem document: {body}"
-            );
-        }
-        (status, body)
+        fixtures::call(&self.http, self.app.address, token, method, path, body).await
     }
 }
 

@@ -12,19 +12,15 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use slaproof_api::settings::{KeyAlgorithm, KeySettings};
 use slaproof_domain::ids::TenantId;
 use slaproof_http::outbound::OutboundPolicy;
 use slaproof_ingest::probe::{ProbeRunner, Settings as ProbeSettings};
 use slaproof_store::probes::{self, ProbeDefinition, ProbeKind};
 use slaproof_store::{Database, tenants};
+use slaproof_tests::fixtures::{self, trust_test_key};
 use slaproof_tests::{TestApp, TestDatabase, spawn_app_with};
-
-const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
-const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
 
 /// The delay before `/ok` answers.
 const OK_DELAY: Duration = Duration::from_millis(50);
@@ -118,12 +114,7 @@ struct World {
 
 async fn world(allow_loopback: bool) -> World {
     let app = spawn_app_with(|config| {
-        config.api.keys = vec![KeySettings {
-            id: "test".into(),
-            algorithm: KeyAlgorithm::RS256,
-            public_key_pem: Some(RS_PUBLIC.into()),
-            secret: None,
-        }];
+        trust_test_key(config);
         config.probes.poll_interval_ms = 100;
         if allow_loopback {
             config.outbound = OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]);
@@ -143,22 +134,7 @@ async fn world(allow_loopback: bool) -> World {
 
 impl World {
     fn token(&self, roles: &[&str]) -> String {
-        let claims = json!({
-            "sub": "someone",
-            "iss": "slaproof",
-            "aud": "slaproof-api",
-            "exp": jsonwebtoken::get_current_timestamp() + 600,
-            "tenant": self.tenant.to_string(),
-            "roles": roles,
-        });
-        let mut header = Header::new(Algorithm::RS256);
-        header.kid = Some("test".into());
-        jsonwebtoken::encode(
-            &header,
-            &claims,
-            &EncodingKey::from_rsa_pem(RS_PRIVATE.as_bytes()).unwrap(),
-        )
-        .unwrap()
+        fixtures::token(self.tenant, roles, None)
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -173,22 +149,7 @@ impl World {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let url = format!("http://{}{path}", self.app.address);
-        let mut request = match method {
-            "POST" => self.http.post(url),
-            "PATCH" => self.http.patch(url),
-            "DELETE" => self.http.delete(url),
-            _ => self.http.get(url),
-        }
-        .bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, body)
+        fixtures::call(&self.http, self.app.address, token, method, path, body).await
     }
 
     async fn create(&self, probe: Value) -> Value {

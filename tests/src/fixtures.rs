@@ -1,0 +1,103 @@
+//! Shared scenarios, written once: an application that trusts the test
+//! signing key, a tenant, tokens of any role for it, and calls of the API
+//! that check every refusal is a problem document.
+
+use std::net::SocketAddr;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof::Config;
+use slaproof_api::settings::{KeyAlgorithm, KeySettings};
+use slaproof_domain::ids::{CustomerId, TenantId};
+
+/// The RS256 key the test issuer signs with, and its public half.
+pub const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-private.pem");
+pub const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
+/// The `kid` the application knows the test key by.
+pub const TEST_KID: &str = "test";
+
+/// Makes the application trust the test issuer's key (issuer `slaproof`,
+/// audience `slaproof-api`, the defaults).
+pub fn trust_test_key(config: &mut Config) {
+    config.api.keys = vec![KeySettings {
+        id: TEST_KID.into(),
+        algorithm: KeyAlgorithm::RS256,
+        public_key_pem: Some(RS_PUBLIC.into()),
+        secret: None,
+    }];
+}
+
+/// The claims of a token for `tenant` with `roles`, for `customer`'s user
+/// when given, valid for ten minutes.
+pub fn claims(tenant: TenantId, roles: &[&str], customer: Option<CustomerId>) -> Value {
+    let mut claims = json!({
+        "sub": "someone",
+        "iss": "slaproof",
+        "aud": "slaproof-api",
+        "exp": jsonwebtoken::get_current_timestamp() + 600,
+        "tenant": tenant.to_string(),
+        "roles": roles,
+    });
+    if let Some(c) = customer {
+        claims["customer"] = json!(c.to_string());
+    }
+    claims
+}
+
+/// `claims` signed with an RS256 private key under `kid`.
+pub fn sign(claims: &Value, private_pem: &str, kid: &str) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_rsa_pem(private_pem.as_bytes()).expect("an RSA private key"),
+    )
+    .expect("the claims sign")
+}
+
+/// A token of the test issuer for `tenant` with `roles`.
+pub fn token(tenant: TenantId, roles: &[&str], customer: Option<CustomerId>) -> String {
+    sign(&claims(tenant, roles, customer), RS_PRIVATE, TEST_KID)
+}
+
+/// Calls the API at `address` as `token`: the status and the JSON body
+/// (or the text as a string). Every answer that is not a success must be
+/// an RFC 9457 problem document.
+pub async fn call(
+    http: &reqwest::Client,
+    address: SocketAddr,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let url = format!("http://{address}{path}");
+    let mut request = match method {
+        "POST" => http.post(url),
+        "PATCH" => http.patch(url),
+        "PUT" => http.put(url),
+        "DELETE" => http.delete(url),
+        _ => http.get(url),
+    }
+    .bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the API answers");
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .is_some_and(|v| v == "application/problem+json");
+    let text = response.text().await.expect("an answer body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if !status.is_success() {
+        assert!(
+            is_problem,
+            "{method} {path}: {status} without a problem document: {body}"
+        );
+    }
+    (status, body)
+}
