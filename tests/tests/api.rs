@@ -545,6 +545,42 @@ async fn an_idempotency_key_creates_once_and_replays_the_answer() {
 }
 
 #[tokio::test]
+async fn a_customer_role_without_its_customer_is_refused_everywhere() {
+    // Found as a new user would: a customer_admin token without the
+    // `customer` claim listed every customer's SLAs of the tenant and could
+    // change other customers' alert thresholds. It is refused outright.
+    let w = world().await;
+    let unconfined = w.token(&["customer_admin"], None);
+    for (method, path, body) in [
+        ("GET", "/v1/slas", None),
+        ("GET", "/v1/slas/acme-enterprise", None),
+        ("GET", "/v1/slas/acme-enterprise/thresholds", None),
+        (
+            "POST",
+            "/graphql",
+            Some(json!({ "query": "{ slas { edges { node { name } } } }" })),
+        ),
+        (
+            "PUT",
+            "/v1/slas/acme-enterprise/thresholds/availability",
+            Some(json!({ "compliance_below_ppm": 999_000 })),
+        ),
+    ] {
+        let (status, problem) = w.call(method, path, &unconfined, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains("customer"),
+            "{problem}"
+        );
+    }
+    // The same role naming its customer sees its own SLA.
+    let confined = w.token(&["customer_admin"], Some(w.acme));
+    let (status, body) = w.call("GET", "/v1/slas", &confined, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"][0]["name"], "acme-enterprise");
+}
+
+#[tokio::test]
 async fn concurrent_retries_of_one_key_create_once_and_all_get_its_answer() {
     // The claim, the work and the answer commit in one transaction: a
     // retry arriving while the first request runs waits for it and

@@ -29,6 +29,10 @@ impl IntoResponse for ApiProblem {
 impl From<AppError> for ApiProblem {
     fn from(err: AppError) -> Self {
         let problem = match &err {
+            AppError::Forbidden(message) => {
+                Problem::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden")
+                    .with_detail(message.clone())
+            }
             AppError::MissingScope(scope) => {
                 Problem::new(StatusCode::FORBIDDEN, "missing-scope", "Missing scope")
                     .with_detail(err.to_string())

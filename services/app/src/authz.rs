@@ -139,6 +139,10 @@ impl FromIterator<Scope> for ScopeSet {
     }
 }
 
+/// The roles that act for one of the provider's customers: a token with
+/// one of them must name that customer, and is confined to its SLAs.
+pub(crate) const CUSTOMER_ROLES: &[&str] = &["customer_admin"];
+
 /// Why the policy could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("authorization policy: {0}")]

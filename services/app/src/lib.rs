@@ -53,6 +53,10 @@ pub struct Redaction {
 pub enum AppError {
     #[error("this needs the scope {0}")]
     MissingScope(Scope),
+    /// Credentials that can never be used as they are (a customer's role
+    /// without the customer it acts for): refused whatever is asked.
+    #[error("{0}")]
+    Forbidden(String),
     /// Also what another tenant's or another customer's rows look like:
     /// their existence is not revealed.
     #[error("{what} {key:?} not found")]
@@ -138,8 +142,20 @@ impl App {
         self
     }
 
-    /// Resolves a checked principal's scopes in its tenant.
+    /// Resolves a checked principal's scopes in its tenant. A customer's
+    /// role without a customer is refused: such a token is confined to
+    /// nothing, and must not fall back to seeing every customer's SLAs.
     pub async fn caller(&self, principal: Principal) -> Result<Caller, AppError> {
+        if principal.customer.is_none()
+            && let Some(role) = principal
+                .roles
+                .iter()
+                .find(|r| authz::CUSTOMER_ROLES.contains(&r.as_str()))
+        {
+            return Err(AppError::Forbidden(format!(
+                "the role {role} acts for a customer: the token must name it (claim `customer`)"
+            )));
+        }
         // An embed token's scopes were bounded by its issuer's when it was
         // signed; they are what it holds.
         if let Some(grant) = &principal.embed {

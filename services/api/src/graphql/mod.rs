@@ -79,7 +79,7 @@ pub struct Mutation(
 /// missing `scope` when that is why.
 fn refuse(err: AppError) -> async_graphql::Error {
     let code = match &err {
-        AppError::MissingScope(_) => "FORBIDDEN",
+        AppError::MissingScope(_) | AppError::Forbidden(_) => "FORBIDDEN",
         AppError::NotFound { .. } => "NOT_FOUND",
         AppError::Conflict(_) => "CONFLICT",
         AppError::Invalid { .. } => "INVALID",
