@@ -134,7 +134,11 @@ async fn world(allow_loopback: bool) -> World {
 
 impl World {
     fn token(&self, roles: &[&str]) -> String {
-        fixtures::token(self.tenant, roles, None)
+        // A customer's role must name its customer (refused without one).
+        let customer = roles
+            .contains(&"customer_admin")
+            .then(slaproof_domain::ids::CustomerId::new);
+        fixtures::token(self.tenant, roles, customer)
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {

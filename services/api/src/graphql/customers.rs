@@ -5,7 +5,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
-use super::{connection, holds, page, parts, refuse};
+use super::{holds, paged, parts, refuse};
 
 fn holds_customers(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::CustomerRead)
@@ -24,20 +24,18 @@ impl CustomerQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Customer>> {
-        let (app, caller) = parts(ctx)?;
-        let page = app
-            .list_customers(caller, &page(first, after)?)
-            .await
-            .map_err(refuse)?;
-        Ok(connection(
-            page,
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.list_customers(caller, page).await,
             |c| &c.external_ref,
             |c| Customer {
                 id: c.id.to_string(),
                 external_ref: c.external_ref,
                 name: c.name,
             },
-        ))
+        )
+        .await
     }
 
     /// One customer of the tenant (`cus_…`).

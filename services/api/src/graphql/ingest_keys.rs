@@ -6,7 +6,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
-use super::{connection, holds, page, parts, refuse};
+use super::{holds, paged, parts, refuse};
 
 fn holds_ingest_keys(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::IngestKeyManage)
@@ -25,12 +25,14 @@ impl IngestKeyQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, IngestKey>> {
-        let (app, caller) = parts(ctx)?;
-        let page = app
-            .list_ingest_keys(caller, &page(first, after)?)
-            .await
-            .map_err(refuse)?;
-        Ok(connection(page, |it| &it.prefix, IngestKey::from))
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.list_ingest_keys(caller, page).await,
+            |it| &it.prefix,
+            IngestKey::from,
+        )
+        .await
     }
 }
 

@@ -133,6 +133,22 @@ fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<Page
     })
 }
 
+/// One page of a list as a Relay connection: `list` asks the application
+/// layer for the page `first` and `after` name.
+async fn paged<T, U: async_graphql::OutputType>(
+    ctx: &Context<'_>,
+    (first, after): (Option<i32>, Option<String>),
+    list: impl AsyncFnOnce(&App, &Caller, &PageRequest) -> Result<slaproof_app::Page<T>, AppError>,
+    key: impl Fn(&T) -> &String,
+    node: impl Fn(T) -> U,
+) -> async_graphql::Result<async_graphql::connection::Connection<String, U>> {
+    let (app, caller) = parts(ctx)?;
+    let page = list(app, caller, &page(first, after)?)
+        .await
+        .map_err(refuse)?;
+    Ok(connection(page, key, node))
+}
+
 /// A page of the application layer as a Relay connection, each edge's
 /// cursor the REST page's own (`cursor_of` its key), so both APIs page
 /// alike.

@@ -6,7 +6,7 @@ use async_graphql::{Context, Json, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
-use super::{connection, holds, page, parts, refuse};
+use super::{holds, paged, parts, refuse};
 
 fn holds_probes(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::ProbeManage)
@@ -25,12 +25,14 @@ impl ProbeQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Probe>> {
-        let (app, caller) = parts(ctx)?;
-        let page = app
-            .list_probes(caller, &page(first, after)?)
-            .await
-            .map_err(refuse)?;
-        Ok(connection(page, |it| &it.definition.name, Probe::from))
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.list_probes(caller, page).await,
+            |it| &it.definition.name,
+            Probe::from,
+        )
+        .await
     }
 
     /// One probe, by id (`prb_…`) or name.

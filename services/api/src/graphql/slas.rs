@@ -16,8 +16,8 @@ use super::compliance::{
 use super::dashboard::{Dashboard, dashboard};
 use super::maintenance::MaintenanceWindow;
 use super::{
-    connection, family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant,
-    page, parts, refuse,
+    family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant, paged, parts,
+    refuse,
 };
 
 fn holds_export(ctx: &Context<'_>) -> bool {
@@ -36,12 +36,14 @@ impl SlaQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, SlaSummary>> {
-        let (app, caller) = parts(ctx)?;
-        let page = app
-            .list_slas(caller, &page(first, after)?)
-            .await
-            .map_err(refuse)?;
-        Ok(connection(page, |it| &it.name, SlaSummary))
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.list_slas(caller, page).await,
+            |it| &it.name,
+            SlaSummary,
+        )
+        .await
     }
 
     /// One SLA, the version in force unless `version` is given.

@@ -5,7 +5,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
-use super::{connection, holds, page, parts, refuse};
+use super::{holds, paged, parts, refuse};
 
 fn holds_tenants(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::TenantAdmin)
@@ -24,12 +24,14 @@ impl TenantQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<Connection<String, Tenant>> {
-        let (app, caller) = parts(ctx)?;
-        let page = app
-            .list_tenants(caller, &page(first, after)?)
-            .await
-            .map_err(refuse)?;
-        Ok(connection(page, |it| &it.name, Tenant::from))
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.list_tenants(caller, page).await,
+            |it| &it.name,
+            Tenant::from,
+        )
+        .await
     }
 }
 
