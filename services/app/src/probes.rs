@@ -279,57 +279,60 @@ async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppEr
 }
 
 /// A new probe's definition under every rule of its own: its fields and
-/// the outbound policy (its host resolved now, before any transaction is
-/// open). With [`create_within_cap`], the one path for `POST /v1/probes`,
-/// GraphQL and `slaproof probe create`, which differ only in who may call.
-pub async fn checked_definition(
-    outbound: &OutboundPolicy,
-    new: NewProbe,
-) -> Result<ProbeDefinition, AppError> {
-    let mut definition = definition_of(new)?;
-    definition.url = check_url(outbound, &definition.url).await?;
-    Ok(definition)
-}
-
-/// Stores a checked probe unless the tenant of `tx` has
-/// [`MAX_PROBES_PER_TENANT`] already (counted under a per-tenant lock, so
-/// concurrent creations cannot pass the cap).
-pub async fn create_within_cap(
-    tx: &mut TenantTx,
-    definition: &ProbeDefinition,
-) -> Result<StoredProbe, AppError> {
-    if probes::count_locked(tx).await? >= MAX_PROBES_PER_TENANT {
-        return Err(AppError::Conflict(format!(
-            "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
-        )));
-    }
-    Ok(probes::create(tx, definition).await?)
-}
+/// the outbound policy, its host resolved when it was checked
+/// ([`App::check_probe`]), before any transaction is open. Only that check
+/// makes one, so nothing stores a probe that skipped it.
+#[derive(Debug, Clone)]
+pub struct CheckedProbe(ProbeDefinition);
 
 impl App {
+    /// Creates a probe: the one path for `POST /v1/probes`, GraphQL and
+    /// `slaproof probe create`, which differ only in who may call.
     pub async fn create_probe(
         &self,
         caller: &Caller,
         new: NewProbe,
     ) -> Result<StoredProbe, AppError> {
+        let checked = self.check_probe(caller, new).await?;
         self.in_tx(caller, async |tx| {
-            self.create_probe_in(tx, caller, new).await
+            self.create_probe_in(tx, caller, checked).await
         })
         .await
     }
 
-    /// [`App::create_probe`] inside a transaction of the caller's tenant
-    /// (see [`App::once`]).
-    #[tracing::instrument(skip(self, tx, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
+    /// Checks a new probe under every rule of its own and the outbound
+    /// policy, resolving its host: done before the transaction that stores
+    /// it opens, so no pooled connection waits on DNS.
+    #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant(), name = %new.name))]
+    pub async fn check_probe(
+        &self,
+        caller: &Caller,
+        new: NewProbe,
+    ) -> Result<CheckedProbe, AppError> {
+        caller.require_provider(Scope::ProbeManage)?;
+        let mut definition = definition_of(new)?;
+        definition.url = check_url(&self.outbound, &definition.url).await?;
+        Ok(CheckedProbe(definition))
+    }
+
+    /// Stores a checked probe inside a transaction of the caller's tenant
+    /// (see [`App::once`]) unless the tenant has [`MAX_PROBES_PER_TENANT`]
+    /// already (counted under a per-tenant lock, so concurrent creations
+    /// cannot pass the cap).
+    #[tracing::instrument(skip(self, tx, caller, probe), fields(tenant = %caller.tenant()))]
     pub async fn create_probe_in(
         &self,
         tx: &mut TenantTx,
         caller: &Caller,
-        new: NewProbe,
+        probe: CheckedProbe,
     ) -> Result<StoredProbe, AppError> {
         caller.require_provider(Scope::ProbeManage)?;
-        let definition = checked_definition(&self.outbound, new).await?;
-        create_within_cap(tx, &definition).await
+        if probes::count_locked(tx).await? >= MAX_PROBES_PER_TENANT {
+            return Err(AppError::Conflict(format!(
+                "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"
+            )));
+        }
+        Ok(probes::create(tx, &probe.0).await?)
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]

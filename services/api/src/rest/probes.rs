@@ -354,6 +354,8 @@ pub(crate) async fn create(
     };
     let route = "POST /v1/probes";
     let app = &state.app;
+    // Checked (its host resolved) before the creating transaction opens.
+    let new = app.check_probe(&caller, new).await?;
     created(
         &state,
         &caller,
