@@ -384,6 +384,59 @@ async fn a_day_without_a_partition_is_created_on_demand() {
 }
 
 #[tokio::test]
+async fn a_small_gzip_of_millions_of_empty_events_is_refused_before_it_is_parsed() {
+    // Found as a new user would (hardening issue, item 1): a 58 KB gzip of
+    // `[{},{},…]` (20 million events, under the decoded-size cap) drove the
+    // process to 19.4 GB and answered 1.35 GB of per-event errors. Now a
+    // batch past 10,000 events is refused with 413 as soon as the next one
+    // is seen, and an answer lists at most 100 refusals.
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let million = format!("[{}{{}}]", "{},".repeat(2_000_000 - 1));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(million.as_bytes()).unwrap();
+    let body = gz.finish().unwrap();
+    assert!(body.len() < 64 * 1024, "{} bytes", body.len());
+    let refused = post(
+        &app,
+        "/v1/events",
+        Some(&key),
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert!(
+        refused.body["detail"].as_str().unwrap().contains("10000"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.get("errors").is_none());
+
+    // 5,000 invalid events: refused, counted, and the first 100 listed.
+    let invalid: Vec<Value> = (0..5_000).map(|_| json!({})).collect();
+    let reply = post_json(&app, &key, &json!(invalid)).await;
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    assert!(
+        reply.body["detail"].as_str().unwrap().contains("5000"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(reply.body["errors"].as_array().unwrap().len(), 100);
+    // Invalid events beside valid ones: all counted, 100 listed.
+    let mut mixed: Vec<Value> = (0..300).map(|_| json!({})).collect();
+    mixed.push(event("kept"));
+    let reply = post_json(&app, &key, &json!(mixed)).await;
+    assert_eq!(reply.status, 207, "{}", reply.body);
+    assert_eq!(reply.body["rejected"], 300);
+    assert_eq!(reply.body["errors"].as_array().unwrap().len(), 100);
+    assert_eq!(stored(&app.db, tenant).await.len(), 1);
+}
+
+#[tokio::test]
 async fn bodies_over_the_limit_get_413_and_bad_bodies_400_or_415() {
     let app = spawn_app_with(|c| c.ingest.max_body_bytes = 4096).await;
     let (_, key) = tenant_with_key(&app.db, "acme").await;

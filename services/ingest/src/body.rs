@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::io::Read;
 
 use axum::http::{HeaderMap, StatusCode, header};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::event::EventError;
@@ -116,17 +116,79 @@ fn parse_one<T: DeserializeOwned>(index: usize, text: &str) -> Result<T, EventEr
     }
 }
 
+/// Most events (or gauge values) one request may carry. A body with more is
+/// refused with 413 as soon as the next item is seen, before the rest is
+/// parsed: a few kilobytes of gzip can hold millions of `{}`, and each item
+/// costs memory to parse, validate and answer.
+pub(crate) const MAX_ITEMS: usize = 10_000;
+
+/// The error a too-long array ends with, told apart from a syntax error.
+const TOO_MANY: &str = "slaproof: too many items";
+
+/// A JSON array read item by item (each kept as raw JSON), refusing the
+/// item past [`MAX_ITEMS`] before reading on.
+struct BoundedArray;
+
+impl<'de> DeserializeSeed<'de> for BoundedArray {
+    type Value = Vec<&'de RawValue>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BoundedArray {
+    type Value = Vec<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON array of events")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<&RawValue>()? {
+            if items.len() == MAX_ITEMS {
+                return Err(serde::de::Error::custom(TOO_MANY));
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+fn too_many() -> IngestProblem {
+    IngestProblem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-many-events",
+        "Too many events",
+    )
+    .with_detail(format!(
+        "a request carries at most {MAX_ITEMS} events or values; send smaller batches"
+    ))
+}
+
 /// The events of a batch, each parsed or refused on its own. A JSON array
-/// that is not valid JSON as a whole cannot be split and is refused whole.
+/// that is not valid JSON as a whole cannot be split and is refused whole;
+/// a batch of more than [`MAX_ITEMS`] is refused whole (413).
 pub(crate) fn split<T: DeserializeOwned>(
     format: BatchFormat,
     body: &[u8],
 ) -> Result<Vec<Result<T, EventError>>, IngestProblem> {
     match format {
         BatchFormat::JsonArray => {
-            let items: Vec<&RawValue> = serde_json::from_slice(body).map_err(|e| {
-                IngestProblem::bad_request(format!("the body is not a JSON array of events: {e}"))
-            })?;
+            let mut de = serde_json::Deserializer::from_slice(body);
+            let items = BoundedArray
+                .deserialize(&mut de)
+                .and_then(|items| de.end().map(|()| items))
+                .map_err(|e| {
+                    if e.to_string().starts_with(TOO_MANY) {
+                        too_many()
+                    } else {
+                        IngestProblem::bad_request(format!(
+                            "the body is not a JSON array of events: {e}"
+                        ))
+                    }
+                })?;
             Ok(items
                 .iter()
                 .enumerate()
@@ -136,13 +198,14 @@ pub(crate) fn split<T: DeserializeOwned>(
         BatchFormat::Ndjson => {
             let text = std::str::from_utf8(body)
                 .map_err(|e| IngestProblem::bad_request(format!("the body is not UTF-8: {e}")))?;
-            Ok(text
-                .split('\n')
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .enumerate()
-                .map(|(i, line)| parse_one(i, line))
-                .collect())
+            let mut items = Vec::new();
+            for line in text.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
+                if items.len() == MAX_ITEMS {
+                    return Err(too_many());
+                }
+                items.push(parse_one(items.len(), line));
+            }
+            Ok(items)
         }
     }
 }
@@ -172,6 +235,20 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert!(events[0].is_ok() && events[2].is_ok());
         assert_eq!(events[1].as_ref().unwrap_err().index, 1);
+    }
+
+    #[test]
+    fn a_batch_past_the_limit_is_refused_whole_in_either_format() {
+        let array = format!("[{}{{}}]", "{},".repeat(MAX_ITEMS));
+        let problem = split::<EventIn>(BatchFormat::JsonArray, array.as_bytes()).unwrap_err();
+        assert_eq!(problem.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let ndjson = "{}\n".repeat(MAX_ITEMS + 1);
+        let problem = split::<EventIn>(BatchFormat::Ndjson, ndjson.as_bytes()).unwrap_err();
+        assert_eq!(problem.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        // At the limit, every item is parsed (and refused on its own).
+        let full = format!("[{}{{}}]", "{},".repeat(MAX_ITEMS - 1));
+        let items = split::<EventIn>(BatchFormat::JsonArray, full.as_bytes()).unwrap();
+        assert_eq!(items.len(), MAX_ITEMS);
     }
 
     #[test]

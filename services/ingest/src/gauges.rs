@@ -270,7 +270,7 @@ async fn handle(
         stored: written.stored,
         duplicates: written.duplicates,
         rejected: errors.len(),
-        errors,
+        errors: crate::problem::listed(errors),
     };
     Ok((status, Json(out)).into_response())
 }

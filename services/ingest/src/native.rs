@@ -43,7 +43,7 @@ pub struct EventsOut {
     pub stored: u64,
     /// Accepted events stored before (a retry), left unchanged.
     pub duplicates: u64,
-    /// Events refused; see `errors`.
+    /// Events refused; the first 100 are listed in `errors`.
     pub rejected: usize,
     pub errors: Vec<EventError>,
 }
@@ -166,7 +166,7 @@ async fn handle(
         stored: written.stored,
         duplicates: written.duplicates,
         rejected: checked.errors.len(),
-        errors: checked.errors,
+        errors: crate::problem::listed(checked.errors),
     };
     Ok((status, Json(out)).into_response())
 }

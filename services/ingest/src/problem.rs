@@ -7,6 +7,16 @@ use axum::response::{IntoResponse, Response};
 
 use crate::event::EventError;
 
+/// Most refusals an answer lists one by one; the rest are counted in its
+/// `rejected`.
+pub(crate) const MAX_ERRORS_LISTED: usize = 100;
+
+/// Keeps the first [`MAX_ERRORS_LISTED`] refusals for an answer.
+pub(crate) fn listed(mut errors: Vec<EventError>) -> Vec<EventError> {
+    errors.truncate(MAX_ERRORS_LISTED);
+    errors
+}
+
 /// An ingest refusal: slaproof's problem document plus the headers that
 /// tell a sender what to do next. OTLP answers carry the same status and
 /// headers with another body (see `otlp::refusal`).
@@ -37,7 +47,10 @@ impl IngestProblem {
     }
 
     /// Every refused event, as the `errors` extension member.
+    /// The refusals, the first [`MAX_ERRORS_LISTED`] of them:
+    /// the detail counts them all.
     pub(crate) fn with_errors(mut self, errors: Vec<EventError>) -> Self {
+        let errors = listed(errors);
         if !errors.is_empty() {
             let errors = serde_json::to_value(errors).unwrap_or_default();
             *self.document = self.document.with_extension("errors", errors);
