@@ -5,11 +5,10 @@ use std::collections::HashMap;
 use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::objective::EventVerdict;
-use slaproof_store::TenantTx;
+use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::maintenance::maintenance_periods;
 use crate::tracked::TrackedSla;
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::window::in_any;
@@ -108,7 +107,7 @@ pub async fn attribute(
             reason: format!("SLA {} has no objective {objective:?}", sla.name),
         });
     };
-    let windows = maintenance_periods(tx, sla, from, to).await?;
+    let windows = maintenance::periods(tx, sla.id, from, to).await?;
     let attr = match dimension {
         Dimension::Attr(name) => name.clone(),
         _ => String::new(),

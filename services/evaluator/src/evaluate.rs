@@ -16,10 +16,10 @@ use slaproof_domain::minute::{ceil_hour, floor_hour, floor_minute, maintenance_m
 use slaproof_domain::objective::{Objective, Sli, SliceBudgeting, TimeSlicesSli};
 use slaproof_domain::slices::SliceRatios;
 use slaproof_domain::window::Period;
-use slaproof_store::TenantTx;
+use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
-use crate::maintenance::{maintenance_periods, recount_cut_minutes};
+use crate::maintenance::recount_cut_minutes;
 use crate::tracked::{LONGEST_LOOKBACK_DAYS, TrackedSla};
 
 /// The verdict on one objective at one instant, with every number behind it.
@@ -313,7 +313,7 @@ pub async fn evaluate_period(
     // Burn rates and alerts look back at most three days; each lookback
     // is summed like the period (hours, then minutes at the edges).
     let recent = (as_of - Duration::days(LONGEST_LOOKBACK_DAYS)).max(sla.covers_from);
-    let windows = maintenance_periods(tx, sla, period_start.min(recent), as_of).await?;
+    let windows = maintenance::periods(tx, sla.id, period_start.min(recent), as_of).await?;
     let counts = period_counts(tx, sla, &windows, period_start, until, as_of, grace).await?;
     let mut lookbacks: Vec<Duration> = rules
         .iter()

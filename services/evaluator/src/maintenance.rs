@@ -1,4 +1,4 @@
-//! Maintenance windows as the evaluator applies them: merged per SLA, and the events of the minutes they only cut, recounted.
+//! Maintenance as the evaluator applies it: the events of the minutes windows only cut, recounted (the merged windows are `slaproof_store::maintenance::periods`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,21 +8,11 @@ use slaproof_domain::budget::Tally;
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::objective::EventVerdict;
 use slaproof_domain::window::{Period, in_any};
-use slaproof_store::{TenantTx, maintenance};
+use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::tracked::TrackedSla;
-
-/// The maintenance windows (not cancelled) of an SLA overlapping `[from, to)`, merged.
-pub(crate) async fn maintenance_periods(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<Period>, EvaluatorError> {
-    Ok(maintenance::periods(tx, sla.id, from, to).await?)
-}
 
 /// Per objective, the events of each cut minute that fall inside
 /// maintenance, recounted from the raw events received before `as_of`.

@@ -4,11 +4,10 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::budget::Tally;
 use slaproof_domain::objective::EventVerdict;
-use slaproof_store::TenantTx;
+use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
-use crate::maintenance::maintenance_periods;
 use crate::tracked::{Recount, TrackedSla};
 use slaproof_domain::minute::Arrival;
 use slaproof_domain::window::in_any;
@@ -31,7 +30,7 @@ pub async fn recount(
             reason: format!("SLA {} has no objective {objective:?}", sla.name),
         });
     };
-    let windows = maintenance_periods(tx, sla, from, to).await?;
+    let windows = maintenance::periods(tx, sla.id, from, to).await?;
     if let Some(gauge) = crate::gauge::gauge_sli(&objective.sli) {
         return crate::gauge::recount(tx, sla, gauge, &windows, from, to, as_of, grace).await;
     }

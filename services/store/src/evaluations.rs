@@ -7,8 +7,7 @@ use slaproof_domain::ids::SlaId;
 use crate::{StoreError, TenantTx};
 
 /// An evaluation as stored: the verdict and the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredEvaluation {
     pub id: uuid::Uuid,
     pub sla_id: uuid::Uuid,

@@ -146,17 +146,8 @@ async fn paged<T, U: async_graphql::OutputType>(
     let page = list(app, caller, &page(first, after)?)
         .await
         .map_err(refuse)?;
-    Ok(connection(page, key, node))
-}
-
-/// A page of the application layer as a Relay connection, each edge's
-/// cursor the REST page's own (`cursor_of` its key), so both APIs page
-/// alike.
-fn connection<T, U: async_graphql::OutputType>(
-    page: slaproof_app::Page<T>,
-    key: impl Fn(&T) -> &String,
-    node: impl Fn(T) -> U,
-) -> async_graphql::connection::Connection<String, U> {
+    // Each edge's cursor is the REST page's own (`cursor_of` its key), so
+    // both APIs page alike.
     let mut connection =
         async_graphql::connection::Connection::new(false, page.next_cursor.is_some());
     for item in page.items {
@@ -165,7 +156,7 @@ fn connection<T, U: async_graphql::OutputType>(
             .edges
             .push(async_graphql::connection::Edge::new(cursor, node(item)));
     }
-    connection
+    Ok(connection)
 }
 
 fn family_name(family: Family) -> &'static str {
