@@ -55,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
             algorithm: KeyAlgorithm::RS256,
             public_key_pem: Some(RS_PUBLIC.into()),
             secret: None,
+            operator: false,
         }];
     })
     .await;

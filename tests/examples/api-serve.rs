@@ -24,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
             algorithm: KeyAlgorithm::RS256,
             public_key_pem: Some(RS_PUBLIC.into()),
             secret: None,
+            operator: false,
         }];
     })
     .await;

@@ -16,16 +16,30 @@ pub const RS_PRIVATE: &str = include_str!("../../services/api/fixtures/rs256-pri
 pub const RS_PUBLIC: &str = include_str!("../../services/api/fixtures/rs256-public.pem");
 /// The `kid` the application knows the test key by.
 pub const TEST_KID: &str = "test";
+/// The operator's own key (ES256): only its tokens carry `operator`.
+pub const OPERATOR_PRIVATE: &str = include_str!("../../services/api/fixtures/es256-private.pem");
+pub const OPERATOR_PUBLIC: &str = include_str!("../../services/api/fixtures/es256-public.pem");
+pub const OPERATOR_KID: &str = "test-operator";
 
 /// Makes the application trust the test issuer's key (issuer `slaproof`,
-/// audience `slaproof-api`, the defaults).
+/// audience `slaproof-api`, the defaults) and the operator's key.
 pub fn trust_test_key(config: &mut Config) {
-    config.api.keys = vec![KeySettings {
-        id: TEST_KID.into(),
-        algorithm: KeyAlgorithm::RS256,
-        public_key_pem: Some(RS_PUBLIC.into()),
-        secret: None,
-    }];
+    config.api.keys = vec![
+        KeySettings {
+            id: TEST_KID.into(),
+            algorithm: KeyAlgorithm::RS256,
+            public_key_pem: Some(RS_PUBLIC.into()),
+            secret: None,
+            operator: false,
+        },
+        KeySettings {
+            id: OPERATOR_KID.into(),
+            algorithm: KeyAlgorithm::ES256,
+            public_key_pem: Some(OPERATOR_PUBLIC.into()),
+            secret: None,
+            operator: true,
+        },
+    ];
 }
 
 /// The claims of a token for `tenant` with `roles`, for `customer`'s user
@@ -57,9 +71,25 @@ pub fn sign(claims: &Value, private_pem: &str, kid: &str) -> String {
     .expect("the claims sign")
 }
 
-/// A token of the test issuer for `tenant` with `roles`.
+/// A token of the test issuer for `tenant` with `roles`: signed with the
+/// operator's key when `roles` is the operator's.
 pub fn token(tenant: TenantId, roles: &[&str], customer: Option<CustomerId>) -> String {
+    if roles == ["operator"] {
+        return operator_token(tenant);
+    }
     sign(&claims(tenant, roles, customer), RS_PRIVATE, TEST_KID)
+}
+
+/// A token of the operator, signed with the operator's key.
+pub fn operator_token(tenant: TenantId) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(OPERATOR_KID.into());
+    jsonwebtoken::encode(
+        &header,
+        &claims(tenant, &["operator"], None),
+        &EncodingKey::from_ec_pem(OPERATOR_PRIVATE.as_bytes()).expect("an EC private key"),
+    )
+    .expect("the claims sign")
 }
 
 /// Calls the API at `address` as `token`: the status and the JSON body

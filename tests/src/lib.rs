@@ -9,6 +9,7 @@
 //! left behind.
 
 pub mod fixtures;
+pub mod world;
 
 use std::net::SocketAddr;
 use std::str::FromStr;

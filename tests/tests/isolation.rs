@@ -14,10 +14,16 @@ use slaproof_tests::TestDatabase;
 use sqlx::{Connection, PgConnection, Row};
 
 /// Tables that are not tenant data, each with the reason.
-const NOT_TENANT_TABLES: &[(&str, &str)] = &[(
-    "_sqlx_migrations",
-    "the migration ledger; the service role has no access",
-)];
+const NOT_TENANT_TABLES: &[(&str, &str)] = &[
+    (
+        "_sqlx_migrations",
+        "the migration ledger; the service role has no access",
+    ),
+    (
+        "platform_secrets",
+        "the platform's own secrets, reached through slaproof_platform_secret() only",
+    ),
+];
 
 /// Puts one row for `name` into every tenant table, through the store, as a
 /// service would. Add a line here when you add a tenant table.
@@ -81,6 +87,10 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     sqlx::query("INSERT INTO api_embed_origins (tenant_id, origin) VALUES ($1, 'https://console.example.com')")
         .bind(tenant.uuid())
         .execute(&mut *tx)
+        .await
+        .unwrap();
+    // A revoked embed token.
+    slaproof_store::embed_tokens::revoke(&mut tx, uuid::Uuid::new_v4())
         .await
         .unwrap();
     // The API's idempotency keys.
@@ -434,7 +444,7 @@ async fn a_tenant_can_neither_read_nor_write_another_tenants_rows_in_any_table()
     let mut bare = PgConnection::connect_with(&database.service).await.unwrap();
     for table in tables
         .iter()
-        .filter(|t| !t.is_partition && t.name != "_sqlx_migrations")
+        .filter(|t| !t.is_partition && !NOT_TENANT_TABLES.iter().any(|(n, _)| *n == t.name))
     {
         let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", table.name))
             .fetch_one(&mut bare)
@@ -460,10 +470,12 @@ async fn the_tenant_setting_does_not_outlive_its_transaction() {
         .unwrap();
     assert_eq!(setting, a.uuid().to_string());
     tx.commit().await.unwrap();
+    assert_no_tenant_set(&db).await;
 
     // A rolled-back transaction must not leave its tenant behind either.
     let tx = db.tenant_tx(b).await.unwrap();
     tx.rollback().await.unwrap();
+    assert_no_tenant_set(&db).await;
 
     let mut tx = db.tenant_tx(a).await.unwrap();
     assert_eq!(
@@ -479,6 +491,14 @@ async fn the_tenant_setting_does_not_outlive_its_transaction() {
         .unwrap();
     assert_eq!(setting, a.uuid().to_string());
     tx.commit().await.unwrap();
+}
+
+/// On the pool's one connection, outside any tenant transaction: no tenant
+/// is set, and no tenant's rows are visible.
+async fn assert_no_tenant_set(db: &Database) {
+    let (tenant, customers) = db.session_tenant().await.unwrap();
+    assert_eq!(tenant, None, "the tenant setting outlived its transaction");
+    assert_eq!(customers, 0);
 }
 
 #[tokio::test]

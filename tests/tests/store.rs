@@ -372,3 +372,22 @@ async fn event_partitions_are_made_ahead_and_dropped_after_retention() {
     let err = partitions::ensure(&db, day(10), day(1)).await.unwrap_err();
     assert!(err.to_string().contains("before it starts"), "{err}");
 }
+
+#[tokio::test]
+async fn a_refused_write_names_the_field_never_the_constraint() {
+    // Found by reading the code: 422 answers carried the schema's
+    // constraint names (`customers_external_ref_format`) as their field.
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenants::create(&db, "acme-ai", "Acme AI").await.unwrap().id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let err = customers::create(&mut tx, "not a ref!", "Bad")
+        .await
+        .unwrap_err();
+    let StoreError::Invalid { field, message, .. } = &err else {
+        panic!("not refused as invalid: {err}");
+    };
+    assert_eq!(*field, "external_ref");
+    assert!(!message.contains("customers_"), "{message}");
+    assert!(!err.to_string().contains("customers_"), "{err}");
+}

@@ -102,7 +102,12 @@ pub struct VerifyingKey {
     algorithm: Algorithm,
     key: DecodingKey,
     validation: Validation,
+    /// Signs operator tokens, and only those (see `KeySettings::operator`).
+    operator: bool,
 }
+
+/// The role only an operator key's tokens carry.
+pub const OPERATOR_ROLE: &str = "operator";
 
 impl VerifyingKey {
     pub(crate) fn new(algorithm: Algorithm, key: DecodingKey, settings: &Settings) -> Self {
@@ -118,7 +123,14 @@ impl VerifyingKey {
             algorithm,
             key,
             validation,
+            operator: false,
         }
+    }
+
+    /// This key as one that signs operator tokens only.
+    pub(crate) fn for_operator(mut self) -> Self {
+        self.operator = true;
+        self
     }
 }
 
@@ -136,9 +148,10 @@ impl Verifier {
         settings.validate()?;
         let mut keys = HashMap::new();
         for k in &settings.keys {
+            let key = VerifyingKey::new(k.algorithm.jwt(), k.decoding_key()?, settings);
             keys.insert(
                 k.id.clone(),
-                VerifyingKey::new(k.algorithm.jwt(), k.decoding_key()?, settings),
+                if k.operator { key.for_operator() } else { key },
             );
         }
         let jwks = jwks::Jwks::from_settings(settings)?;
@@ -155,7 +168,7 @@ impl Verifier {
         validation.leeway = settings.leeway_secs;
         validation.set_issuer(&[&settings.issuer]);
         validation.set_audience(&[EMBED_AUDIENCE]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub", "jti"]);
         let embed = EmbedKey {
             encoding: jsonwebtoken::EncodingKey::from_secret(&secret).map_err(embed_error)?,
             decoding: DecodingKey::from_secret(&secret).map_err(embed_error)?,
@@ -193,14 +206,17 @@ impl Verifier {
             .iter()
             .map(|s| Scope::parse(s).ok_or(AuthError::BadClaim("scopes")))
             .collect::<Result<ScopeSet, _>>()?;
+        let token_id: uuid::Uuid = c.jti.parse().map_err(|_| AuthError::BadClaim("jti"))?;
         Ok(Principal {
             subject: c.sub,
             tenant,
             roles: Vec::new(),
             customer: Some(customer),
             embed: Some(EmbedGrant {
+                token_id,
                 dashboard: c.dashboard,
                 scopes,
+                origin: c.origin,
             }),
         })
     }
@@ -278,6 +294,14 @@ fn check(token: &str, alg: Algorithm, key: &VerifyingKey) -> Result<Principal, A
     if claims.roles.len() > 32 || claims.roles.iter().any(|r| r.is_empty() || r.len() > 64) {
         return Err(AuthError::BadClaim("roles"));
     }
+    // The operator role comes from an operator key and nowhere else, and
+    // an operator key speaks for the operator only.
+    let operator = claims.roles.iter().any(|r| r == OPERATOR_ROLE);
+    if operator != key.operator
+        || (key.operator && (claims.roles.len() != 1 || customer.is_some()))
+    {
+        return Err(AuthError::BadClaim("roles"));
+    }
     Ok(Principal {
         subject: claims.sub,
         tenant,
@@ -345,6 +369,7 @@ mod tests {
             algorithm,
             public_key_pem: pem.map(str::to_owned),
             secret: secret.map(|s| s.to_owned().into()),
+            operator: false,
         }
     }
 

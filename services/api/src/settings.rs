@@ -25,10 +25,12 @@ pub struct Settings {
     /// Most complex GraphQL query accepted (one point per field).
     pub graphql_max_complexity: usize,
     /// The HS256 secret (32+ bytes) slaproof signs embed tokens with. Every
-    /// replica must share it; unset, each process makes one at start, which
-    /// suits a single process.
+    /// replica must share it; unset, slaproof makes one on first start and
+    /// keeps it in the database (`platform_secrets`), which every replica
+    /// reads.
     pub embed_secret: Option<SecretString>,
-    /// The token issuer's JWKS URL (http or https): its keys are fetched,
+    /// The token issuer's JWKS URL (https; plain http only to a loopback
+    /// address): its keys are fetched,
     /// kept, refreshed and picked by `kid`, beside the configured `keys`.
     pub jwks_url: Option<String>,
     /// The algorithms a JWKS key may verify: RS256, ES256, EdDSA. HS256 is
@@ -82,6 +84,13 @@ pub struct KeySettings {
     /// whose token issuer cannot sign asymmetrically.
     #[serde(default)]
     pub secret: Option<SecretString>,
+    /// Whether this key signs the platform operator's tokens. The
+    /// `operator` role (every tenant's administration) is taken only from
+    /// tokens such a key verifies, and such a key verifies nothing else:
+    /// a tenant's issuer can never mint an operator, and an operator's
+    /// key never acts as a tenant's user.
+    #[serde(default)]
+    pub operator: bool,
 }
 
 /// The algorithms a key may be pinned to.
@@ -159,10 +168,21 @@ impl Settings {
         if let Some(url) = &self.jwks_url {
             let parsed = reqwest::Url::parse(url)
                 .map_err(|e| invalid("api.jwks_url", format!("is not a URL: {e}")))?;
-            if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            // Keys fetched over plain HTTP could be swapped by anyone on the
+            // path; only a key server on this host may be spoken to so.
+            let loopback = parsed.host_str().is_some_and(|host| {
+                host == "localhost"
+                    || host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            });
+            let secure = parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback);
+            if !secure || parsed.host().is_none() {
                 return Err(invalid(
                     "api.jwks_url",
-                    "must be an http(s) URL with a host",
+                    "must be an https URL with a host (plain http only to this host, for tests)",
                 ));
             }
         }
@@ -261,6 +281,36 @@ impl KeySettings {
                 "api.keys.public_key_pem",
                 format!("key {id:?}: {algorithm:?} needs `public_key_pem` and no `secret`"),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_jwks(url: &str) -> Result<(), SettingsError> {
+        Settings {
+            jwks_url: Some(url.to_owned()),
+            ..Settings::default()
+        }
+        .validate()
+    }
+
+    #[test]
+    fn a_jwks_url_must_be_https_unless_it_is_this_host() {
+        // Found by reading the code: `http://` key sets were accepted, so
+        // anyone on the path could hand slaproof keys of their own.
+        let err = with_jwks("http://issuer.example.com/.well-known/jwks.json").unwrap_err();
+        assert_eq!(err.key, "api.jwks_url");
+        assert!(with_jwks("ftp://issuer.example.com/jwks").is_err());
+        assert!(with_jwks("https://issuer.example.com/.well-known/jwks.json").is_ok());
+        for local in [
+            "http://127.0.0.1:8080/jwks",
+            "http://[::1]:8080/jwks",
+            "http://localhost/jwks",
+        ] {
+            assert!(with_jwks(local).is_ok(), "{local}");
         }
     }
 }

@@ -22,8 +22,15 @@ pub struct Principal {
 /// What an embed token allows: fixed when the provider asked for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbedGrant {
+    /// The token's `jti`, by which the provider revokes it.
+    pub token_id: uuid::Uuid,
+    /// [`OVERVIEW`](crate::embed::OVERVIEW) (every SLA of the customer) or
+    /// the one SLA the token shows.
     pub dashboard: String,
     pub scopes: ScopeSet,
+    /// The one origin that may frame the dashboard, when the token was
+    /// bound to one (else any of the tenant's framing origins).
+    pub origin: Option<String>,
 }
 
 impl Principal {
@@ -69,6 +76,15 @@ impl Caller {
     /// The customer a customer's user is confined to.
     pub fn customer(&self) -> Option<CustomerId> {
         self.principal.customer
+    }
+
+    /// The one SLA an embed token for a single SLA's dashboard may read.
+    pub fn only_sla(&self) -> Option<&str> {
+        self.principal
+            .embed
+            .as_ref()
+            .map(|grant| grant.dashboard.as_str())
+            .filter(|dashboard| *dashboard != crate::embed::OVERVIEW)
     }
 
     pub fn has(&self, scope: Scope) -> bool {

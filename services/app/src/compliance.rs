@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use slaproof_store::evaluations::{self, StoredEvaluation};
 use slaproof_store::slas::StoredSla;
+use slaproof_store::TenantTx;
 
 use crate::slas::Family;
 use crate::{App, AppError, Caller, Redaction};
@@ -66,10 +67,32 @@ impl App {
         name: &str,
     ) -> Result<ComplianceView, AppError> {
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let latest = evaluations::latest(&mut tx, stored.id).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let latest = self
+            .latest_readable(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
         tx.commit().await?;
         Ok(compliance_view(caller, &stored, &latest))
+    }
+
+    /// The latest evaluation of each objective, among the versions whose
+    /// history the caller may read (a customer's user never sees the last
+    /// verdict of a version that was another customer's).
+    pub(crate) async fn latest_readable(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        stored: &StoredSla,
+        customer_ref: Option<&str>,
+    ) -> Result<Vec<StoredEvaluation>, AppError> {
+        let mut latest = evaluations::latest(tx, stored.id).await?;
+        if let Some(readable) = self
+            .readable_versions(tx, caller, stored, customer_ref)
+            .await?
+        {
+            latest.retain(|e| readable.contains(&e.version));
+        }
+        Ok(latest)
     }
 }
 

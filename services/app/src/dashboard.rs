@@ -198,7 +198,9 @@ impl App {
         let (from, to) = dashboard_range(from, to, Utc::now())?;
         let mut tx = self.tx(caller).await?;
         let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let latest = evaluations::latest(&mut tx, stored.id).await?;
+        let latest = self
+            .latest_readable(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
         let lines = match stored.customer {
             Some(c) => slaproof_store::thresholds::list(&mut tx, stored.id, Some(c)).await?,
             None => Vec::new(),

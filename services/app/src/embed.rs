@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use slaproof_domain::ids::{CustomerId, TenantId};
-use slaproof_store::{TenantTx, customers, embed_origins};
+use slaproof_store::{TenantTx, customers, embed_origins, embed_tokens, platform_secrets, slas};
 
 use crate::authz::{Scope, ScopeSet};
 use crate::{App, AppError, Caller};
@@ -17,11 +17,21 @@ pub struct EmbedClaims {
     pub aud: String,
     pub exp: u64,
     pub iat: u64,
+    /// The token's id, by which it is revoked.
+    pub jti: String,
     pub tenant: String,
     pub customer: String,
+    /// [`OVERVIEW`] or the name of the one SLA the token shows.
     pub dashboard: String,
     pub scopes: Vec<String>,
+    /// The one origin that may frame the dashboard, when bound to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
+
+/// The dashboard of every SLA of the customer; any other `dashboard` names
+/// the one SLA a token shows.
+pub const OVERVIEW: &str = "overview";
 
 /// Embed tokens have their own audience, so that no other verifier of the
 /// issuer's tokens mistakes one for a user's token.
@@ -39,6 +49,9 @@ pub trait EmbedSigner: std::fmt::Debug + Send + Sync {
         claims: &EmbedClaims,
     ) -> Result<String, Box<dyn std::error::Error + Send + Sync>>;
 }
+
+/// The name of the embed-token key among the platform's secrets.
+const EMBED_SECRET_NAME: &str = "embed_token_key";
 
 /// The longest an embed token lives.
 pub const MAX_TTL_SECS: u32 = 3600;
@@ -63,17 +76,35 @@ pub const EMBEDDABLE: &[Scope] = &[
 #[derive(Debug, Clone)]
 pub struct EmbedRequest {
     pub customer: CustomerId,
+    /// [`OVERVIEW`], or the name of one of the customer's SLAs: the token
+    /// then reads that SLA and nothing else.
     pub dashboard: String,
     pub scopes: Vec<String>,
     pub ttl_secs: Option<u32>,
+    /// One of the tenant's framing origins: only it may frame the
+    /// dashboard (else any of them).
+    pub origin: Option<String>,
 }
 
-/// A signed embed token.
-#[derive(Debug, Clone)]
+/// A signed embed token (`Debug` leaves the token out).
+#[derive(Clone)]
 pub struct EmbedToken {
+    /// The token's `jti`, by which it is revoked.
+    pub id: uuid::Uuid,
     pub token: String,
     pub expires_at: DateTime<Utc>,
     pub scopes: Vec<&'static str>,
+}
+
+impl std::fmt::Debug for EmbedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbedToken")
+            .field("id", &self.id)
+            .field("token", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 impl App {
@@ -138,6 +169,30 @@ impl App {
             scopes.insert(scope);
         }
         customers::find(tx, request.customer).await?;
+        if dashboard != OVERVIEW {
+            let shown = match slas::find(tx, dashboard, None).await {
+                Ok(sla) => Some(sla),
+                Err(slaproof_store::StoreError::NotFound { .. }) => None,
+                Err(other) => return Err(other.into()),
+            };
+            if shown.is_none_or(|sla| sla.customer != Some(request.customer)) {
+                return Err(AppError::invalid(
+                    "dashboard",
+                    format!(
+                        "must be {OVERVIEW:?} or the name of one of the customer's SLAs; {dashboard:?} is neither"
+                    ),
+                ));
+            }
+        }
+        if let Some(origin) = &request.origin {
+            check_origin(origin)?;
+            if !embed_origins::list(tx).await?.contains(origin) {
+                return Err(AppError::invalid(
+                    "origin",
+                    format!("{origin:?} is not one of the tenant's framing origins (PUT /v1/embed-origins)"),
+                ));
+            }
+        }
 
         let signer = self
             .embed_signer
@@ -145,7 +200,9 @@ impl App {
             .ok_or_else(|| AppError::Internal("no embed token signer is configured".into()))?;
         let now = Utc::now().timestamp().max(0) as u64;
         let exp = now + u64::from(ttl);
+        let id = uuid::Uuid::new_v4();
         let claims = EmbedClaims {
+            jti: id.to_string(),
             sub: format!("embed:{}", caller.principal.subject),
             iss: signer.issuer().to_owned(),
             aud: EMBED_AUDIENCE.to_owned(),
@@ -155,9 +212,11 @@ impl App {
             customer: request.customer.to_string(),
             dashboard: request.dashboard,
             scopes: scopes.iter().map(|s| s.as_str().to_owned()).collect(),
+            origin: request.origin,
         };
         let token = signer.sign(&claims).map_err(AppError::Internal)?;
         Ok(EmbedToken {
+            id,
             token,
             expires_at: Utc
                 .timestamp_opt(exp as i64, 0)
@@ -165,6 +224,45 @@ impl App {
                 .unwrap_or_else(Utc::now),
             scopes: scopes.iter().map(Scope::as_str).collect(),
         })
+    }
+
+    /// The key embed tokens are signed with when none is configured: made
+    /// on first use and kept in the database, so that every replica signs
+    /// and checks with the same one (a key made per process would have each
+    /// replica refuse the others' tokens).
+    pub async fn shared_embed_secret(&self) -> Result<String, AppError> {
+        let fresh = rand::random::<[u8; 32]>();
+        let kept = platform_secrets::get_or_create(&self.db, EMBED_SECRET_NAME, &fresh).await?;
+        Ok(hex::encode(kept))
+    }
+
+    /// Revokes an embed token before it expires: every request with it is
+    /// refused from now on (401).
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn revoke_embed_token(
+        &self,
+        caller: &Caller,
+        token_id: uuid::Uuid,
+    ) -> Result<(), AppError> {
+        caller.require_provider(Scope::EmbedTokenCreate)?;
+        let mut tx = self.tx(caller).await?;
+        embed_tokens::revoke(&mut tx, token_id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The origins allowed to frame the dashboard a caller reads: an embed
+    /// token bound to one origin gets that one, others the tenant's.
+    /// A bound origin the tenant has since removed frames nothing.
+    pub async fn frame_ancestors_of(
+        &self,
+        principal: &crate::Principal,
+    ) -> Result<Vec<String>, AppError> {
+        let mut origins = self.frame_ancestors(principal.tenant).await?;
+        if let Some(bound) = principal.embed.as_ref().and_then(|g| g.origin.as_ref()) {
+            origins.retain(|o| o == bound);
+        }
+        Ok(origins)
     }
 
     /// Replaces the origins allowed to frame the tenant's embedded
@@ -235,5 +333,32 @@ fn check_origin(origin: &str) -> Result<(), AppError> {
             "origins",
             format!("{origin:?} is not an origin like https://console.example.com"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_reach_a_debug_line() {
+        let token = EmbedToken {
+            id: uuid::Uuid::nil(),
+            token: "eyJ.secret-token.sig".to_owned(),
+            expires_at: Utc::now(),
+            scopes: vec!["sla:read"],
+        };
+        assert!(!format!("{token:?}").contains("secret-token"));
+        let key = crate::ingest_keys::CreatedKey {
+            key: slaproof_store::ingest_keys::IngestKey {
+                id: slaproof_domain::ids::IngestKeyId::new(),
+                prefix: "sp_live_ab".to_owned(),
+                name: "ci".to_owned(),
+                created_at: Utc::now(),
+                revoked_at: None,
+            },
+            secret: "sp_live_ab.the-secret-part".to_owned(),
+        };
+        assert!(!format!("{key:?}").contains("the-secret-part"));
     }
 }

@@ -48,7 +48,10 @@ impl App {
         caller.require(Scope::SlaReadHistory)?;
         check_history_range(from, to)?;
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
         let found = stored
             .definition
             .objective(objective)
@@ -58,7 +61,8 @@ impl App {
             })?;
         caller.require(Family::of(found).scope())?;
         let (points, truncated) =
-            evaluations::series(&mut tx, stored.id, objective, from, to).await?;
+            evaluations::series(&mut tx, stored.id, readable.as_deref(), objective, from, to)
+                .await?;
         tx.commit().await?;
         Ok(SeriesView {
             sla: name.to_owned(),
@@ -94,8 +98,11 @@ impl App {
         name: &str,
     ) -> Result<BreachesView, AppError> {
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let rows = evaluations::breaches(&mut tx, stored.id).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
+        let rows = evaluations::breaches(&mut tx, stored.id, readable.as_deref()).await?;
         tx.commit().await?;
         let (breaches, redacted) = by_family(
             caller,

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use slaproof_store::{Database, TenantTx, idempotency};
 
+use crate::authz::Scope;
 use crate::{App, AppError, Caller};
 
 /// Seconds after which a claim left unanswered counts as abandoned. Claims
@@ -61,6 +62,35 @@ pub fn fingerprint(route: &str, body: &[u8]) -> Vec<u8> {
     hash.finalize().to_vec()
 }
 
+/// What a creating request needs and hands out: the scope it requires
+/// (checked before a kept answer is replayed, so a retry by a caller who
+/// lost the scope, or never had it, learns nothing), and the field of its
+/// answer that holds a secret shown once (an ingest key, an embed token),
+/// which is never kept: a replay answers without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Creating {
+    pub scope: Scope,
+    pub secret: Option<&'static str>,
+}
+
+impl Creating {
+    /// A creation whose answer holds no secret.
+    pub fn plain(scope: Scope) -> Self {
+        Self {
+            scope,
+            secret: None,
+        }
+    }
+
+    /// A creation whose answer's field `field` holds a secret.
+    pub fn with_secret(scope: Scope, field: &'static str) -> Self {
+        Self {
+            scope,
+            secret: Some(field),
+        }
+    }
+}
+
 /// What a creating request answers: a status and a body, made now or kept
 /// from the first request with the same key.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +103,8 @@ pub struct Answer {
 
 impl App {
     /// Runs a creating operation (`work`, one of the `create_…_in`
-    /// operations) at most once per `key`, in one transaction of the
+    /// operations, all provider-side) at most once per `key`, after
+    /// checking the caller holds `creating.scope`, in one transaction of the
     /// caller's tenant that also claims the key and keeps `answer` of what
     /// the work made. Without a key it simply runs. With a key done before
     /// (same request): its kept answer, `replayed`. A retry while the first
@@ -84,10 +115,12 @@ impl App {
     pub async fn once<T>(
         &self,
         caller: &Caller,
+        creating: Creating,
         key: Option<&IdempotencyKey>,
         work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
         answer: impl FnOnce(T) -> Result<(u16, Value), AppError>,
     ) -> Result<Answer, AppError> {
+        caller.require_provider(creating.scope)?;
         let mut tx = self.tx(caller).await?;
         let subject = caller.principal.subject.as_str();
         if let Some(k) = key
@@ -107,7 +140,8 @@ impl App {
         let (status, body) = answer(work(&mut tx).await?)?;
         if let Some(k) = key {
             let kept = i16::try_from(status).unwrap_or(500);
-            idempotency::answer(&mut tx, subject, &k.key, kept, &body).await?;
+            let kept_body = without_secret(&body, creating.secret);
+            idempotency::answer(&mut tx, subject, &k.key, kept, &kept_body).await?;
         }
         tx.commit().await?;
         Ok(Answer {
@@ -116,6 +150,15 @@ impl App {
             replayed: false,
         })
     }
+}
+
+/// `body` as kept for replays: without its secret field.
+fn without_secret(body: &Value, secret: Option<&str>) -> Value {
+    let mut kept = body.clone();
+    if let (Some(field), Some(object)) = (secret, kept.as_object_mut()) {
+        object.remove(field);
+    }
+    kept
 }
 
 /// The answer kept for a key, for a request that must be the same one.

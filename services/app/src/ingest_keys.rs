@@ -7,11 +7,21 @@ use slaproof_store::{TenantTx, ingest_keys};
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest};
 
-/// A key just created, with its secret: shown this once, never stored.
-#[derive(Debug, Clone)]
+/// A key just created, with its secret: shown this once, never stored
+/// (`Debug` leaves it out).
+#[derive(Clone)]
 pub struct CreatedKey {
     pub key: IngestKey,
     pub secret: String,
+}
+
+impl std::fmt::Debug for CreatedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedKey")
+            .field("key", &self.key)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
 }
 
 impl App {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use slaproof_http::outbound::OutboundPolicy;
-use slaproof_store::{Database, StoreError};
+use slaproof_store::{Database, StoreError, embed_tokens};
 
 pub use authz::{Authorizer, Scope, ScopeSet};
 pub use caller::{Caller, EmbedGrant, Principal};
@@ -57,6 +57,10 @@ pub enum AppError {
     /// without the customer it acts for): refused whatever is asked.
     #[error("{0}")]
     Forbidden(String),
+    /// Credentials that were good once and are no longer (a revoked embed
+    /// token): the caller must get new ones.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// Also what another tenant's or another customer's rows look like:
     /// their existence is not revealed.
     #[error("{what} {key:?} not found")]
@@ -83,13 +87,7 @@ impl From<StoreError> for AppError {
         match err {
             StoreError::NotFound { what, key } => AppError::NotFound { what, key },
             StoreError::Conflict { message, .. } => AppError::Conflict(message),
-            StoreError::Invalid {
-                constraint,
-                message,
-            } => AppError::Invalid {
-                field: constraint,
-                message,
-            },
+            StoreError::Invalid { field, message, .. } => AppError::invalid(field, message),
             // A read the caller shaped (a range, a step): their mistake,
             // answered as one, not as a server fault.
             StoreError::InvalidQuery { field, reason } => AppError::invalid(field, reason),
@@ -159,6 +157,14 @@ impl App {
         // An embed token's scopes were bounded by its issuer's when it was
         // signed; they are what it holds.
         if let Some(grant) = &principal.embed {
+            let mut tx = self.db.tenant_tx(principal.tenant).await?;
+            let revoked = embed_tokens::is_revoked(&mut tx, grant.token_id).await?;
+            tx.commit().await?;
+            if revoked {
+                return Err(AppError::Unauthenticated(
+                    "this embed token was revoked".to_owned(),
+                ));
+            }
             let scopes = grant.scopes;
             return Ok(Caller { principal, scopes });
         }

@@ -169,20 +169,45 @@ impl App {
         version: Option<i32>,
     ) -> Result<(StoredSla, Option<String>), AppError> {
         caller.require(Scope::SlaRead)?;
-        let stored = slas::find(tx, name, version).await?;
-        if let Some(own) = caller.customer()
-            && stored.customer != Some(own)
-        {
-            return Err(AppError::NotFound {
-                what: "SLA",
-                key: name.to_owned(),
-            });
+        let hidden = || AppError::NotFound {
+            what: "SLA",
+            key: name.to_owned(),
+        };
+        // An embed token for one SLA's dashboard reads that SLA only.
+        if caller.only_sla().is_some_and(|only| only != name) {
+            return Err(hidden());
         }
+        let stored = slas::find(tx, name, version).await?;
         let customer_ref = match stored.customer {
             Some(c) => Some(customers::find(tx, c).await?.external_ref),
             None => None,
         };
+        if let Some(own) = caller.customer() {
+            // The SLA is the customer's now, and so is the version asked
+            // for: an SLA moved from another customer keeps that customer's
+            // versions (and their history) from the new one.
+            if stored.customer != Some(own) || stored.definition.customer != customer_ref {
+                return Err(hidden());
+            }
+        }
         Ok((stored, customer_ref))
+    }
+
+    /// The versions of `stored`'s SLA whose history the caller may read:
+    /// all for the provider, and for a customer's user only the versions
+    /// that were that customer's (`None`: every version).
+    pub(crate) async fn readable_versions(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        stored: &StoredSla,
+        customer_ref: Option<&str>,
+    ) -> Result<Option<Vec<i32>>, AppError> {
+        match (caller.customer(), customer_ref) {
+            (None, _) => Ok(None),
+            (Some(_), Some(own)) => Ok(Some(slas::versions_for_customer(tx, stored.id, own).await?)),
+            (Some(_), None) => Ok(Some(Vec::new())),
+        }
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -194,7 +219,7 @@ impl App {
         caller.require(Scope::SlaRead)?;
         let mut tx = self.tx(caller).await?;
         let keyset = page.keyset()?;
-        let rows = slas::page(&mut tx, caller.customer(), &keyset).await?;
+        let rows = slas::page(&mut tx, caller.customer(), caller.only_sla(), &keyset).await?;
         tx.commit().await?;
         Ok(
             Page::of(rows, &keyset, |s| s.name.as_str()).map(|s| SlaSummaryView {
@@ -235,10 +260,18 @@ impl App {
         caller.require(Scope::SlaReadHistory)?;
         let mut tx = self.tx(caller).await?;
         let (current, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &current, customer_ref.as_deref())
+            .await?;
         let mut versions = vec![view(caller, &current, customer_ref.clone())];
         for v in (1..current.current_version).rev() {
+            if readable.as_ref().is_some_and(|r| !r.contains(&v)) {
+                continue;
+            }
             let stored = slas::find(&mut tx, name, Some(v)).await?;
-            versions.push(view(caller, &stored, customer_ref.clone()));
+            // Each version names the customer it was for.
+            let its_customer = stored.definition.customer.clone();
+            versions.push(view(caller, &stored, its_customer));
         }
         tx.commit().await?;
         Ok(versions)

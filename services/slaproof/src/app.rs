@@ -115,8 +115,18 @@ impl Application {
                 .await
                 .context("loading the authorization policy")?
                 .with_outbound(config.outbound.clone());
-            router =
-                router.merge(slaproof_api::router(app, &config.api).context("building the API")?);
+            let mut api = config.api.clone();
+            if api.embed_secret.is_none() {
+                // Shared through the database, so replicas accept each
+                // other's embed tokens.
+                api.embed_secret = Some(
+                    app.shared_embed_secret()
+                        .await
+                        .context("reading the shared embed-token key")?
+                        .into(),
+                );
+            }
+            router = router.merge(slaproof_api::router(app, &api).context("building the API")?);
         }
         if telemetry::exporting() {
             // Under TraceLayer: the route is matched by then (`MatchedPath`).

@@ -137,6 +137,7 @@ pub fn api_key(data_dir: &Path) -> anyhow::Result<slaproof_api::settings::KeySet
         algorithm: slaproof_api::settings::KeyAlgorithm::HS256,
         public_key_pem: None,
         secret: Some(secret.into()),
+        operator: false,
     })
 }
 

@@ -195,8 +195,8 @@ fn run_as(config: &EmbeddedConfig) -> Result<Option<RunAs>, EmbeddedError> {
 }
 
 /// A running embedded cluster. Stop it with [`EmbeddedPostgres::stop`];
-/// dropping it stops it too.
-#[derive(Debug)]
+/// dropping it stops it too. `Debug` leaves out the connection options and
+/// the password (they would reach logs).
 pub(crate) struct EmbeddedPostgres {
     child: Option<Child>,
     data_dir: PathBuf,
@@ -206,6 +206,16 @@ pub(crate) struct EmbeddedPostgres {
     service: PgConnectOptions,
     service_password: String,
     version: String,
+}
+
+impl std::fmt::Debug for EmbeddedPostgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedPostgres")
+            .field("data_dir", &self.data_dir)
+            .field("port", &self.port)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EmbeddedPostgres {

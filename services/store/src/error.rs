@@ -16,7 +16,12 @@ pub enum StoreError {
     Conflict { constraint: String, message: String },
     /// A check or foreign-key rule of the schema refused the write.
     #[error("{message}")]
-    Invalid { constraint: String, message: String },
+    Invalid {
+        constraint: String,
+        /// The request field the rule is about.
+        field: &'static str,
+        message: String,
+    },
     /// The service role could bypass row-level security.
     #[error(
         "database role {role:?} {problem}{}; services must connect as a role that is a member of \
@@ -54,9 +59,13 @@ impl From<sqlx::Error> for StoreError {
         let Some(constraint) = db.constraint().map(str::to_owned) else {
             return StoreError::Database(err);
         };
-        let message = constraint_message(&constraint)
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("refused by database rule {constraint}"));
+        // The schema's names stay inside: a caller learns which field is
+        // wrong and why, never what a constraint is called.
+        let (field, message) = constraint_meaning(&constraint).unwrap_or_else(|| {
+            tracing::warn!(%constraint, "a constraint without a message refused a write");
+            ("body", "refused by a rule of the data model")
+        });
+        let message = message.to_owned();
         match db.kind() {
             sqlx::error::ErrorKind::UniqueViolation => StoreError::Conflict {
                 constraint,
@@ -66,6 +75,7 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::error::ErrorKind::ForeignKeyViolation
             | sqlx::error::ErrorKind::NotNullViolation => StoreError::Invalid {
                 constraint,
+                field,
                 message,
             },
             _ => StoreError::Database(err),
@@ -73,26 +83,54 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// What each named constraint means to a person, in one place.
-fn constraint_message(constraint: &str) -> Option<&'static str> {
+/// What each named constraint means to a person, and the field of the
+/// request it is about, in one place.
+fn constraint_meaning(constraint: &str) -> Option<(&'static str, &'static str)> {
     Some(match constraint {
-        "tenants_name_unique" => "a tenant with this name exists already",
-        "tenants_name_format" => {
-            "tenant name must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit"
-        }
-        "customers_external_ref_unique" => "a customer with this external reference exists already",
-        "customers_external_ref_format" => {
-            "customer external reference must be 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"
-        }
-        "slas_name_unique" => "an SLA with this name exists already",
-        "ingest_keys_prefix_unique" => "ingest key prefix collision; try again",
-        "maintenance_windows_ordered" => "maintenance window must end after it starts",
-        "jobs_dedup" => "an equal job is pending already",
-        "probes_name_unique" => "a probe with this name exists already",
-        "probes_interval_range" => "probe interval must be between 10 and 86400 seconds",
-        "probes_timeout_range" => {
-            "probe timeout must be between 100 and 120000 ms and within the interval"
-        }
+        "tenants_name_unique" => ("name", "a tenant with this name exists already"),
+        "tenants_name_format" => (
+            "name",
+            "tenant name must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit",
+        ),
+        "customers_external_ref_unique" => (
+            "external_ref",
+            "a customer with this external reference exists already",
+        ),
+        "customers_external_ref_format" => (
+            "external_ref",
+            "customer external reference must be 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'",
+        ),
+        "slas_name_unique" => ("name", "an SLA with this name exists already"),
+        "slas_name_format" => (
+            "name",
+            "SLA name must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit",
+        ),
+        "ingest_keys_prefix_unique" => ("name", "ingest key prefix collision; try again"),
+        "maintenance_windows_ordered" => ("ends_at", "maintenance window must end after it starts"),
+        "jobs_dedup" => ("job", "an equal job is pending already"),
+        "probes_name_unique" => ("name", "a probe with this name exists already"),
+        "probes_name_format" => (
+            "name",
+            "probe name must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit",
+        ),
+        "probes_interval_range" => (
+            "interval_secs",
+            "probe interval must be between 10 and 86400 seconds",
+        ),
+        "probes_timeout_range" => (
+            "timeout_ms",
+            "probe timeout must be between 100 and 120000 ms and within the interval",
+        ),
+        "customer_thresholds_compliance_range" => (
+            "compliance_below_ppm",
+            "must be between 0 and 1000000",
+        ),
+        "customer_thresholds_budget_range" => (
+            "budget_remaining_below_ppm",
+            "must be between 0 and 1000000",
+        ),
+        "customer_thresholds_burn_positive" => ("burn_rate_above_milli", "must be positive"),
+        "customer_thresholds_some_line" => ("body", "a threshold needs at least one line"),
         _ => return None,
     })
 }

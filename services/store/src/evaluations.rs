@@ -100,13 +100,15 @@ pub struct BreachView {
     pub closed_at: DateTime<Utc>,
 }
 
-/// The evaluations of one objective over `[from, to)`, oldest first: at
+/// The evaluations of one objective over `[from, to)` (of `versions` of
+/// the SLA only, when given), oldest first: at
 /// most [`MAX_SERIES_POINTS`], the newest when the range holds more (then
 /// `true` comes with them).
 #[tracing::instrument(skip(tx))]
 pub async fn series(
     tx: &mut TenantTx,
     sla: SlaId,
+    versions: Option<&[i32]>,
     objective: &str,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
@@ -115,6 +117,7 @@ pub async fn series(
         "SELECT evaluated_at, as_of, met, compliance_ppm, budget_remaining, burn_rate_milli \
          FROM evaluations WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 \
            AND evaluated_at >= $4 AND evaluated_at < $5 \
+           AND ($7::int4[] IS NULL OR version = ANY($7)) \
          ORDER BY evaluated_at DESC, id DESC LIMIT $6",
     )
     .bind(tx.tenant().uuid())
@@ -123,6 +126,7 @@ pub async fn series(
     .bind(from)
     .bind(to)
     .bind(MAX_SERIES_POINTS + 1)
+    .bind(versions)
     .fetch_all(&mut **tx)
     .await?;
     let truncated = points.len() as i64 > MAX_SERIES_POINTS;
@@ -145,18 +149,24 @@ pub async fn alert_states(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<AlertView
 }
 
 /// The closed periods of an SLA not met, each in its revision in force,
-/// newest first.
+/// newest first; of `versions` of the SLA only, when given.
 #[tracing::instrument(skip(tx))]
-pub async fn breaches(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<BreachView>, StoreError> {
+pub async fn breaches(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    versions: Option<&[i32]>,
+) -> Result<Vec<BreachView>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT objective, period_start, period_end, revision, target_ppm, compliance_ppm, good, total, closed_at \
          FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
                WHERE tenant_id = $1 AND sla_id = $2 \
                ORDER BY objective, period_start, revision DESC) AS in_force \
-         WHERE NOT met ORDER BY period_start DESC, objective",
+         WHERE NOT met AND ($3::int4[] IS NULL OR version = ANY($3)) \
+         ORDER BY period_start DESC, objective",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
+    .bind(versions)
     .fetch_all(&mut **tx)
     .await?)
 }

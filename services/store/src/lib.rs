@@ -10,6 +10,7 @@
 pub mod charts;
 pub mod customers;
 pub mod embed_origins;
+pub mod embed_tokens;
 mod error;
 pub mod evaluations;
 pub mod events;
@@ -21,6 +22,7 @@ pub mod jobs;
 pub mod maintenance;
 pub mod outbox;
 pub mod partitions;
+pub mod platform_secrets;
 pub mod probes;
 pub mod slas;
 pub mod tenants;
@@ -146,6 +148,18 @@ impl Database {
             Ok(result) => result.map(|_| ()).map_err(StoreError::from),
             Err(_) => Err(StoreError::Timeout("database ping")),
         }
+    }
+
+    /// The tenant a pooled session has set outside any transaction, and
+    /// how many tenant rows (customers) it sees: always none and 0, since
+    /// [`TenantTx`] sets the tenant for its transaction only. For tests
+    /// of exactly that.
+    pub async fn session_tenant(&self) -> Result<(Option<uuid::Uuid>, i64), StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT slaproof_current_tenant(), (SELECT count(*) FROM customers)",
+        )
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// The pool, for the cross-tenant functions of this crate. Not public:

@@ -233,21 +233,44 @@ pub async fn find(
 
 /// The tenant's SLAs by name, all of them (the evaluator tracks each).
 pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
-    summaries(tx, None, None, None).await
+    summaries(tx, None, None, None, None).await
 }
 
-/// A page of the tenant's SLAs by name; only `customer`'s when given.
+/// A page of the tenant's SLAs by name; only `customer`'s when given, and
+/// only the one called `only` when given.
 pub async fn page(
     tx: &mut TenantTx,
     customer: Option<CustomerId>,
+    only: Option<&str>,
     page: &Keyset,
 ) -> Result<Vec<SlaSummary>, StoreError> {
-    summaries(tx, customer, page.after.as_deref(), Some(page.fetch())).await
+    summaries(tx, customer, only, page.after.as_deref(), Some(page.fetch())).await
+}
+
+/// The versions of an SLA that were for the customer `external_ref`
+/// (their documents name it in `spec.customer`: versions keep the native
+/// document as written), oldest first.
+#[tracing::instrument(skip(tx))]
+pub async fn versions_for_customer(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    external_ref: &str,
+) -> Result<Vec<i32>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT version FROM sla_versions \
+         WHERE tenant_id = $1 AND sla_id = $2 AND definition #>> '{spec,customer}' = $3 ORDER BY version",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(external_ref)
+    .fetch_all(&mut **tx)
+    .await?)
 }
 
 async fn summaries(
     tx: &mut TenantTx,
     customer: Option<CustomerId>,
+    only: Option<&str>,
     after: Option<&str>,
     fetch: Option<i64>,
 ) -> Result<Vec<SlaSummary>, StoreError> {
@@ -263,13 +286,14 @@ async fn summaries(
         "SELECT s.id, s.name, s.current_version, c.external_ref, s.updated_at FROM slas s \
          LEFT JOIN customers c ON c.tenant_id = s.tenant_id AND c.id = s.customer_id \
          WHERE s.tenant_id = $1 AND ($2::uuid IS NULL OR s.customer_id = $2) \
-           AND ($3::text IS NULL OR s.name > $3) \
+           AND ($3::text IS NULL OR s.name > $3) AND ($5::text IS NULL OR s.name = $5) \
          ORDER BY s.name LIMIT $4",
     )
     .bind(tx.tenant().uuid())
     .bind(customer.map(|c| c.uuid()))
     .bind(after)
     .bind(fetch)
+    .bind(only)
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows

@@ -22,6 +22,10 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use crate::auth::{AuthError, VerifyingKey};
 use crate::settings::{Settings, SettingsError};
 
+/// How many refresh periods a stale key set's keys still verify while
+/// fetches fail (an hour at the default `api.jwks_refresh_secs`).
+const STALE_GRACE_REFRESHES: u32 = 12;
+
 /// The largest key set document read: a JWKS is a few kilobytes.
 const MAX_BODY_BYTES: usize = 1 << 20;
 
@@ -114,10 +118,19 @@ impl Jwks {
         self.lookup(kid).0.ok_or(AuthError::UnknownKey)
     }
 
+    /// The kept key `kid` and whether the set is fresh. A stale set's keys
+    /// verify for [`STALE_GRACE_REFRESHES`] refresh periods more while
+    /// fetches fail, then none does: an issuer outage does not log
+    /// everyone out at once, and a key the issuer withdrew (a leaked one)
+    /// does not verify for ever.
     fn lookup(&self, kid: &str) -> (Option<Arc<VerifyingKey>>, bool) {
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let fresh = state.fresh_until.is_some_and(|t| Instant::now() < t);
-        (state.keys.get(kid).cloned(), fresh)
+        let now = Instant::now();
+        let fresh = state.fresh_until.is_some_and(|t| now < t);
+        let usable = state
+            .fresh_until
+            .is_some_and(|t| now < t + self.refresh * STALE_GRACE_REFRESHES);
+        (state.keys.get(kid).filter(|_| usable).cloned(), fresh)
     }
 
     fn may_fetch(&self) -> bool {

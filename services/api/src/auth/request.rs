@@ -29,27 +29,32 @@ pub async fn authenticate(
         Ok(token) => state.verifier.authenticate(token).await,
         Err(err) => Err(err),
     };
-    let embed_tenant = found
-        .as_ref()
-        .ok()
-        .filter(|p| p.embed.is_some())
-        .map(|p| p.tenant);
+    let embed = found.as_ref().ok().filter(|p| p.embed.is_some()).cloned();
     request.extensions_mut().insert(Authentication(found));
     let mut response = next.run(request).await;
-    if let Some(tenant) = embed_tenant {
-        // Only the tenant's own origins may frame an embedded dashboard.
-        let origins = state.app.frame_ancestors(tenant).await.unwrap_or_default();
-        let policy = if origins.is_empty() {
-            "frame-ancestors 'none'".to_owned()
-        } else {
-            format!("frame-ancestors {}", origins.join(" "))
-        };
-        if let Ok(value) = HeaderValue::from_str(&policy) {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_SECURITY_POLICY, value);
-        }
+    // Only the tenant's own origins (or the one a token is bound to) may
+    // frame what an embed token reads; nothing may frame anything else.
+    let origins = match &embed {
+        Some(principal) => state
+            .app
+            .frame_ancestors_of(principal)
+            .await
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let policy = if origins.is_empty() {
+        "frame-ancestors 'none'".to_owned()
+    } else {
+        format!("frame-ancestors {}", origins.join(" "))
+    };
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&policy) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
     }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 

@@ -5,6 +5,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
+use super::limits::{page_cost, read_cost};
 use super::{holds, paged, parts, refuse};
 
 fn holds_customers(ctx: &Context<'_>) -> bool {
@@ -17,7 +18,10 @@ pub(super) struct CustomerQuery;
 #[Object]
 impl CustomerQuery {
     /// The provider's customers.
-    #[graphql(visible = "holds_customers")]
+    #[graphql(
+        visible = "holds_customers",
+        complexity = "page_cost(first, child_complexity)"
+    )]
     async fn customers(
         &self,
         ctx: &Context<'_>,
@@ -39,7 +43,10 @@ impl CustomerQuery {
     }
 
     /// One customer of the tenant (`cus_…`).
-    #[graphql(visible = "holds_customers")]
+    #[graphql(
+        visible = "holds_customers",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn customer(&self, ctx: &Context<'_>, id: String) -> async_graphql::Result<Customer> {
         let (app, caller) = parts(ctx)?;
         // An id that does not parse cannot name a customer: not found,

@@ -8,6 +8,7 @@ use slaproof_app::dashboard::{DashboardView, MinuteMaintenance};
 use slaproof_app::{AppError, Scope};
 
 use super::compliance::ObjectiveCompliance;
+use super::limits::read_cost;
 use super::thresholds::Threshold;
 use super::{
     family_name, holds_a_metric, holds_history, holds_maintenance, instant, parts, refuse,
@@ -20,6 +21,7 @@ pub(super) struct DashboardQuery;
 impl DashboardQuery {
     /// An SLA's dashboard in one read: compliance, budgets and the minutes
     /// of `[from, to)` (RFC 3339; default the last day, at most two days).
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn dashboard(
         &self,
         ctx: &Context<'_>,

@@ -6,6 +6,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
+use super::limits::page_cost;
 use super::{holds, paged, parts, refuse};
 
 fn holds_ingest_keys(ctx: &Context<'_>) -> bool {
@@ -18,7 +19,10 @@ pub(super) struct IngestKeyQuery;
 #[Object]
 impl IngestKeyQuery {
     /// The tenant's ingest keys, by prefix; never their secrets.
-    #[graphql(visible = "holds_ingest_keys")]
+    #[graphql(
+        visible = "holds_ingest_keys",
+        complexity = "page_cost(first, child_complexity)"
+    )]
     async fn ingest_keys(
         &self,
         ctx: &Context<'_>,

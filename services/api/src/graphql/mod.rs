@@ -4,13 +4,15 @@
 //! guarded by a fixed scope are hidden from that caller's introspection.
 //!
 //! One module per resource, as in `rest`: each holds its part of the root
-//! `Query` and `Mutation` (merged here) and the types it answers.
+//! `Query` and `Mutation` (merged here) and the types it answers; `limits`
+//! holds what one query may ask and spend, and what each field costs.
 
 mod compliance;
 mod customers;
 mod dashboard;
 mod embed;
 mod ingest_keys;
+mod limits;
 mod maintenance;
 mod probes;
 mod slas;
@@ -27,7 +29,7 @@ use slaproof_app::{App, AppError, Caller, PageRequest};
 pub(crate) type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 
 /// Limits on what one query may ask, so that a query cannot cost more
-/// than a page of REST calls.
+/// than a page of REST calls; the rest of them are `limits`' constants.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub max_depth: usize,
@@ -36,12 +38,22 @@ pub(crate) struct Limits {
 }
 
 /// The schema with its limits; the caller is added to each request.
-pub(crate) fn schema(app: App, limits: Limits) -> ApiSchema {
+pub(crate) fn schema(app: App, configured: Limits) -> ApiSchema {
+    // The cost is checked by `QueryLimits` after validation (so that its
+    // refusal can name the limit), not by async-graphql's own check.
     let builder = Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(app)
-        .limit_depth(limits.max_depth)
-        .limit_complexity(limits.max_complexity);
-    if limits.introspection {
+        .limit_depth(configured.max_depth)
+        .limit_directives(limits::MAX_DIRECTIVES)
+        .extension(limits::QueryLimits {
+            max_depth: configured.max_depth,
+            max_complexity: configured.max_complexity,
+            max_root_fields: limits::MAX_ROOT_FIELDS,
+            max_fields: limits::MAX_FIELDS,
+            max_app_reads: limits::MAX_APP_READS,
+            time_budget: limits::TIME_BUDGET,
+        });
+    if configured.introspection {
         builder.finish()
     } else {
         builder.disable_introspection().finish()
@@ -80,6 +92,7 @@ pub struct Mutation(
 fn refuse(err: AppError) -> async_graphql::Error {
     let code = match &err {
         AppError::MissingScope(_) | AppError::Forbidden(_) => "FORBIDDEN",
+        AppError::Unauthenticated(_) => "UNAUTHENTICATED",
         AppError::NotFound { .. } => "NOT_FOUND",
         AppError::Conflict(_) => "CONFLICT",
         AppError::Invalid { .. } => "INVALID",
@@ -100,7 +113,12 @@ fn refuse(err: AppError) -> async_graphql::Error {
     })
 }
 
+/// The application and the caller, for a resolver about to call the
+/// application: the call is spent from the query's read budget first.
 fn parts<'a>(ctx: &'a Context<'_>) -> async_graphql::Result<(&'a App, &'a Caller)> {
+    if let Some(budget) = ctx.data_opt::<limits::ReadBudget>() {
+        budget.spend()?;
+    }
     Ok((ctx.data::<App>()?, ctx.data::<Caller>()?))
 }
 

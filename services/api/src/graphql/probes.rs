@@ -6,6 +6,7 @@ use async_graphql::{Context, Json, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
+use super::limits::{page_cost, read_cost};
 use super::{holds, paged, parts, refuse};
 
 fn holds_probes(ctx: &Context<'_>) -> bool {
@@ -18,7 +19,10 @@ pub(super) struct ProbeQuery;
 #[Object]
 impl ProbeQuery {
     /// The tenant's synthetic probes, by name.
-    #[graphql(visible = "holds_probes")]
+    #[graphql(
+        visible = "holds_probes",
+        complexity = "page_cost(first, child_complexity)"
+    )]
     async fn probes(
         &self,
         ctx: &Context<'_>,
@@ -36,7 +40,7 @@ impl ProbeQuery {
     }
 
     /// One probe, by id (`prb_…`) or name.
-    #[graphql(visible = "holds_probes")]
+    #[graphql(visible = "holds_probes", complexity = "read_cost(child_complexity)")]
     async fn probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
         let (app, caller) = parts(ctx)?;
         Ok(app.get_probe(caller, &probe).await.map_err(refuse)?.into())

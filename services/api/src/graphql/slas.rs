@@ -1,5 +1,6 @@
 //! SLAs over GraphQL: listing, reading and applying documents, and an SLA's
-//! versions, objectives and export.
+//! versions, objectives and export. An SLA's versions are `SlaVersion`s,
+//! which lead nowhere back to SLAs, so versions cannot nest in versions.
 
 use async_graphql::connection::Connection;
 use async_graphql::{Context, Json, Object};
@@ -14,6 +15,7 @@ use super::compliance::{
     Alert, Breach, BudgetStatus, ObjectiveBudget, ObjectiveCompliance, SeriesPoint,
 };
 use super::dashboard::{Dashboard, dashboard};
+use super::limits::{page_cost, read_cost, unpaged_cost};
 use super::maintenance::MaintenanceWindow;
 use super::{
     family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant, paged, parts,
@@ -30,6 +32,7 @@ pub(super) struct SlaQuery;
 #[Object]
 impl SlaQuery {
     /// SLAs the caller may see, by name (a customer's user: its own).
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn slas(
         &self,
         ctx: &Context<'_>,
@@ -47,6 +50,7 @@ impl SlaQuery {
     }
 
     /// One SLA, the version in force unless `version` is given.
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn sla(
         &self,
         ctx: &Context<'_>,
@@ -144,6 +148,7 @@ impl Sla {
     }
 
     /// Compliance and error budgets now, per objective.
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn compliance(
         &self,
         ctx: &Context<'_>,
@@ -165,6 +170,7 @@ impl Sla {
     }
 
     /// Remaining budget and burn per objective, as gateways read it.
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn budget_status(&self, ctx: &Context<'_>) -> async_graphql::Result<BudgetStatus> {
         let (app, caller) = parts(ctx)?;
         let view = app
@@ -187,6 +193,7 @@ impl Sla {
     }
 
     /// Burn-rate alerts, of the objectives the caller may read.
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn alerts(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Alert>> {
         let (app, caller) = parts(ctx)?;
         let view = app.sla_alerts(caller, &self.0.name).await.map_err(refuse)?;
@@ -205,6 +212,7 @@ impl Sla {
     }
 
     /// Closed periods not met, of the objectives the caller may read.
+    #[graphql(complexity = "unpaged_cost(child_complexity)")]
     async fn breaches(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Breach>> {
         let (app, caller) = parts(ctx)?;
         let view = app
@@ -227,7 +235,7 @@ impl Sla {
 
     /// One objective's budget over the last `hours` (default 24, at most
     /// 2000 points).
-    #[graphql(visible = "holds_history")]
+    #[graphql(visible = "holds_history", complexity = "read_cost(child_complexity)")]
     async fn series(
         &self,
         ctx: &Context<'_>,
@@ -268,6 +276,7 @@ impl Sla {
 
     /// Compliance, budgets and the minutes of `[from, to)` (RFC 3339;
     /// default the last day, at most two days), as `dashboard` answers.
+    #[graphql(complexity = "read_cost(child_complexity)")]
     async fn dashboard(
         &self,
         ctx: &Context<'_>,
@@ -279,7 +288,10 @@ impl Sla {
 
     /// Maintenance windows (the SLA's and the tenant-wide ones) overlapping
     /// `[from, to)`, RFC 3339; by default the last 30 days and the next 90.
-    #[graphql(visible = "holds_maintenance")]
+    #[graphql(
+        visible = "holds_maintenance",
+        complexity = "unpaged_cost(child_complexity)"
+    )]
     async fn maintenance_windows(
         &self,
         ctx: &Context<'_>,
@@ -297,19 +309,23 @@ impl Sla {
         Ok(windows.into_iter().map(Into::into).collect())
     }
 
-    /// Every version, newest first.
-    #[graphql(visible = "holds_history")]
-    async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Sla>> {
+    /// Every version, newest first, as it was applied (what the SLA
+    /// measures now is on the SLA itself).
+    #[graphql(
+        visible = "holds_history",
+        complexity = "unpaged_cost(child_complexity)"
+    )]
+    async fn versions(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<SlaVersion>> {
         let (app, caller) = parts(ctx)?;
         let versions = app
             .sla_versions(caller, &self.0.name)
             .await
             .map_err(refuse)?;
-        Ok(versions.into_iter().map(Sla).collect())
+        Ok(versions.into_iter().map(SlaVersion).collect())
     }
 
     /// The document, `native` or `openslo` YAML.
-    #[graphql(visible = "holds_export")]
+    #[graphql(visible = "holds_export", complexity = "read_cost(child_complexity)")]
     async fn export(
         &self,
         ctx: &Context<'_>,
@@ -324,6 +340,31 @@ impl Sla {
         app.export_sla(caller, &self.0.name, None, format)
             .await
             .map_err(refuse)
+    }
+}
+
+/// One version of an SLA as it was applied: its service, customer and
+/// objectives. It reads nothing and leads back to no SLA.
+#[derive(Debug)]
+struct SlaVersion(SlaView);
+
+#[Object]
+impl SlaVersion {
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    async fn display_name(&self) -> Option<&str> {
+        self.0.display_name.as_deref()
+    }
+    async fn service(&self) -> &str {
+        &self.0.service
+    }
+    /// The customer this version was for.
+    async fn customer_ref(&self) -> Option<&str> {
+        self.0.customer_ref.as_deref()
+    }
+    async fn objectives(&self) -> Vec<Objective> {
+        self.0.objectives.iter().cloned().map(Objective).collect()
     }
 }
 

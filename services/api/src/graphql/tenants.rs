@@ -5,6 +5,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
+use super::limits::page_cost;
 use super::{holds, paged, parts, refuse};
 
 fn holds_tenants(ctx: &Context<'_>) -> bool {
@@ -17,7 +18,10 @@ pub(super) struct TenantQuery;
 #[Object]
 impl TenantQuery {
     /// Every tenant (slaproof's operators only).
-    #[graphql(visible = "holds_tenants")]
+    #[graphql(
+        visible = "holds_tenants",
+        complexity = "page_cost(first, child_complexity)"
+    )]
     async fn tenants(
         &self,
         ctx: &Context<'_>,

@@ -5,6 +5,7 @@ use async_graphql::{Context, Object, SimpleObject};
 
 use slaproof_app::Scope;
 
+use super::limits::read_cost;
 use super::{family_name, holds, parts, refuse};
 
 fn holds_thresholds(ctx: &Context<'_>) -> bool {
@@ -18,7 +19,10 @@ pub(super) struct ThresholdQuery;
 impl ThresholdQuery {
     /// A customer's own alert lines on an SLA's objectives (a customer's
     /// user: its own SLA's); needs `sla:write:thresholds`.
-    #[graphql(visible = "holds_thresholds")]
+    #[graphql(
+        visible = "holds_thresholds",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn thresholds(
         &self,
         ctx: &Context<'_>,

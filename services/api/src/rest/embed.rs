@@ -2,22 +2,26 @@
 //! header on answers to embed tokens is set by `auth::request`).
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 
-use super::{ApiProblem, ApiState, ProblemResponses, created, parse_body};
+use super::{ApiProblem, ApiState, ProblemResponses, created, invalid, parse_body};
+use slaproof_app::idempotency::Creating;
+use slaproof_app::Scope;
 use slaproof_app::Caller;
 use slaproof_app::embed::EmbedRequest;
 
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/embed-tokens", post(create))
+        .route("/v1/embed-tokens/{id}", delete(revoke))
         .route("/v1/embed-origins", get(origins).put(set_origins))
 }
 
@@ -27,17 +31,30 @@ pub(crate) fn router() -> Router<ApiState> {
 pub(crate) struct EmbedTokenIn {
     #[schema(value_type = String, example = "cus_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
     pub customer: CustomerId,
-    /// Which dashboard, e.g. `overview`.
+    /// `overview` (every SLA of the customer), or the name of one of the
+    /// customer's SLAs: the token then reads that SLA and nothing else.
     pub dashboard: String,
     /// Read scopes only, each held by the caller, e.g. `sla:read:uptime`.
     pub scopes: Vec<String>,
     /// 60-3600 seconds; 900 by default.
     pub ttl_secs: Option<u32>,
+    /// One of the tenant's framing origins (`PUT /v1/embed-origins`): only
+    /// it may frame the dashboard. Any of them when absent.
+    #[serde(default)]
+    pub origin: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+/// A signed embed token (no `Debug`, so it cannot reach a log).
+#[derive(Clone, Serialize, utoipa::ToSchema)]
 pub(crate) struct EmbedTokenOut {
-    pub token: String,
+    /// The token's id (its `jti`), to revoke it with
+    /// `DELETE /v1/embed-tokens/{id}`.
+    #[schema(value_type = String, example = "0190c0f5-c6a0-7d3e-8e3f-4a1b2c3d4e5f")]
+    pub id: uuid::Uuid,
+    /// The token. Absent from an idempotent replay (`Idempotent-Replayed:
+    /// true`): tokens are not kept; ask for a new one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     pub expires_at: DateTime<Utc>,
     pub scopes: Vec<String>,
 }
@@ -80,6 +97,7 @@ pub(crate) async fn create(
         dashboard: input.dashboard,
         scopes: input.scopes,
         ttl_secs: input.ttl_secs,
+        origin: input.origin,
     };
     let route = "POST /v1/embed-tokens";
     let app = &state.app;
@@ -87,11 +105,13 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
+        Creating::with_secret(Scope::EmbedTokenCreate, "token"),
         (route, &bytes),
         async |tx| app.create_embed_token_in(tx, &caller, request).await,
         |token| {
             let out = EmbedTokenOut {
-                token: token.token,
+                id: token.id,
+                token: Some(token.token),
                 expires_at: token.expires_at,
                 scopes: token.scopes.into_iter().map(str::to_owned).collect(),
             };
@@ -99,6 +119,28 @@ pub(crate) async fn create(
         },
     )
     .await
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/embed-tokens/{id}",
+    operation_id = "embed_tokens_revoke",
+    tag = "embed",
+    summary = "Revoke an embed token before it expires",
+    params(("id" = String, Path, description = "The token's id (`jti`), as its creation answered")),
+    responses(
+        (status = 204, description = "Revoked: every request with the token is refused from now on"),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn revoke(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<uuid::Uuid>, PathRejection>,
+) -> Result<StatusCode, ApiProblem> {
+    let Path(id) = path.map_err(|_| invalid("id", "must be a token id (a UUID)"))?;
+    state.app.revoke_embed_token(&caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(

@@ -9,6 +9,8 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_app::idempotency::Creating;
+use slaproof_app::Scope;
 use slaproof_app::ingest_keys::IngestKey;
 use slaproof_domain::ids::IngestKeyId;
 
@@ -54,12 +56,17 @@ impl From<IngestKey> for IngestKeyOut {
     }
 }
 
-/// A key just created: `key` is shown this once and never again.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+/// A key just created: `key` is shown this once and never again (no
+/// `Debug`, so it cannot reach a log).
+#[derive(Clone, Serialize, utoipa::ToSchema)]
 pub(crate) struct IngestKeyCreatedOut {
     #[serde(flatten)]
     pub ingest_key: IngestKeyOut,
-    pub key: String,
+    /// The secret. Absent from an idempotent replay (`Idempotent-Replayed:
+    /// true`): slaproof keeps only its hash, so a client that lost the
+    /// first answer revokes the key and creates another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 #[utoipa::path(
@@ -84,18 +91,17 @@ pub(crate) async fn create(
     let input: IngestKeyIn = parse_body(&bytes)?;
     let route = "POST /v1/ingest-keys";
     let app = &state.app;
-    // A replay hands the secret out again, to the same subject only, which
-    // is what a retried request that lost its answer needs.
     created(
         &state,
         &caller,
         &headers,
+        Creating::with_secret(Scope::IngestKeyManage, "key"),
         (route, &bytes),
         async |tx| app.create_ingest_key_in(tx, &caller, &input.name).await,
         |made| {
             let out = IngestKeyCreatedOut {
                 ingest_key: made.key.into(),
-                key: made.secret,
+                key: Some(made.secret),
             };
             (StatusCode::CREATED, out)
         },

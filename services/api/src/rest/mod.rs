@@ -23,7 +23,7 @@ use axum::extract::Query;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use slaproof_app::idempotency::IdempotencyKey;
+use slaproof_app::idempotency::{Creating, IdempotencyKey};
 use slaproof_app::{AppError, Caller, PageRequest, TenantTx};
 
 pub(crate) use crate::ApiState;
@@ -118,11 +118,14 @@ fn refuse_nul(bytes: &[u8]) -> Result<(), ApiProblem> {
 /// and the answer commit in one transaction ([`slaproof_app::App::once`]),
 /// so a retry with the same key and body gets the first answer again (with
 /// `Idempotent-Replayed: true`), and one after a failure runs afresh.
-/// Without the header it simply runs.
+/// Without the header it simply runs. `creating` names the scope checked
+/// before anything (a replay included) and the answer's secret field,
+/// which a replay leaves out and whose answer no cache may keep.
 pub(crate) async fn created<T, O>(
     state: &ApiState,
     caller: &Caller,
     headers: &axum::http::HeaderMap,
+    creating: Creating,
     (route, body): (&str, &[u8]),
     work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
     answer: impl FnOnce(T) -> (StatusCode, O),
@@ -141,7 +144,7 @@ where
     };
     let answered = state
         .app
-        .once(caller, key.as_ref(), work, |made| {
+        .once(caller, creating, key.as_ref(), work, |made| {
             let (status, out) = answer(made);
             let body = serde_json::to_value(&out).map_err(|e| AppError::Internal(Box::new(e)))?;
             Ok((status.as_u16(), body))
@@ -149,6 +152,12 @@ where
         .await?;
     let status = StatusCode::from_u16(answered.status).unwrap_or(StatusCode::OK);
     let mut response = (status, axum::Json(answered.body)).into_response();
+    if creating.secret.is_some() {
+        response.headers_mut().insert(
+            axum::http::header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        );
+    }
     if answered.replayed {
         response
             .headers_mut()

@@ -12,6 +12,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
+use slaproof_app::idempotency::Creating;
+use slaproof_app::Scope;
 use slaproof_app::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 use slaproof_domain::ids::ProbeId;
 
@@ -360,6 +362,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
+        Creating::plain(Scope::ProbeManage),
         (route, &bytes),
         async |tx| app.create_probe_in(tx, &caller, new).await,
         |probe| (StatusCode::CREATED, ProbeOut::from(probe)),

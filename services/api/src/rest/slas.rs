@@ -14,6 +14,8 @@ use sha2::Digest;
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
+use slaproof_app::idempotency::Creating;
+use slaproof_app::Scope;
 use slaproof_app::Caller;
 use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
 use slaproof_app::dashboard::DashboardView;
@@ -125,6 +127,7 @@ pub(crate) async fn apply(
         &state,
         &caller,
         &headers,
+        Creating::plain(Scope::SlaWrite),
         (route, &bytes),
         async |tx| app.apply_sla_in(tx, &caller, &input.document).await,
         |applied| {

@@ -1,0 +1,381 @@
+//! The attacks a pentester tries first, each refused: replays that skip
+//! the scope check or hand a secret out again, operator tokens from a
+//! tenant's key, embed tokens reaching past their dashboard or outliving
+//! their revocation, and an SLA's history leaking to its next customer.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_tests::fixtures;
+use slaproof_tests::world::world;
+
+#[tokio::test]
+async fn a_replay_checks_scopes_first_and_never_hands_out_a_secret_again() {
+    // Found by reading the code: a retry replayed the kept answer before
+    // any scope check, and kept answers held the plaintext ingest key (and
+    // embed token) for a day. A replay now checks the scope first, and the
+    // secret is never kept: the replay answers without it.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let post = |token: &str, path: &str, body: Value| {
+        w.http
+            .post(format!("http://{}{path}", w.app.address))
+            .bearer_auth(token)
+            .header("Idempotency-Key", "secret-once")
+            .json(&body)
+            .send()
+    };
+    let first = post(&admin, "/v1/ingest-keys", json!({ "name": "ci" }))
+        .await
+        .unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert_eq!(first.headers()["cache-control"], "no-store");
+    let first: Value = first.json().await.unwrap();
+    let secret = first["key"].as_str().unwrap().to_owned();
+
+    // The same subject, now without the scope (a viewer's token).
+    let viewer = w.token(&["operations_viewer"], None);
+    let (status, problem) = {
+        let answer = post(&viewer, "/v1/ingest-keys", json!({ "name": "ci" }))
+            .await
+            .unwrap();
+        (answer.status(), answer.json::<Value>().await.unwrap())
+    };
+    assert_eq!(status, StatusCode::FORBIDDEN, "{problem}");
+    assert!(!problem.to_string().contains(&secret));
+
+    let again = post(&admin, "/v1/ingest-keys", json!({ "name": "ci" }))
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::CREATED);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], first["id"]);
+    assert!(again.get("key").is_none(), "{again}");
+
+    // Nothing kept in the database holds the secret.
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let kept: Vec<String> =
+        sqlx::query_scalar("SELECT response::text FROM api_idempotency_keys")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    tx.commit().await.unwrap();
+    assert!(!kept.is_empty());
+    assert!(kept.iter().all(|k| !k.contains(&secret)), "{kept:?}");
+}
+
+#[tokio::test]
+async fn only_the_operators_key_makes_an_operator() {
+    // Found by reading the code: the operator role was granted in every
+    // domain and no key was tied to it, so a tenant's token claiming
+    // `roles: ["operator"]` listed and created tenants.
+    let w = world().await;
+    let claimed = fixtures::sign(
+        &fixtures::claims(w.tenant, &["operator"], None),
+        fixtures::RS_PRIVATE,
+        fixtures::TEST_KID,
+    );
+    for (method, path, body) in [
+        ("GET", "/v1/tenants", None),
+        (
+            "POST",
+            "/v1/tenants",
+            Some(json!({ "name": "forged-ai", "display_name": "Forged AI" })),
+        ),
+    ] {
+        let (status, problem) = w.call(method, path, &claimed, body).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains("roles"),
+            "{problem}"
+        );
+    }
+    // And the operator's key speaks for the operator only: a tenant role
+    // signed with it is refused.
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some(fixtures::OPERATOR_KID.into());
+    let admin_by_operator_key = jsonwebtoken::encode(
+        &header,
+        &fixtures::claims(w.tenant, &["provider_admin"], None),
+        &jsonwebtoken::EncodingKey::from_ec_pem(
+            fixtures::OPERATOR_PRIVATE.as_bytes(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (status, _) = w
+        .call("GET", "/v1/customers", &admin_by_operator_key, None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // The operator's own token works.
+    let (status, body) = w
+        .call("GET", "/v1/tenants", &w.token(&["operator"], None), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one() {
+    // Found by reading the code: the check used the SLA's current customer
+    // for every version, so the new customer read the old one's versions,
+    // series and breaches.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let sla: uuid::Uuid = {
+        let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+        let id = slaproof_store::slas::find(&mut tx, "acme-enterprise", None)
+            .await
+            .unwrap()
+            .id
+            .uuid();
+        tx.commit().await.unwrap();
+        id
+    };
+    let record = async |version: i32, minutes_ago: i64, met: bool| {
+        let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+        let at = chrono::Utc::now() - chrono::Duration::minutes(minutes_ago);
+        let evaluation: uuid::Uuid = sqlx::query_scalar(
+            "INSERT INTO evaluations (tenant_id, id, sla_id, version, objective, evaluated_at, as_of, \
+                 period_start, period_end, target_ppm, good, total, excluded, late_folded, late_total, met, \
+                 compliance_ppm, budget_allowed, budget_consumed, budget_remaining, burn_rate_milli) \
+             VALUES ($1, gen_random_uuid(), $2, $3, 'availability', $4, $4, $4 - interval '1 day', $4, \
+                 999000, 90, 100, 0, 0, 0, $5, 900000, 1, 10, -9, 9000) RETURNING id",
+        )
+        .bind(w.tenant.uuid())
+        .bind(sla)
+        .bind(version)
+        .bind(at)
+        .bind(met)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO period_results (tenant_id, id, sla_id, version, objective, period_start, period_end, \
+                 revision, as_of, target_ppm, good, total, excluded, late_total, met, evaluation_id) \
+             VALUES ($1, gen_random_uuid(), $2, $3, 'availability', $4 - interval '1 day', $4, \
+                 1, $4, 999000, 90, 100, 0, 0, $5, $6)",
+        )
+        .bind(w.tenant.uuid())
+        .bind(sla)
+        .bind(version)
+        .bind(at)
+        .bind(met)
+        .bind(evaluation)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    };
+    // Version 1 is acme-corp's, with a breach.
+    record(1, 600, false).await;
+    // The provider moves the SLA to globex: version 2.
+    let moved = slaproof_tests::world::DEMO_SLA.replace("customer: acme-corp", "customer: globex");
+    let (status, body) = w
+        .call("POST", "/v1/slas", &admin, Some(json!({ "document": moved })))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["version"], 2, "{body}");
+
+    let globex = w.token(&["customer_admin"], Some(w.other_customer));
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/versions", &globex, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let versions: Vec<i64> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(versions, [2], "{body}");
+    let (status, _) = w
+        .call("GET", "/v1/slas/acme-enterprise?version=1", &globex, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/breaches", &globex, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["breaches"], json!([]), "{body}");
+    let (status, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/compliance", &globex, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        !body.to_string().contains("900000"),
+        "acme-corp's last verdict shown to globex: {body}"
+    );
+    let series = "/v1/slas/acme-enterprise/compliance/series?objective=availability";
+    let (status, body) = w.call("GET", series, &globex, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["points"], json!([]), "{body}");
+
+    // Globex's own history shows; the provider still sees both versions'.
+    record(2, 5, true).await;
+    let (_, body) = w.call("GET", series, &globex, None).await;
+    assert_eq!(body["points"].as_array().unwrap().len(), 1, "{body}");
+    let (_, body) = w.call("GET", series, &admin, None).await;
+    assert_eq!(body["points"].as_array().unwrap().len(), 2, "{body}");
+    let (_, body) = w
+        .call("GET", "/v1/slas/acme-enterprise/breaches", &admin, None)
+        .await;
+    assert_eq!(body["breaches"].as_array().unwrap().len(), 1, "{body}");
+    // And acme-corp no longer sees the SLA at all.
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let (status, _) = w
+        .call("GET", "/v1/slas/acme-enterprise?version=1", &acme, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_embed_token_reads_its_dashboard_only_and_dies_when_revoked() {
+    // Found by reading the code: the `dashboard` claim was never enforced
+    // (a token read every SLA of its customer), tokens had no id and could
+    // not be revoked, and nothing bound a token to the console framing it.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let batch = slaproof_tests::world::DEMO_SLA.replace("name: acme-enterprise", "name: acme-batch");
+    let (status, body) = w
+        .call("POST", "/v1/slas", &admin, Some(json!({ "document": batch })))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = w
+        .call(
+            "PUT",
+            "/v1/embed-origins",
+            &admin,
+            Some(json!({ "origins": ["https://console.example.com", "https://other.example.com"] })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let ask = |dashboard: &str, origin: Option<&str>| {
+        json!({ "customer": w.acme.to_string(), "dashboard": dashboard,
+                "scopes": ["sla:read", "sla:read:uptime"], "origin": origin })
+    };
+
+    // A dashboard must be the overview or one of the customer's SLAs.
+    for (dashboard, origin) in [
+        ("no-such-sla", None),
+        ("acme-batch", Some("https://evil.example.com")),
+    ] {
+        let (status, problem) = w
+            .call("POST", "/v1/embed-tokens", &admin, Some(ask(dashboard, origin)))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    }
+
+    let (status, one) = w
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &admin,
+            Some(ask("acme-batch", Some("https://console.example.com"))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{one}");
+    let token = one["token"].as_str().unwrap();
+    let (status, list) = w.call("GET", "/v1/slas", token, None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let names: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["acme-batch"]);
+    let (status, _) = w
+        .call("GET", "/v1/slas/acme-enterprise/compliance", token, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Framed by its own origin only.
+    let answer = w
+        .http
+        .get(format!("http://{}/v1/slas/acme-batch", w.app.address))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(
+        answer.headers()[reqwest::header::CONTENT_SECURITY_POLICY],
+        "frame-ancestors https://console.example.com"
+    );
+
+    // The overview reads every SLA of the customer.
+    let (_, overview) = w
+        .call("POST", "/v1/embed-tokens", &admin, Some(ask("overview", None)))
+        .await;
+    let (_, list) = w
+        .call("GET", "/v1/slas", overview["token"].as_str().unwrap(), None)
+        .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 2, "{list}");
+
+    // Revoked, it is refused at once; the other token goes on.
+    let id = one["id"].as_str().unwrap();
+    let (status, _) = w
+        .call("DELETE", &format!("/v1/embed-tokens/{id}"), &admin, None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, problem) = w.call("GET", "/v1/slas/acme-batch", token, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("revoked"));
+    let (status, _) = w
+        .call("GET", "/v1/slas", overview["token"].as_str().unwrap(), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Nothing else may be framed at all.
+    let answer = w
+        .http
+        .get(format!("http://{}/v1/customers", w.app.address))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.headers()[reqwest::header::CONTENT_SECURITY_POLICY],
+        "frame-ancestors 'none'"
+    );
+}
+
+#[tokio::test]
+async fn replicas_on_one_database_accept_each_others_embed_tokens() {
+    // Found by reading the code: with no `embed_secret` configured each
+    // process made its own, so replicas refused each other's tokens.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let mut config = slaproof::Config::default();
+    config.server.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    fixtures::trust_test_key(&mut config);
+    assert!(config.api.embed_secret.is_none());
+    let replica = slaproof::Application::build(config, w.app.db.clone(), &[slaproof::Service::Api])
+        .await
+        .unwrap();
+    let replica_address = replica.local_addr();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(replica.run(stop.clone()));
+
+    let (status, created) = w
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &admin,
+            Some(json!({ "customer": w.acme.to_string(), "dashboard": "overview",
+                         "scopes": ["sla:read"] })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (status, body) = fixtures::call(
+        &w.http,
+        replica_address,
+        created["token"].as_str().unwrap(),
+        "GET",
+        "/v1/slas",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    stop.cancel();
+    server.await.unwrap().unwrap();
+}
