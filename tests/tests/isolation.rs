@@ -510,3 +510,23 @@ async fn services_refuse_a_role_that_bypasses_row_level_security() {
     assert!(err.contains("superuser"), "{err}");
     assert!(err.contains("slaproof_service"), "{err}");
 }
+
+#[tokio::test]
+async fn services_refuse_a_role_that_may_create_in_public() {
+    // A role that may create in `public` could plant a function there for
+    // the owner's sessions (and, before their search_path was pinned, the
+    // SECURITY DEFINER functions) to run as the owner.
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    db.check_service_role().await.unwrap();
+    let mut owner = database.owner_connection().await;
+    sqlx::query(&format!(
+        "GRANT CREATE ON SCHEMA public TO {}",
+        database.service.get_username()
+    ))
+    .execute(&mut owner)
+    .await
+    .unwrap();
+    let err = db.check_service_role().await.unwrap_err().to_string();
+    assert!(err.contains("create objects in the schema public"), "{err}");
+}

@@ -100,14 +100,18 @@ impl Database {
 
     /// Refuses a service role that row-level security would not bind: a
     /// superuser, a role with BYPASSRLS, or one that owns (or inherits the
-    /// owner of) any table. Services call this at start.
+    /// owner of) any table; and one that may create objects in `public`,
+    /// where it could plant a function for the owner's sessions to run.
+    /// Services call this at start.
     #[tracing::instrument(skip_all)]
     pub async fn check_service_role(&self) -> Result<(), StoreError> {
-        let (role, superuser, bypass, owns): (String, bool, bool, Option<String>) = sqlx::query_as(
+        type Row = (String, bool, bool, Option<String>, bool);
+        let (role, superuser, bypass, owns, creates): Row = sqlx::query_as(
             "SELECT r.rolname::text, r.rolsuper, r.rolbypassrls, \
                     (SELECT c.relname::text FROM pg_class c \
                      WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') \
-                       AND pg_has_role(current_user, c.relowner, 'USAGE') LIMIT 1) \
+                       AND pg_has_role(current_user, c.relowner, 'USAGE') LIMIT 1), \
+                    has_schema_privilege(current_user, 'public', 'CREATE') \
              FROM pg_roles r WHERE r.rolname = current_user",
         )
         .fetch_one(&self.pool)
@@ -118,6 +122,8 @@ impl Database {
             Some("has BYPASSRLS")
         } else if owns.is_some() {
             Some("owns tables of the schema")
+        } else if creates {
+            Some("may create objects in the schema public (REVOKE CREATE ON SCHEMA public FROM PUBLIC)")
         } else {
             None
         };
