@@ -1042,3 +1042,435 @@ async fn probes_created_together_spread_their_slots_over_the_interval() {
         );
     }
 }
+
+/// Issue #11, item 10: a refusal tells the provider the class of address
+/// its probe's host resolves to, never the addresses (the operator's
+/// internal DNS answers), when the probe is saved and in a run's recorded
+/// error; and NAT64's local-use prefix, which the operator's own
+/// translator maps to addresses of its choosing, is refused both times.
+#[tokio::test]
+async fn refusals_name_the_class_of_address_never_the_address() {
+    let (target, _) = target().await;
+    let w = world(false).await;
+    let hidden = ["127.0.0.1", "::1", "[::1]"];
+    let create = |url: String| {
+        let w = &w;
+        async move {
+            w.call(
+                "POST",
+                "/v1/probes",
+                Some(json!({"name": "inside", "service": "chat-completions", "kind": "http", "url": url})),
+            )
+            .await
+        }
+    };
+
+    // Saved: a name that resolves to loopback is refused by its class.
+    let (status, problem) = create(format!("http://localhost:{}/ok", target.port())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("localhost is or resolves to a loopback address"),
+        "{detail}"
+    );
+    for address in hidden {
+        assert!(!detail.contains(address), "{detail}");
+    }
+    // IPv6 that reaches IPv4 inside, or the operator's NAT64.
+    for (url, range) in [
+        ("http://[64:ff9b:1::a00:1]/", "NAT64 local-use"),
+        ("http://[64:ff9b:1::808:808]/", "NAT64 local-use"),
+        ("http://[64:ff9b::a00:1]/", "private"),
+        ("http://[2002:a00:1::1]/", "private"),
+        ("http://[::ffff:a9fe:a9fe]/", "link-local"),
+    ] {
+        let (status, problem) = create(url.to_owned()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {problem}");
+        assert_eq!(problem["field"], "url", "{problem}");
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains(range), "{url}: {detail}");
+    }
+
+    // Run: probes that skipped the save-time check (DNS changed since, or
+    // the policy was tightened) are refused at connection time, and the
+    // provider reads the class in the run's error, not the address.
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let mut ids = Vec::new();
+    for (name, url) in [
+        ("rebound", format!("http://localhost:{}/ok", target.port())),
+        (
+            "nat64",
+            format!("http://[64:ff9b:1::a00:1]:{}/ok", target.port()),
+        ),
+    ] {
+        let stored = probes::create(
+            &mut tx,
+            &ProbeDefinition {
+                name: name.into(),
+                service: "chat-completions".into(),
+                model: None,
+                kind: ProbeKind::Http,
+                method: "GET".into(),
+                url,
+                headers: Default::default(),
+                body: None,
+                expected_status: 200,
+                interval_secs: 3600,
+                timeout_ms: 1000,
+                enabled: true,
+            },
+        )
+        .await
+        .unwrap();
+        ids.push(stored.id.to_string());
+    }
+    tx.commit().await.unwrap();
+    for id in &ids {
+        let events = wait_for_events(&w.app.db, w.tenant, id, 1, Duration::from_secs(10)).await;
+        assert_eq!(events.len(), 1, "{id}");
+        assert_eq!(events[0].status, None);
+        assert_eq!(
+            events[0].error_class.as_deref(),
+            Some("refused_target"),
+            "{events:?}"
+        );
+    }
+    let (_, rebound) = w.call("GET", "/v1/probes/rebound", None).await;
+    let error = rebound["last_run"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("refused_target: localhost is or resolves to a loopback address"),
+        "{error}"
+    );
+    for address in hidden {
+        assert!(!error.contains(address), "{error}");
+    }
+    let (_, nat64) = w.call("GET", "/v1/probes/nat64", None).await;
+    let error = nat64["last_run"]["error"].as_str().unwrap();
+    assert!(error.contains("NAT64 local-use"), "{error}");
+}
+
+/// What the forging endpoint is to write before it answers: the event id
+/// the probe's coming run would have had when ids were derived from the
+/// probe and its slot, and the run's request id.
+#[derive(Debug, Clone)]
+struct Forgery {
+    old_id: uuid::Uuid,
+    request_id: String,
+}
+
+/// What the forging endpoint wrote for one run: every microsecond of
+/// `[from, to]`, and how many of those events the ingest API stored.
+#[derive(Debug, Clone, Copy)]
+struct Forged {
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    sent: u64,
+    stored: u64,
+}
+
+/// The moments before a request's arrival the forger covers, one event a
+/// microsecond: the run's start is between its measurement's first clock
+/// reading and the request's arrival, which on one machine is well within.
+const FORGED_WINDOW_US: i64 = 20_000;
+
+/// The event id a probe's run in `slot` had when ids were derived (SHA-256
+/// of a label, the probe's id and the slot's microseconds; the first 16
+/// bytes as a version-8 UUID), computed by Postgres.
+async fn derived_run_id(
+    db: &Database,
+    tenant: TenantId,
+    probe: uuid::Uuid,
+    slot: DateTime<Utc>,
+) -> uuid::Uuid {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let digest: Vec<u8> = sqlx::query_scalar(
+        "SELECT substring(sha256(convert_to('slaproof-probe-run', 'UTF8') || '\\x00'::bytea \
+             || uuid_send($1) || int8send($2)) FROM 1 FOR 16)",
+    )
+    .bind(probe)
+    .bind(slot.timestamp_micros())
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    uuid::Builder::from_custom_bytes(digest.try_into().unwrap()).into_uuid()
+}
+
+/// A provider's endpoint that forges its probe's result: when the probe's
+/// request arrives, it waits for the [`Forgery`] it is to write, writes a
+/// good event under that id at every microsecond of the moments before
+/// (as the provider, with its ingest key), then answers 500.
+async fn forging_target(
+    ingest: SocketAddr,
+    key: String,
+) -> (
+    SocketAddr,
+    Arc<tokio::sync::watch::Sender<Option<Forgery>>>,
+    Arc<Mutex<Vec<Forged>>>,
+) {
+    let orders = Arc::new(tokio::sync::watch::channel(None::<Forgery>).0);
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let (handler_orders, handler_done) = (orders.clone(), done.clone());
+    let app = axum::Router::new().route(
+        "/forged",
+        get(move || {
+            let (orders, done, key) = (handler_orders.clone(), handler_done.clone(), key.clone());
+            async move {
+                let to = Utc::now();
+                let to = DateTime::from_timestamp_micros(to.timestamp_micros()).unwrap();
+                let from = to - chrono::Duration::microseconds(FORGED_WINDOW_US);
+                let forgery = {
+                    let mut waiting = orders.subscribe();
+                    waiting
+                        .wait_for(Option::is_some)
+                        .await
+                        .unwrap()
+                        .clone()
+                        .unwrap()
+                };
+                orders.send_replace(None);
+                let http = reqwest::Client::new();
+                let (mut sent, mut stored) = (0, 0);
+                let mut at = from;
+                while at <= to {
+                    let mut batch = Vec::with_capacity(10_000);
+                    while at <= to && batch.len() < 10_000 {
+                        batch.push(json!({
+                            "id": forgery.old_id.to_string(),
+                            "time": at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                            "service": "chat-completions",
+                            "request_id": forgery.request_id,
+                            "status": 200,
+                            "latency_ms": 12,
+                            "streaming": false,
+                        }));
+                        at += chrono::Duration::microseconds(1);
+                    }
+                    sent += batch.len() as u64;
+                    let reply: Value = http
+                        .post(format!("http://{ingest}/v1/events"))
+                        .bearer_auth(&key)
+                        .json(&batch)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    stored += reply["stored"].as_u64().unwrap_or(0);
+                }
+                done.lock().unwrap().push(Forged {
+                    from,
+                    to,
+                    sent,
+                    stored,
+                });
+                (AxumStatus::INTERNAL_SERVER_ERROR, "down")
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (address, orders, done)
+}
+
+/// Issue #11, item 10: a probe's result cannot be forged by the provider
+/// it measures. The provider's endpoint, seeing the probe's request come,
+/// writes good events (with its ingest key) under the id the run would
+/// have had when ids were derived from the probe and its slot, at every
+/// microsecond before the request arrived, so that one holds the run's
+/// key `(occurred_at, id)`; then it fails the request. The failure is
+/// what is stored, as a probe event, and the forged events stay the
+/// provider's own.
+#[tokio::test]
+async fn a_provider_cannot_pre_write_its_probes_result() {
+    let w = world(true).await;
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let key = slaproof_store::ingest_keys::create(&mut tx, "gateway")
+        .await
+        .unwrap()
+        .reveal()
+        .to_owned();
+    tx.commit().await.unwrap();
+    let (target, orders, done) = forging_target(w.app.address, key).await;
+
+    let mut probe: Option<(String, uuid::Uuid)> = None;
+    let mut last_at: Option<DateTime<Utc>> = None;
+    // The run's start is almost always within the window; a run on a
+    // loaded machine that is not is run again.
+    for attempt in 0..3 {
+        let shown = match &probe {
+            None => {
+                w.create(json!({
+                    "name": "forged",
+                    "service": "chat-completions",
+                    "kind": "http",
+                    "url": format!("http://{target}/forged"),
+                    "interval_secs": 3600,
+                    "timeout_ms": 60_000,
+                }))
+                .await
+            }
+            Some(_) => {
+                let (status, shown) = w.call("POST", "/v1/probes/forged/run", None).await;
+                assert_eq!(status, StatusCode::ACCEPTED, "{shown}");
+                shown
+            }
+        };
+        let id = shown["id"].as_str().unwrap().to_owned();
+        let uuid = id.parse::<slaproof_domain::ids::ProbeId>().unwrap().uuid();
+        probe = Some((id.clone(), uuid));
+        // The slot of the coming run, as the API tells the provider.
+        let slot: DateTime<Utc> = shown["next_run_at"].as_str().unwrap().parse().unwrap();
+        let old_id = derived_run_id(&w.app.db, w.tenant, uuid, slot).await;
+        orders.send_replace(Some(Forgery {
+            old_id,
+            request_id: format!("{id}@{}", slot.timestamp()),
+        }));
+
+        // The run, as its summary records it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        let at = loop {
+            let (_, shown) = w.call("GET", "/v1/probes/forged", None).await;
+            let at = shown["last_run"]["at"]
+                .as_str()
+                .map(|at| at.parse::<DateTime<Utc>>().unwrap());
+            if let Some(at) = at
+                && Some(at) != last_at
+            {
+                break at;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no run: {shown}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        last_at = Some(at);
+        let forged = *done.lock().unwrap().last().unwrap();
+        // The provider did write them all: its ingest key takes any id.
+        assert_eq!(forged.stored, forged.sent, "{forged:?}");
+        if !(forged.from..=forged.to).contains(&at) {
+            eprintln!("attempt {attempt}: the run started at {at}, outside {forged:?}");
+            continue;
+        }
+
+        // The key the run's event once had is held by the provider's event.
+        let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+        let held: (String, Option<i32>) =
+            sqlx::query_as("SELECT source, status FROM events WHERE occurred_at = $1 AND id = $2")
+                .bind(at)
+                .bind(old_id)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+        assert_eq!(held, ("provider".to_owned(), Some(200)));
+        // The run itself is stored, as measured: the endpoint failed it.
+        let runs: Vec<(uuid::Uuid, Option<i32>, Option<String>)> = sqlx::query_as(
+            "SELECT id, status, error_class FROM events \
+             WHERE source = 'probe' AND request_id LIKE $1 AND occurred_at = $2",
+        )
+        .bind(format!("{id}@%"))
+        .bind(at)
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(runs.len(), 1, "the run's own event is stored: {runs:?}");
+        assert_ne!(runs[0].0, old_id);
+        assert_eq!(runs[0].1, Some(500));
+        assert_eq!(runs[0].2.as_deref(), Some("status_mismatch"));
+        let (_, listed) = w.call("GET", "/v1/probes/forged/runs?limit=1", None).await;
+        assert_eq!(listed["data"][0]["status"], 500, "{listed}");
+        assert_eq!(listed["data"][0]["error_class"], "status_mismatch");
+        return;
+    }
+    panic!("no run started within the forged window in 3 attempts");
+}
+
+/// The runner's second wall: a run whose event key is found held by an
+/// event it did not write (should its id ever be known) is stored under a
+/// fresh id, never dropped; a retried write of the run's own event stores
+/// nothing more.
+#[tokio::test]
+async fn a_run_whose_key_is_taken_is_stored_under_a_fresh_id() {
+    use slaproof_store::events::{EventSource, StoredEvent};
+
+    let w = world(true).await;
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let key = slaproof_store::ingest_keys::create(&mut tx, "gateway")
+        .await
+        .unwrap()
+        .reveal()
+        .to_owned();
+    tx.commit().await.unwrap();
+    let probe = slaproof_domain::ids::ProbeId::new();
+    let request_id = format!("{probe}@1700000000");
+    let now = Utc::now() - chrono::Duration::seconds(5);
+    let at = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap();
+    let id = uuid::Uuid::new_v4();
+
+    // The provider takes the key first.
+    let reply: Value = w
+        .http
+        .post(format!("http://{}/v1/events", w.app.address))
+        .bearer_auth(&key)
+        .json(&json!([{
+            "id": id.to_string(),
+            "time": at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "service": "chat-completions",
+            "request_id": request_id,
+            "status": 200,
+        }]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["stored"], 1, "{reply}");
+
+    let runner = ProbeRunner::new(
+        w.app.db.clone(),
+        ProbeSettings::default(),
+        OutboundPolicy::strict(),
+    )
+    .unwrap();
+    let run = StoredEvent {
+        id: slaproof_domain::ids::EventId::from_uuid(id),
+        occurred_at: at,
+        source: EventSource::Probe,
+        service: "chat-completions".into(),
+        model: None,
+        request_id: Some(request_id.clone()),
+        status: Some(503),
+        error_class: Some("status_mismatch".into()),
+        latency_us: Some(1200),
+        ttft_us: None,
+        tpot_us: None,
+        input_tokens: None,
+        output_tokens: None,
+        streaming: Some(false),
+        attributes: json!({}),
+    };
+    let stored = runner.store_event(w.tenant, run.clone()).await.unwrap();
+    assert_ne!(stored.id.uuid(), id);
+    // Written again (a retry whose first attempt committed): nothing more.
+    let again = runner.store_event(w.tenant, stored.clone()).await.unwrap();
+    assert_eq!(again.id, stored.id);
+
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let rows: Vec<(uuid::Uuid, String, Option<i32>)> = sqlx::query_as(
+        "SELECT id, source, status FROM events WHERE occurred_at = $1 ORDER BY source",
+    )
+    .bind(at)
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        rows,
+        [
+            (stored.id.uuid(), "probe".to_owned(), Some(503)),
+            (id, "provider".to_owned(), Some(200)),
+        ]
+    );
+}

@@ -37,7 +37,9 @@ const RESERVED_HEADERS: &[&str] = &[
 ];
 
 /// A probe to define. Absent optional fields take the defaults named.
-#[derive(Debug, Clone)]
+/// `Debug` shows header names only: their values are credentials for the
+/// provider's endpoint.
+#[derive(Clone)]
 pub struct NewProbe {
     pub name: String,
     pub service: String,
@@ -59,8 +61,8 @@ pub struct NewProbe {
 }
 
 /// Changes to a probe; `None` leaves a field as it is. `Some(None)`
-/// clears an optional field.
-#[derive(Debug, Clone, Default)]
+/// clears an optional field. `Debug` shows header names only.
+#[derive(Clone, Default)]
 pub struct ProbePatch {
     pub name: Option<String>,
     pub service: Option<String>,
@@ -75,6 +77,31 @@ pub struct ProbePatch {
     pub interval_secs: Option<i32>,
     pub timeout_ms: Option<i32>,
     pub enabled: Option<bool>,
+}
+
+impl std::fmt::Debug for NewProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewProbe")
+            .field("name", &self.name)
+            .field("service", &self.service)
+            .field("kind", &self.kind)
+            .field("url", &self.url)
+            .field("header_names", &self.headers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ProbePatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbePatch")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field(
+                "header_names",
+                &self.headers.as_ref().map(|h| h.keys().collect::<Vec<_>>()),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// A probe named by its id (`prb_…`) or its name.
@@ -260,7 +287,9 @@ pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, AppError> {
 }
 
 /// Refuses a URL `outbound` does not allow, resolving its host now (the
-/// runner checks again at each connection); answers it normalised.
+/// runner checks again at each connection); answers it normalised. A
+/// refusal names the host and the class of address, never an address the
+/// host resolved to (the policy's messages are written so).
 async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppError> {
     let url = url.trim();
     if url.len() > 2048 {
@@ -269,8 +298,8 @@ async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppEr
     let parsed = outbound
         .check_target(url)
         .await
-        .map_err(|refusal| AppError::invalid("url", refusal.to_string()))?
-        .to_string();
+        .map_err(|refusal| AppError::invalid("url", refusal.to_string()))?;
+    let parsed = parsed.to_string();
     // Normalising (punycode, percent-encoding) can lengthen it.
     if parsed.len() > 2048 {
         return Err(AppError::invalid("url", "must be at most 2048 characters"));
@@ -493,6 +522,34 @@ impl App {
 mod tests {
     use super::*;
 
+    #[test]
+    fn header_values_never_reach_a_debug_line() {
+        let headers: BTreeMap<String, String> =
+            [("Authorization".to_owned(), "Bearer sk-live-1".to_owned())].into();
+        let new = NewProbe {
+            name: "chat-eu".into(),
+            service: "chat-completions".into(),
+            model: None,
+            kind: ProbeKind::Http,
+            method: None,
+            url: "https://api.example.com/health".into(),
+            headers: headers.clone(),
+            body: None,
+            expected_status: None,
+            interval_secs: None,
+            timeout_ms: None,
+            enabled: None,
+        };
+        let patch = ProbePatch {
+            headers: Some(headers),
+            ..ProbePatch::default()
+        };
+        for line in [format!("{new:?}"), format!("{patch:?}")] {
+            assert!(line.contains("Authorization"), "{line}");
+            assert!(!line.contains("sk-live-1"), "{line}");
+        }
+    }
+
     fn definition() -> ProbeDefinition {
         ProbeDefinition {
             name: "chat-eu".into(),
@@ -508,6 +565,86 @@ mod tests {
             timeout_ms: 10_000,
             enabled: true,
         }
+    }
+
+    fn message_of(err: AppError) -> String {
+        match err {
+            AppError::Invalid { field, message } => {
+                assert_eq!(field, "url");
+                message
+            }
+            other => panic!("not invalid: {other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_name_is_told_by_its_class_not_its_addresses() {
+        let strict = OutboundPolicy::strict();
+        let message = message_of(check_url(&strict, "http://localhost:9/").await.unwrap_err());
+        assert!(
+            message.contains("localhost is or resolves to a loopback address"),
+            "{message}"
+        );
+        for address in ["127.0.0.1", "::1"] {
+            assert!(!message.contains(address), "{message}");
+        }
+        // An unresolvable name is told so, without addresses either way.
+        let message = message_of(
+            check_url(&strict, "http://does-not-exist.invalid/")
+                .await
+                .unwrap_err(),
+        );
+        assert!(message.contains("does not resolve"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn ipv6_ranges_that_reach_inside_are_refused() {
+        let strict = OutboundPolicy::strict();
+        // (literal, the class named, or None when it may be probed)
+        let table: &[(&str, Option<&str>)] = &[
+            ("64:ff9b:1::a00:1", Some("NAT64 local-use")),
+            ("64:ff9b:1::808:808", Some("NAT64 local-use")),
+            ("64:ff9b::a00:1", Some("private")),
+            ("64:ff9b::7f00:1", Some("loopback")),
+            ("64:ff9b::a9fe:a9fe", Some("link-local")),
+            ("64:ff9b::808:808", None),
+            ("::ffff:10.0.0.1", Some("private")),
+            ("::ffff:127.0.0.1", Some("loopback")),
+            ("2002:a00:1::1", Some("private")),
+            ("2002:7f00:1::1", Some("loopback")),
+            ("2002:808:808::1", None),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", Some("2001::/23")),
+            ("5f00::1", Some("reserved")),
+            ("3fff::1", Some("documentation")),
+            ("2606:4700:4700::1111", None),
+        ];
+        for (literal, refused) in table {
+            let url = format!("http://[{literal}]/");
+            let checked = check_url(&strict, &url).await;
+            match refused {
+                None => assert!(checked.is_ok(), "{url}: {checked:?}"),
+                Some(range) => {
+                    let message = message_of(checked.unwrap_err());
+                    assert!(message.contains(range), "{url}: {message}");
+                }
+            }
+        }
+        // The operator may allow the local-use prefix as any other range.
+        let allowing = OutboundPolicy::allowing(["64:ff9b:1::/48".parse().unwrap()]);
+        assert!(
+            check_url(&allowing, "http://[64:ff9b:1::a00:1]/")
+                .await
+                .is_ok()
+        );
+        let private = OutboundPolicy {
+            allow_private_targets: true,
+            allowed_networks: vec![],
+        };
+        assert!(
+            check_url(&private, "http://[64:ff9b:1::a00:1]/")
+                .await
+                .is_ok()
+        );
     }
 
     fn field_of(err: AppError) -> String {

@@ -40,8 +40,8 @@ pub struct OutboundPolicy {
     pub allowed_networks: Vec<IpNet>,
 }
 
-/// Why a target is refused. The messages name the address and the rule,
-/// for the person who typed the URL.
+/// Why a target is refused. The messages name the host and the rule, for
+/// the person who typed the URL; never an address a name resolved to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("is not a valid URL: {0}")]
@@ -52,15 +52,19 @@ pub enum Refusal {
     Credentials,
     #[error("must name a host")]
     NoHost,
+    /// The message names the host and the class of address, never the
+    /// address a name resolved to: the operator's DNS answers are internal,
+    /// and whoever typed the URL may be a tenant. Log the `address` where
+    /// the operator reads it.
     #[error(
-        "{host} resolves to {address}, a {range} address; targets must be public unless the operator allows the range (outbound.allowed_networks or outbound.allow_private_targets)"
+        "{host} is or resolves to a {range} address; targets must be public unless the operator allows the range (outbound.allowed_networks or outbound.allow_private_targets)"
     )]
     Address {
         host: String,
         address: IpAddr,
         range: &'static str,
     },
-    #[error("{address} is a {range} address, which can never be a target")]
+    #[error("{range} addresses can never be a target")]
     NeverTarget {
         address: IpAddr,
         range: &'static str,
@@ -164,6 +168,11 @@ fn special_v6(ip: Ipv6Addr) -> Option<SpecialRange> {
         let v4 = Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8);
         return special_v4(v4);
     }
+    // NAT64 for local use (RFC 8215): the operator's own translator, to
+    // IPv4 addresses of its choosing, private ones included.
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        return range("NAT64 local-use (64:ff9b:1::/48)");
+    }
     match s[0] {
         // ::/96 (deprecated IPv4-compatible) and the rest of ::/8.
         0x0000 => range("reserved (::/8, IPv4-compatible)"),
@@ -174,6 +183,11 @@ fn special_v6(ip: Ipv6Addr) -> Option<SpecialRange> {
         x if x & 0xfe00 == 0xfc00 => range("unique local (fc00::/7)"),
         x if x & 0xffc0 == 0xfe80 => range("link-local (fe80::/10)"),
         x if x & 0xffc0 == 0xfec0 => range("site-local (fec0::/10)"),
+        // Documentation (RFC 9637).
+        0x3fff if s[1] < 0x1000 => range("documentation (3fff::/20)"),
+        // Everything outside global unicast is reserved by the IETF (RFC
+        // 4291; SRv6 SIDs in 5f00::/16 among it): no public target.
+        x if x & 0xe000 != 0x2000 => range("reserved (outside global unicast 2000::/3)"),
         _ => None,
     }
 }
@@ -389,6 +403,19 @@ mod tests {
             ("2002:0808:0808::1", None),
             ("::127.0.0.1", Some("reserved")),
             ("100::1", Some("discard")),
+            // NAT64 local use (RFC 8215), whatever it embeds: found by
+            // reading the code, it passed as public.
+            ("64:ff9b:1::a00:1", Some("NAT64 local-use")),
+            ("64:ff9b:1::808:808", Some("NAT64 local-use")),
+            // Teredo and the rest of 2001::/23.
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", Some("2001::/23")),
+            // Outside global unicast, and the new documentation space.
+            ("64:ff9b:2::1", Some("reserved")),
+            ("5f00::1", Some("reserved")),
+            ("4000::1", Some("reserved")),
+            ("3fff::1", Some("documentation")),
+            ("3fff:fff::1", Some("documentation")),
+            ("3fff:1000::1", None),
         ];
         for (address, refused) in table {
             let result = policy.check_ip("host", ip(address));
@@ -397,9 +424,16 @@ mod tests {
                 Some(range) => {
                     let message = result.expect_err(address).to_string();
                     assert!(message.contains(range), "{address}: {message}");
+                    // The class, never the address: the operator's DNS
+                    // answers are not the tenant's to read.
+                    assert!(!message.contains(address), "{address}: {message}");
                 }
             }
         }
+        // What the operator allows is allowed, NAT64 local use included.
+        let allowing = OutboundPolicy::allowing(["64:ff9b:1::/48".parse().unwrap()]);
+        assert_eq!(allowing.check_ip("host", ip("64:ff9b:1::a00:1")), Ok(()));
+        assert!(allowing.check_ip("host", ip("64:ff9b::a00:1")).is_err());
     }
 
     #[test]

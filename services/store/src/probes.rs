@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use slaproof_domain::ids::{ProbeId, TenantId};
+use slaproof_domain::ids::{EventId, ProbeId, TenantId};
 
 use crate::{Database, Keyset, StoreError, TenantTx};
 
@@ -421,6 +421,29 @@ pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, S
             scheduled_at,
         })
         .collect())
+}
+
+/// Whether the event stored under `(occurred_at, id)` is the probe run
+/// `request_id`'s own: it has source `probe`, which only the probe runner
+/// writes (the ingest API refuses it), and the run's request id. The runner
+/// asks when its write found the key taken: a retry whose first attempt
+/// committed finds its own event; anything else holds the key unfairly.
+pub async fn holds_run(
+    tx: &mut TenantTx,
+    occurred_at: DateTime<Utc>,
+    id: EventId,
+    request_id: &str,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE tenant_id = $1 AND occurred_at = $2 AND id = $3 \
+             AND source = 'probe' AND request_id = $4)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(occurred_at)
+    .bind(id.uuid())
+    .bind(request_id)
+    .fetch_one(&mut **tx)
+    .await?)
 }
 
 /// One recorded run of a probe, from its event.

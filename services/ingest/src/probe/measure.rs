@@ -1,109 +1,13 @@
-//! Synthetic probes: slaproof measures a provider's endpoint itself, on each
-//! probe's schedule, and stores every run as an event with source `probe`.
-//!
-//! A runner polls for due probes and claims them through the database
-//! (`FOR UPDATE SKIP LOCKED`, `next_run_at` moved on in the same
-//! statement), so any number of replicas run each slot exactly once. Every
-//! connection goes through the operator's [`OutboundPolicy`], checked again
-//! at the resolution the connection uses. A run's event id is derived from
-//! the probe and its slot, so a retried write never stores it twice.
+//! One run of a probe: the HTTP exchange, timed, and the parsing of a
+//! completion's server-sent event stream.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use slaproof_domain::ids::{EventId, ProbeId};
-use slaproof_http::outbound::{OutboundPolicy, Refusal, refusal_of};
-use slaproof_store::events::{EventSource, StoredEvent};
-use slaproof_store::probes::{
-    self, ClaimedProbe, ProbeDefinition, ProbeKind, ProbeOutcome, ProbeResult,
-};
-use slaproof_store::{Database, StoreError};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
+use slaproof_http::outbound::{OutboundPolicy, refusal_of};
+use slaproof_store::probes::{ProbeDefinition, ProbeKind, ProbeOutcome};
 
-use crate::writer::{EventWriter, WriteError};
-
-/// The `User-Agent` of every probe request, so providers can tell probe
-/// traffic from their customers'.
-pub const USER_AGENT: &str = concat!("slaproof-probe/", env!("CARGO_PKG_VERSION"));
-
-/// Retries of a probe event's write after a passing database failure.
-const WRITE_RETRIES: u32 = 3;
-
-/// How the probe runner behaves; `slaproof`'s `[probes]` section.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// How often a runner asks for due probes, in milliseconds: a run
-    /// starts at most this late after its slot.
-    pub poll_interval_ms: u64,
-    /// Probes one runner measures at once.
-    pub concurrency: usize,
-    /// Bytes of an answer read at most; an answer is timed to its end or
-    /// to this many bytes, whichever comes first.
-    pub max_response_bytes: usize,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            poll_interval_ms: 1000,
-            concurrency: 16,
-            max_response_bytes: 1024 * 1024,
-        }
-    }
-}
-
-pub use slaproof_domain::settings::SettingsError;
-
-impl Settings {
-    /// Checks the rules.
-    pub fn validate(&self) -> Result<(), SettingsError> {
-        if !(50..=60_000).contains(&self.poll_interval_ms) {
-            return Err(SettingsError {
-                key: "probes.poll_interval_ms",
-                rule: format!(
-                    "must be between 50 and 60000, got {}",
-                    self.poll_interval_ms
-                ),
-            });
-        }
-        if !(1..=1024).contains(&self.concurrency) {
-            return Err(SettingsError {
-                key: "probes.concurrency",
-                rule: format!("must be between 1 and 1024, got {}", self.concurrency),
-            });
-        }
-        if !(1024..=64 * 1024 * 1024).contains(&self.max_response_bytes) {
-            return Err(SettingsError {
-                key: "probes.max_response_bytes",
-                rule: format!(
-                    "must be between 1024 and 64 MiB, got {}",
-                    self.max_response_bytes
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    pub fn poll_interval(&self) -> Duration {
-        Duration::from_millis(self.poll_interval_ms)
-    }
-}
-
-/// Why a run could not be recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error("reading the probe: {0}")]
-    Store(#[from] StoreError),
-    #[error("storing the probe's event: {0}")]
-    Write(#[from] WriteError),
-    #[error("building the HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
-}
+use super::target::{TargetRefused, check_literal};
 
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,216 +29,6 @@ pub struct Measurement {
     pub tpot_us: Option<i64>,
     pub input_tokens: Option<i32>,
     pub output_tokens: Option<i32>,
-}
-
-/// Runs due probes. Cheap to share: one HTTP client (its connection pool)
-/// and one event writer for every probe.
-#[derive(Debug)]
-pub struct ProbeRunner {
-    db: Database,
-    settings: Settings,
-    policy: OutboundPolicy,
-    client: reqwest::Client,
-    writer: EventWriter,
-}
-
-impl ProbeRunner {
-    pub fn new(
-        db: Database,
-        settings: Settings,
-        policy: OutboundPolicy,
-    ) -> Result<Self, ProbeError> {
-        let client = policy
-            .client_builder()
-            .user_agent(USER_AGENT)
-            // Every run opens its own connection (DNS, TCP, TLS included):
-            // runs are alike whatever the interval, and every run's
-            // addresses pass the policy's resolver again.
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(ProbeError::Client)?;
-        Ok(Self {
-            writer: EventWriter::new(db.clone()),
-            db,
-            settings,
-            policy,
-            client,
-        })
-    }
-
-    /// Polls for due probes and runs them until `shutdown`; runs already
-    /// started finish (each is bounded by its timeout).
-    pub async fn run(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        let permits = Arc::new(Semaphore::new(self.settings.concurrency));
-        let mut running = JoinSet::new();
-        loop {
-            while running.try_join_next().is_some() {}
-            let free = permits.available_permits();
-            if free > 0 {
-                match probes::claim_due(&self.db, i32::try_from(free).unwrap_or(i32::MAX)).await {
-                    Ok(claimed) => {
-                        for probe in claimed {
-                            let Ok(permit) = permits.clone().acquire_owned().await else {
-                                break;
-                            };
-                            let runner = self.clone();
-                            running.spawn(async move {
-                                runner.run_claimed(probe).await;
-                                drop(permit);
-                            });
-                        }
-                    }
-                    Err(err) => tracing::error!(error = %err, "could not claim due probes"),
-                }
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = tokio::time::sleep(self.settings.poll_interval()) => {}
-            }
-        }
-        while running.join_next().await.is_some() {}
-    }
-
-    /// Claims and runs every due probe, one batch after another, and
-    /// returns how many ran: for tools and tests that want a round now.
-    pub async fn run_due(self: &Arc<Self>) -> Result<usize, ProbeError> {
-        let mut ran = 0;
-        loop {
-            let limit = i32::try_from(self.settings.concurrency).unwrap_or(i32::MAX);
-            let claimed = probes::claim_due(&self.db, limit).await?;
-            if claimed.is_empty() {
-                return Ok(ran);
-            }
-            let mut batch = JoinSet::new();
-            for probe in claimed {
-                let runner = self.clone();
-                batch.spawn(async move { runner.run_claimed(probe).await });
-            }
-            while batch.join_next().await.is_some() {
-                ran += 1;
-            }
-        }
-    }
-
-    /// Runs one claimed slot and records it; failures are logged, since the
-    /// slot is gone either way (the next one comes at the probe's cadence).
-    #[tracing::instrument(skip(self), fields(tenant = %probe.tenant, probe = %probe.id))]
-    async fn run_claimed(&self, probe: ClaimedProbe) {
-        if let Err(err) = self.try_run_claimed(probe).await {
-            tracing::error!(error = %err, "probe run not recorded");
-        }
-    }
-
-    async fn try_run_claimed(&self, claimed: ClaimedProbe) -> Result<(), ProbeError> {
-        let mut tx = self.db.tenant_tx(claimed.tenant).await?;
-        let stored = match probes::find(&mut tx, claimed.id).await {
-            Ok(stored) => stored,
-            // Deleted since it was claimed: nothing to measure.
-            Err(StoreError::NotFound { .. }) => return Ok(()),
-            Err(err) => return Err(err.into()),
-        };
-        tx.commit().await?;
-        // Switched off since it was claimed: its owner wants no more runs.
-        if !stored.definition.enabled {
-            return Ok(());
-        }
-        let measured = measure(
-            &self.client,
-            &self.policy,
-            &stored.definition,
-            self.settings.max_response_bytes,
-        )
-        .await;
-        tracing::debug!(outcome = measured.outcome.as_str(), status = ?measured.status, latency_us = measured.latency_us, "probe ran");
-        crate::metrics::probe_run(measured.outcome.as_str());
-        let event = event_of(
-            claimed.id,
-            claimed.scheduled_at,
-            &stored.definition,
-            &measured,
-        );
-        // The measurement cannot be repeated, so a passing database failure
-        // is retried; the slot's event id makes a retry that did commit a
-        // duplicate, never a second event.
-        let mut attempt = 0;
-        loop {
-            match self
-                .writer
-                .write(claimed.tenant, std::slice::from_ref(&event))
-                .await
-            {
-                Ok(_) => break,
-                Err(err) if err.is_transient() && attempt < WRITE_RETRIES => {
-                    attempt += 1;
-                    tracing::warn!(error = %err, attempt, "probe event not stored yet; retrying");
-                    tokio::time::sleep(Duration::from_millis(200 * (1 << attempt))).await;
-                }
-                Err(err) => return Err(err.into()),
-            }
-        }
-        let mut tx = self.db.tenant_tx(claimed.tenant).await?;
-        probes::record_result(
-            &mut tx,
-            claimed.id,
-            &ProbeResult {
-                at: measured.started_at,
-                outcome: measured.outcome,
-                status: measured.status,
-                // The detail may quote the target (a stream's error
-                // message): bounded, so a target cannot fill the row.
-                error: measured.error_class.map(|class| match &measured.error {
-                    Some(detail) => {
-                        format!("{class}: {}", detail.chars().take(500).collect::<String>())
-                    }
-                    None => class.to_owned(),
-                }),
-                latency_us: Some(measured.latency_us),
-            },
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-}
-
-/// The id of a probe's run in one slot: the same on every retry of the
-/// write, different for every slot.
-pub fn event_id(probe: ProbeId, scheduled_at: DateTime<Utc>) -> EventId {
-    let mut hash = Sha256::new();
-    hash.update(b"slaproof-probe-run\0");
-    hash.update(probe.uuid().as_bytes());
-    hash.update(scheduled_at.timestamp_micros().to_be_bytes());
-    let digest = hash.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    EventId::from_uuid(uuid::Builder::from_custom_bytes(bytes).into_uuid())
-}
-
-/// The event a run becomes.
-pub fn event_of(
-    probe: ProbeId,
-    scheduled_at: DateTime<Utc>,
-    definition: &ProbeDefinition,
-    measured: &Measurement,
-) -> StoredEvent {
-    StoredEvent {
-        id: event_id(probe, scheduled_at),
-        occurred_at: measured.started_at,
-        source: EventSource::Probe,
-        service: definition.service.clone(),
-        model: definition.model.clone(),
-        // The probe and its slot, so an operator can find the run.
-        request_id: Some(format!("{probe}@{}", scheduled_at.timestamp())),
-        status: measured.status,
-        error_class: measured.error_class.map(str::to_owned),
-        latency_us: Some(measured.latency_us),
-        ttft_us: measured.ttft_us,
-        tpot_us: measured.tpot_us,
-        input_tokens: measured.input_tokens,
-        output_tokens: measured.output_tokens,
-        streaming: Some(definition.kind == ProbeKind::StreamingCompletion),
-        attributes: serde_json::json!({}),
-    }
 }
 
 /// The request body of a streaming completion: the probe's own (with
@@ -383,11 +77,11 @@ pub async fn measure(
         output_tokens: None,
     };
     // The literal check (the client's resolver checks names).
-    let url = match policy.parse_target(&definition.url) {
+    let url = match check_literal(policy, &definition.url) {
         Ok(url) => url,
-        Err(refusal) => {
-            measured.error_class = Some(refusal_class(&refusal));
-            measured.error = Some(format!("url {refusal}"));
+        Err(refused) => {
+            measured.error_class = Some(refused.class);
+            measured.error = Some(format!("url: {}", refused.text));
             return measured;
         }
     };
@@ -673,18 +367,20 @@ fn parse_chunk(data: &str) -> Chunk {
     Chunk::Data { content, usage }
 }
 
-fn refusal_class(refusal: &Refusal) -> &'static str {
-    if refusal.is_dns() {
-        "dns"
-    } else {
-        "refused_target"
-    }
-}
-
 /// The error class of a failed exchange, and what happened.
 fn classify(err: &reqwest::Error) -> (&'static str, String) {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(refused) = e.downcast_ref::<TargetRefused>() {
+            return (refused.class, refused.text.clone());
+        }
+        current = e.source();
+    }
+    // The policy's own resolver is replaced, but should its refusal come
+    // through, it is told without the address too.
     if let Some(refusal) = refusal_of(err) {
-        return (refusal_class(refusal), refusal.to_string());
+        let refused = TargetRefused::of(None, refusal);
+        return (refused.class, refused.text);
     }
     let class = if err.is_timeout() {
         "timeout"
@@ -704,7 +400,10 @@ fn classify(err: &reqwest::Error) -> (&'static str, String) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::sync::Arc;
+
+    use super::super::target::ProbeResolver;
     use super::*;
 
     #[test]
@@ -751,21 +450,8 @@ mod tests {
         assert!(matches!(parse_chunk("{nope"), Chunk::Invalid(_)));
     }
 
-    #[test]
-    fn a_slot_has_one_event_id() {
-        let probe = ProbeId::new();
-        let at = Utc::now();
-        assert_eq!(event_id(probe, at), event_id(probe, at));
-        assert_ne!(
-            event_id(probe, at),
-            event_id(probe, at + chrono::Duration::seconds(10))
-        );
-        assert_ne!(event_id(probe, at), event_id(ProbeId::new(), at));
-    }
-
-    #[test]
-    fn the_completion_body_always_streams() {
-        let mut definition = ProbeDefinition {
+    pub(in crate::probe) fn definition() -> ProbeDefinition {
+        ProbeDefinition {
             name: "p".into(),
             service: "chat".into(),
             model: Some("llama-3".into()),
@@ -778,11 +464,52 @@ mod tests {
             interval_secs: 60,
             timeout_ms: 10_000,
             enabled: true,
-        };
+        }
+    }
+
+    #[test]
+    fn the_completion_body_always_streams() {
+        let mut definition = definition();
         let body = completion_body(&definition);
         assert_eq!(body["stream"], true);
         assert_eq!(body["model"], "llama-3");
         definition.body = Some(serde_json::json!({"model": "x", "stream": false, "messages": []}));
         assert_eq!(completion_body(&definition)["stream"], true);
+    }
+
+    #[tokio::test]
+    async fn a_refused_target_is_recorded_without_its_addresses() {
+        let strict = OutboundPolicy::strict();
+        let client = strict
+            .client_builder()
+            .dns_resolver(Arc::new(ProbeResolver {
+                policy: strict.clone(),
+            }))
+            .build()
+            .unwrap();
+        let mut definition = definition();
+        definition.kind = ProbeKind::Http;
+        definition.method = "GET".into();
+        definition.timeout_ms = 2000;
+        for (url, host) in [
+            ("http://localhost:9/", "localhost is or resolves to a loopback"),
+            (
+                "http://[64:ff9b:1::a00:1]:9/",
+                "64:ff9b:1::a00:1 is or resolves to a NAT64 local-use",
+            ),
+            ("http://127.0.0.1:9/", "127.0.0.1 is or resolves to a loopback"),
+        ] {
+            definition.url = url.into();
+            let measured = measure(&client, &strict, &definition, 1024).await;
+            assert_eq!(measured.outcome, ProbeOutcome::Error, "{url}");
+            assert_eq!(measured.error_class, Some("refused_target"), "{url}");
+            let error = measured.error.unwrap();
+            assert!(error.contains(host), "{url}: {error}");
+            if url.contains("localhost") {
+                for address in ["127.0.0.1", "::1"] {
+                    assert!(!error.contains(address), "{url}: {error}");
+                }
+            }
+        }
     }
 }
