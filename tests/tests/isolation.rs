@@ -211,6 +211,16 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     slaproof_evaluator::composite::freeze(&mut tx, &composite)
         .await
         .unwrap();
+    // An SLA whose evaluation failed, as the evaluator records it (after
+    // the run above, which would clear it).
+    sqlx::query(
+        "INSERT INTO evaluation_failures (tenant_id, sla_id, version, last_error) VALUES ($1, $2, 1, 'seed')",
+    )
+    .bind(tenant.uuid())
+    .bind(applied.sla.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     tenant
 }

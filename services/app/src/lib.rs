@@ -14,6 +14,7 @@ pub mod compliance;
 pub mod customers;
 pub mod dashboard;
 pub mod embed;
+pub mod evaluation_status;
 pub mod history;
 pub mod idempotency;
 pub mod ingest_keys;

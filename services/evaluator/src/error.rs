@@ -27,6 +27,17 @@ pub enum EvaluatorError {
     LeaseLost { tenant: String },
 }
 
+impl EvaluatorError {
+    /// A stored value (an SLA's definition) that cannot be read: the SLA it
+    /// belongs to is left out of its tenant's evaluation, not the tenant.
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            EvaluatorError::Corrupt { .. } | EvaluatorError::Store(StoreError::Corrupt { .. })
+        )
+    }
+}
+
 /// Attaches what was being done to a database error.
 pub(crate) trait Doing<T> {
     fn doing(self, doing: &'static str) -> Result<T, EvaluatorError>;

@@ -7,6 +7,7 @@ mod error;
 pub mod evaluate;
 mod events;
 mod facts;
+mod failures;
 pub mod gauge;
 mod maintenance;
 mod metrics;
@@ -22,10 +23,11 @@ mod worker;
 
 pub use error::EvaluatorError;
 pub use evaluate::{AlertCheck, ObjectiveEvaluation};
+pub use failures::{SlaFailure, Stuck};
 pub use rollup::Advance;
 pub use settings::Settings;
 pub use tracked::TrackedSla;
 pub use worker::{
-    JOB_KIND, Round, TenantRun, evaluate_tenant, evaluate_tenant_up_to, run, run_job, schedule_all,
-    work_due,
+    JOB_KIND, Round, Scheduled, TenantRun, evaluate_tenant, evaluate_tenant_up_to, run, run_job,
+    schedule_all, work_due,
 };

@@ -20,6 +20,7 @@ use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
+use crate::failures::SlaFailure;
 use crate::settings::Settings;
 use crate::tracked::{MinuteCounts, TrackedSla, coverage_start};
 use slaproof_domain::minute::{Arrival, floor_hour, floor_minute};
@@ -84,6 +85,9 @@ pub struct Advance {
     pub rollup_rows: usize,
     /// Versions seen for the first time (and backfilled).
     pub new_versions: usize,
+    /// SLAs left out because their stored definition (or an earlier
+    /// version's they need) cannot be read: neither rolled up nor evaluated.
+    pub unreadable: Vec<SlaFailure>,
 }
 
 /// The database's clock, which stamps `received_at`.
@@ -96,12 +100,37 @@ pub(crate) async fn database_now(tx: &mut TenantTx) -> Result<DateTime<Utc>, Eva
 
 /// The SLA versions in force and where their rollups begin, adding
 /// coverage for versions seen for the first time. Returns them with the
-/// indexes of the new ones.
+/// indexes of the new ones. Fails on an SLA whose stored definition cannot
+/// be read, where the evaluator's rounds leave such an SLA out instead
+/// (and say so in [`Advance::unreadable`]).
 #[tracing::instrument(skip(tx))]
 pub async fn track(
     tx: &mut TenantTx,
     as_of: DateTime<Utc>,
 ) -> Result<(Vec<TrackedSla>, Vec<usize>), EvaluatorError> {
+    let tracking = track_readable(tx, as_of).await?;
+    match tracking.unreadable.into_iter().next() {
+        Some((_, err)) => Err(err),
+        None => Ok((tracking.tracked, tracking.new)),
+    }
+}
+
+/// What [`track_readable`] found.
+struct Tracking {
+    tracked: Vec<TrackedSla>,
+    /// Indexes of the versions seen for the first time.
+    new: Vec<usize>,
+    /// SLAs left out, with why.
+    unreadable: Vec<(SlaFailure, EvaluatorError)>,
+}
+
+/// [`track`], leaving out (with why) each SLA whose stored definition, or
+/// an earlier version's it would need, cannot be read: nothing is written
+/// for it, so it is backfilled as new once it can be read.
+async fn track_readable(
+    tx: &mut TenantTx,
+    as_of: DateTime<Utc>,
+) -> Result<Tracking, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let covered: HashMap<(uuid::Uuid, i32), DateTime<Utc>> =
         sqlx::query_as::<_, (uuid::Uuid, i32, DateTime<Utc>)>(
@@ -116,8 +145,18 @@ pub async fn track(
         .collect();
     let mut tracked = Vec::new();
     let mut new = Vec::new();
+    let mut unreadable = Vec::new();
     for summary in slas::list(tx).await? {
-        let stored = slas::find(tx, &summary.name, None).await?;
+        let (stored, earlier) = match read_sla(tx, &summary.name).await {
+            Ok(read) => read,
+            Err(err) if err.is_unreadable() => {
+                let failure =
+                    SlaFailure::new(summary.id, &summary.name, summary.current_version, &err);
+                unreadable.push((failure, err));
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
         let key = (stored.id.uuid(), stored.version);
         let covers_from = match covered.get(&key) {
             Some(from) => *from,
@@ -137,7 +176,6 @@ pub async fn track(
                 from
             }
         };
-        let earlier = in_force_at_last_end(tx, &stored).await?;
         tracked.push(TrackedSla {
             id: stored.id,
             name: summary.name.clone(),
@@ -168,7 +206,22 @@ pub async fn track(
             }
         }
     }
-    Ok((tracked, new))
+    Ok(Tracking {
+        tracked,
+        new,
+        unreadable,
+    })
+}
+
+/// An SLA's version in force and the earlier version that judges its last
+/// period, if any (see [`in_force_at_last_end`]).
+async fn read_sla(
+    tx: &mut TenantTx,
+    name: &str,
+) -> Result<(slas::StoredSla, Option<(i32, SlaDefinition, Period)>), EvaluatorError> {
+    let stored = slas::find(tx, name, None).await?;
+    let earlier = in_force_at_last_end(tx, &stored).await?;
+    Ok((stored, earlier))
 }
 
 /// The earlier version that was in force at the end of the last period
@@ -274,7 +327,11 @@ pub async fn advance_to(
     .await
     .doing("locking the watermark")?;
     let as_of = floor_minute(target).max(from);
-    let (tracked, new) = track(tx, as_of).await?;
+    let Tracking {
+        tracked,
+        new,
+        unreadable,
+    } = track_readable(tx, as_of).await?;
     let grace = settings.grace();
     let mut acc = Accumulator::default();
 
@@ -344,6 +401,7 @@ pub async fn advance_to(
             events_read: acc.events,
             rollup_rows,
             new_versions: new.len(),
+            unreadable: unreadable.into_iter().map(|(failure, _)| failure).collect(),
         },
         tracked,
     ))

@@ -1,7 +1,9 @@
-//! The evaluator worker: asks for an evaluation of every tenant each round and works through due `evaluate` jobs, one tenant per claim, so replicas share tenants and never evaluate one twice at once.
+//! The evaluator worker: asks for an evaluation of every tenant each round and works through due `evaluate` jobs, one tenant per claim, so replicas share tenants and never evaluate one twice at once; a failing job is retried with a growing delay, and a failing SLA is left out of its tenant's round, not the tenant.
+
+use std::collections::HashSet;
 
 use chrono::Utc;
-use slaproof_domain::ids::TenantId;
+use slaproof_domain::ids::{SlaId, TenantId};
 use slaproof_store::jobs::{self, ClaimedJob, NewJob};
 use slaproof_store::{Database, TenantTx, tenants};
 use tokio_util::sync::CancellationToken;
@@ -10,13 +12,15 @@ use crate::composite::{self, ClosedComposite, CompositeEvaluation};
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::{ObjectiveEvaluation, evaluate_sla, record_alerts};
 use crate::facts::{ClosedPeriod, close_periods, record_budget_facts};
+use crate::failures::{self, SlaFailure, Stuck};
 use crate::records::insert_evaluation;
 use crate::rollup::{Advance, advance, advance_to};
 use crate::settings::Settings;
 use crate::thresholds::record_threshold_crossings;
+use crate::tracked::TrackedSla;
 
 /// The kind of the job rows the evaluator claims.
-pub const JOB_KIND: &str = "evaluate";
+pub const JOB_KIND: &str = jobs::EVALUATE;
 
 /// What evaluating one tenant did.
 #[derive(Debug, Clone)]
@@ -33,6 +37,82 @@ pub struct TenantRun {
     pub composites: Vec<CompositeEvaluation>,
     /// Composite period results frozen (or superseded) by this run.
     pub closed_composites: Vec<ClosedComposite>,
+    /// SLAs left out of this run because evaluating them failed (their
+    /// work rolled back, the others' kept), recorded in
+    /// `evaluation_failures`.
+    pub failed_slas: Vec<SlaFailure>,
+}
+
+/// What evaluating one tracked SLA version did, merged into the
+/// [`TenantRun`] once it has all succeeded.
+#[derive(Debug, Default)]
+struct SlaRun {
+    evaluations: Vec<ObjectiveEvaluation>,
+    alerts_told: usize,
+    composite: Option<CompositeEvaluation>,
+    closed: Vec<ClosedPeriod>,
+    closed_composite: Option<ClosedComposite>,
+}
+
+/// Evaluates one tracked SLA version: its objectives and composite (the
+/// version in force), and the periods it closes.
+async fn evaluate_one(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    as_of: chrono::DateTime<Utc>,
+    settings: &Settings,
+) -> Result<SlaRun, EvaluatorError> {
+    let mut run = SlaRun::default();
+    // An earlier version kept to judge its last period only closes it.
+    if sla.closing.is_none() {
+        for evaluation in evaluate_sla(tx, sla, as_of, settings.grace()).await? {
+            insert_evaluation(tx, &evaluation).await?;
+            run.alerts_told += record_alerts(tx, &evaluation).await?;
+            run.alerts_told += record_budget_facts(tx, &evaluation).await?;
+            run.alerts_told += record_threshold_crossings(tx, &evaluation).await?;
+            run.evaluations.push(evaluation);
+        }
+        if let Some(c) = composite::compose(sla, &run.evaluations) {
+            composite::insert(tx, &c).await?;
+            run.alerts_told += composite::record_facts(tx, &c).await?;
+            run.composite = Some(c);
+        }
+    }
+    let done = close_periods(tx, sla, as_of, settings.grace()).await?;
+    run.closed = done.objectives;
+    run.closed_composite = done.composite;
+    Ok(run)
+}
+
+/// [`evaluate_one`] in a savepoint: when it fails, what it wrote is rolled
+/// back and the transaction goes on for the tenant's other SLAs. The outer
+/// error is the savepoint's own (the connection is gone): the tenant's.
+async fn in_savepoint(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    as_of: chrono::DateTime<Utc>,
+    settings: &Settings,
+) -> Result<Result<SlaRun, EvaluatorError>, EvaluatorError> {
+    sqlx::query("SAVEPOINT slaproof_sla")
+        .execute(&mut **tx)
+        .await
+        .doing("opening an SLA's savepoint")?;
+    let outcome = evaluate_one(tx, sla, as_of, settings).await;
+    let end: &[&str] = if outcome.is_ok() {
+        &["RELEASE SAVEPOINT slaproof_sla"]
+    } else {
+        &[
+            "ROLLBACK TO SAVEPOINT slaproof_sla",
+            "RELEASE SAVEPOINT slaproof_sla",
+        ]
+    };
+    for statement in end {
+        sqlx::query(statement)
+            .execute(&mut **tx)
+            .await
+            .doing("closing an SLA's savepoint")?;
+    }
+    Ok(outcome)
 }
 
 /// Rolls a tenant's new events up and evaluates all its SLAs, inside the
@@ -75,36 +155,42 @@ pub async fn evaluate_tenant_up_to(
         Some(target) => advance_to(tx, settings, target).await?,
         None => advance(tx, settings).await?,
     };
+    let failing_before = failures::failing(tx).await?;
+    let mut failed: Vec<SlaFailure> = advance.unreadable.clone();
     let mut evaluations = Vec::new();
     let mut alerts_told = 0;
     let mut closed = Vec::new();
     let mut composites = Vec::new();
     let mut closed_composites = Vec::new();
     for sla in &tracked {
-        let first = evaluations.len();
-        // An earlier version kept to judge its last period only closes it.
-        let in_force = sla.closing.is_none();
-        let current = if in_force {
-            evaluate_sla(tx, sla, advance.as_of, settings.grace()).await?
-        } else {
-            Vec::new()
-        };
-        for evaluation in current {
-            insert_evaluation(tx, &evaluation).await?;
-            alerts_told += record_alerts(tx, &evaluation).await?;
-            alerts_told += record_budget_facts(tx, &evaluation).await?;
-            alerts_told += record_threshold_crossings(tx, &evaluation).await?;
-            evaluations.push(evaluation);
+        match in_savepoint(tx, sla, advance.as_of, settings).await? {
+            Ok(run) => {
+                evaluations.extend(run.evaluations);
+                alerts_told += run.alerts_told;
+                composites.extend(run.composite);
+                closed.extend(run.closed);
+                closed_composites.extend(run.closed_composite);
+            }
+            Err(err) => failed.push(SlaFailure::new(sla.id, &sla.name, sla.version, &err)),
         }
-        if in_force && let Some(c) = composite::compose(sla, &evaluations[first..]) {
-            composite::insert(tx, &c).await?;
-            alerts_told += composite::record_facts(tx, &c).await?;
-            composites.push(c);
-        }
-        let done = close_periods(tx, sla, advance.as_of, settings.grace()).await?;
-        closed.extend(done.objectives);
-        closed_composites.extend(done.composite);
     }
+    // An SLA tracked twice (an earlier version closing its last period)
+    // fails once.
+    let mut seen = HashSet::new();
+    failed.retain(|f| seen.insert(f.sla));
+    for failure in &failed {
+        tracing::warn!(
+            sla = %failure.name, version = failure.version, error = %failure.error,
+            "evaluating an SLA failed; its tenant's other SLAs go on"
+        );
+        crate::metrics::sla_failed();
+        failures::record(tx, failure).await?;
+    }
+    let recovered: Vec<SlaId> = failing_before
+        .into_iter()
+        .filter(|id| !seen.contains(id) && tracked.iter().any(|t| t.id == *id))
+        .collect();
+    failures::clear(tx, &recovered).await?;
     Ok(TenantRun {
         tenant,
         advance,
@@ -113,18 +199,31 @@ pub async fn evaluate_tenant_up_to(
         closed,
         composites,
         closed_composites,
+        failed_slas: failed,
     })
 }
 
+/// What [`schedule_all`] did and saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scheduled {
+    pub tenants: usize,
+    /// What is failing or stuck across all tenants (also the operators'
+    /// gauges).
+    pub stuck: Stuck,
+}
+
 /// Asks for an evaluation of every tenant now. One pending job per tenant:
-/// asking again while one is pending changes nothing, and while a worker
-/// holds it, makes it run once more afterwards.
+/// asking again while one is pending changes nothing, while a worker holds
+/// it makes it run once more afterwards, and while it waits to be retried
+/// after failing leaves its retry time alone. Counts, on the way, what is
+/// failing and stuck, and sets the gauges.
 #[tracing::instrument(skip(db))]
-pub async fn schedule_all(db: &Database) -> Result<usize, EvaluatorError> {
+pub async fn schedule_all(db: &Database) -> Result<Scheduled, EvaluatorError> {
     let all = tenants::list(db).await?;
+    let mut stuck = Stuck::default();
     for tenant in &all {
         let mut tx = db.tenant_tx(tenant.id).await?;
-        jobs::enqueue(
+        jobs::enqueue_routine(
             &mut tx,
             &NewJob {
                 kind: JOB_KIND.to_owned(),
@@ -134,9 +233,14 @@ pub async fn schedule_all(db: &Database) -> Result<usize, EvaluatorError> {
             },
         )
         .await?;
+        stuck.add(failures::census(&mut tx).await?);
         tx.commit().await?;
     }
-    Ok(all.len())
+    crate::metrics::stuck(stuck);
+    Ok(Scheduled {
+        tenants: all.len(),
+        stuck,
+    })
 }
 
 /// Runs one claimed job: the tenant's evaluation and the job's completion
@@ -189,8 +293,11 @@ pub async fn work_due(
                 }
                 Err(err) => {
                     crate::metrics::failed();
-                    tracing::error!(tenant = %job.tenant, error = %err, "evaluation failed; will retry");
-                    let retry = std::time::Duration::from_secs(settings.interval_secs);
+                    let retry = jobs::retry_delay(job.attempts);
+                    tracing::error!(
+                        tenant = %job.tenant, error = %err, attempts = job.attempts,
+                        retry_in_secs = retry.as_secs_f64(), "evaluation failed; will retry"
+                    );
                     if let Err(fail) = jobs::fail(db, job, &err.to_string(), retry).await {
                         tracing::error!(tenant = %job.tenant, error = %fail, "could not record the failure");
                     }

@@ -12,6 +12,7 @@ pub mod customers;
 pub mod embed_origins;
 pub mod embed_tokens;
 mod error;
+pub mod evaluation_failures;
 pub mod evaluations;
 pub mod events;
 pub mod gauges;

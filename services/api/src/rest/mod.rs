@@ -11,6 +11,7 @@
 
 pub(crate) mod customers;
 pub(crate) mod embed;
+pub(crate) mod evaluation_status;
 pub(crate) mod ingest_keys;
 pub(crate) mod maintenance;
 pub(crate) mod probes;
@@ -41,6 +42,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(tenants::router())
         .merge(probes::router())
         .merge(thresholds::router())
+        .merge(evaluation_status::router())
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
@@ -229,6 +231,7 @@ impl utoipa::Modify for BearerAuth {
         thresholds::list,
         thresholds::set,
         thresholds::remove,
+        evaluation_status::show,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),
