@@ -54,11 +54,10 @@ async fn a_replay_checks_scopes_first_and_never_hands_out_a_secret_again() {
 
     // Nothing kept in the database holds the secret.
     let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
-    let kept: Vec<String> =
-        sqlx::query_scalar("SELECT response::text FROM api_idempotency_keys")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
+    let kept: Vec<String> = sqlx::query_scalar("SELECT response::text FROM api_idempotency_keys")
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     assert!(!kept.is_empty());
     assert!(kept.iter().all(|k| !k.contains(&secret)), "{kept:?}");
@@ -97,10 +96,7 @@ async fn only_the_operators_key_makes_an_operator() {
     let admin_by_operator_key = jsonwebtoken::encode(
         &header,
         &fixtures::claims(w.tenant, &["provider_admin"], None),
-        &jsonwebtoken::EncodingKey::from_ec_pem(
-            fixtures::OPERATOR_PRIVATE.as_bytes(),
-        )
-        .unwrap(),
+        &jsonwebtoken::EncodingKey::from_ec_pem(fixtures::OPERATOR_PRIVATE.as_bytes()).unwrap(),
     )
     .unwrap();
     let (status, _) = w
@@ -131,24 +127,27 @@ async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one
         tx.commit().await.unwrap();
         id
     };
+    // A running evaluation of `version` and a closed period (with the
+    // evaluation its close froze, which reads go to through the period).
     let record = async |version: i32, minutes_ago: i64, met: bool| {
         let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
         let at = chrono::Utc::now() - chrono::Duration::minutes(minutes_ago);
-        let evaluation: uuid::Uuid = sqlx::query_scalar(
+        let evaluate = || {
+            sqlx::query_scalar::<_, uuid::Uuid>(
             "INSERT INTO evaluations (tenant_id, id, sla_id, version, objective, evaluated_at, as_of, \
                  period_start, period_end, target_ppm, good, total, excluded, late_folded, late_total, met, \
                  compliance_ppm, budget_allowed, budget_consumed, budget_remaining, burn_rate_milli) \
              VALUES ($1, gen_random_uuid(), $2, $3, 'availability', $4, $4, $4 - interval '1 day', $4, \
                  999000, 90, 100, 0, 0, 0, $5, 900000, 1, 10, -9, 9000) RETURNING id",
-        )
-        .bind(w.tenant.uuid())
-        .bind(sla)
-        .bind(version)
-        .bind(at)
-        .bind(met)
-        .fetch_one(&mut *tx)
-        .await
-        .unwrap();
+            )
+            .bind(w.tenant.uuid())
+            .bind(sla)
+            .bind(version)
+            .bind(at)
+            .bind(met)
+        };
+        evaluate().fetch_one(&mut *tx).await.unwrap();
+        let evaluation = evaluate().fetch_one(&mut *tx).await.unwrap();
         sqlx::query(
             "INSERT INTO period_results (tenant_id, id, sla_id, version, objective, period_start, period_end, \
                  revision, as_of, target_ppm, good, total, excluded, late_total, met, evaluation_id) \
@@ -171,7 +170,12 @@ async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one
     // The provider moves the SLA to globex: version 2.
     let moved = slaproof_tests::world::DEMO_SLA.replace("customer: acme-corp", "customer: globex");
     let (status, body) = w
-        .call("POST", "/v1/slas", &admin, Some(json!({ "document": moved })))
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": moved })),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["version"], 2, "{body}");
@@ -235,9 +239,15 @@ async fn an_embed_token_reads_its_dashboard_only_and_dies_when_revoked() {
     // not be revoked, and nothing bound a token to the console framing it.
     let w = world().await;
     let admin = w.token(&["provider_admin"], None);
-    let batch = slaproof_tests::world::DEMO_SLA.replace("name: acme-enterprise", "name: acme-batch");
+    let batch =
+        slaproof_tests::world::DEMO_SLA.replace("name: acme-enterprise", "name: acme-batch");
     let (status, body) = w
-        .call("POST", "/v1/slas", &admin, Some(json!({ "document": batch })))
+        .call(
+            "POST",
+            "/v1/slas",
+            &admin,
+            Some(json!({ "document": batch })),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, _) = w
@@ -245,7 +255,9 @@ async fn an_embed_token_reads_its_dashboard_only_and_dies_when_revoked() {
             "PUT",
             "/v1/embed-origins",
             &admin,
-            Some(json!({ "origins": ["https://console.example.com", "https://other.example.com"] })),
+            Some(
+                json!({ "origins": ["https://console.example.com", "https://other.example.com"] }),
+            ),
         )
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -260,7 +272,12 @@ async fn an_embed_token_reads_its_dashboard_only_and_dies_when_revoked() {
         ("acme-batch", Some("https://evil.example.com")),
     ] {
         let (status, problem) = w
-            .call("POST", "/v1/embed-tokens", &admin, Some(ask(dashboard, origin)))
+            .call(
+                "POST",
+                "/v1/embed-tokens",
+                &admin,
+                Some(ask(dashboard, origin)),
+            )
             .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
     }
@@ -304,7 +321,12 @@ async fn an_embed_token_reads_its_dashboard_only_and_dies_when_revoked() {
 
     // The overview reads every SLA of the customer.
     let (_, overview) = w
-        .call("POST", "/v1/embed-tokens", &admin, Some(ask("overview", None)))
+        .call(
+            "POST",
+            "/v1/embed-tokens",
+            &admin,
+            Some(ask("overview", None)),
+        )
         .await;
     let (_, list) = w
         .call("GET", "/v1/slas", overview["token"].as_str().unwrap(), None)
@@ -361,8 +383,10 @@ async fn replicas_on_one_database_accept_each_others_embed_tokens() {
             "POST",
             "/v1/embed-tokens",
             &admin,
-            Some(json!({ "customer": w.acme.to_string(), "dashboard": "overview",
-                         "scopes": ["sla:read"] })),
+            Some(
+                json!({ "customer": w.acme.to_string(), "dashboard": "overview",
+                         "scopes": ["sla:read"] }),
+            ),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");

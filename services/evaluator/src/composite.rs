@@ -258,7 +258,10 @@ pub struct StoredComposite {
 }
 
 /// The latest composite evaluation of an SLA; `None` when it has no
-/// composite (or none was evaluated yet).
+/// composite (or none was evaluated yet). One a period close froze (named
+/// by a `composite_period_results` row) is that closed period's, not the
+/// SLA's current state, and is left out (as `slaproof_store::evaluations::latest`
+/// leaves out frozen objective evaluations).
 #[tracing::instrument(skip(tx))]
 pub async fn latest(
     tx: &mut TenantTx,
@@ -268,6 +271,8 @@ pub async fn latest(
         "SELECT id, sla_id, version, evaluated_at, as_of, period_start, period_end, consumed_pico, \
              remaining_pico, met, burn_rate_milli, exhaustion_secs, parts \
          FROM composite_evaluations WHERE tenant_id = $1 AND sla_id = $2 \
+           AND NOT EXISTS (SELECT 1 FROM composite_period_results p WHERE p.tenant_id = $1 \
+               AND p.sla_id = $2 AND p.composite_evaluation_id = composite_evaluations.id) \
          ORDER BY evaluated_at DESC, id DESC LIMIT 1",
     )
     .bind(tx.tenant().uuid())

@@ -72,39 +72,62 @@ pub struct ClosedPeriod {
     pub revision: i32,
 }
 
-/// The calendar period before the one containing `as_of`, once events of
-/// its last minute can no longer be folded in (`as_of ≥ end + grace`).
-pub(crate) fn closable_period(
+/// Most periods one SLA version closes or corrects in a round, oldest
+/// first: after a long outage the rest wait for the next rounds, so that a
+/// round (one tenant's transaction) stays bounded.
+pub(crate) const MAX_CLOSES_PER_ROUND: usize = 12;
+
+/// The calendar periods that start at or after `from` and whose last
+/// minute can no longer be folded in (`as_of ≥ end + grace`), oldest
+/// first. Rolling windows have none.
+pub(crate) fn due_periods(
     window: &TimeWindow,
+    from: DateTime<Utc>,
     as_of: DateTime<Utc>,
     grace: Duration,
-) -> Option<Period> {
+) -> Vec<Period> {
     if matches!(window, TimeWindow::Rolling { .. }) {
         // A rolling window has no periods to close.
-        return None;
+        return Vec::new();
     }
-    let current = window.period_containing(as_of);
-    let previous = window.period_containing(current.start - Duration::seconds(1));
-    (previous.end < current.end && as_of >= previous.end + grace).then_some(previous)
+    let mut period = window.period_containing(from);
+    if period.start < from {
+        period = window.next_period(&period);
+    }
+    let mut due = Vec::new();
+    while as_of >= period.end + grace {
+        let next = window.next_period(&period);
+        due.push(period);
+        if next.start <= period.start {
+            break;
+        }
+        period = next;
+    }
+    due
 }
 
-/// What one [`close_periods`] froze.
+/// What [`close_periods`] froze.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Closed {
     pub objectives: Vec<ClosedPeriod>,
-    /// The SLA's composite, when it has one and its numbers changed.
-    pub composite: Option<ClosedComposite>,
+    /// The SLA's composites, when it has one and their numbers changed.
+    pub composites: Vec<ClosedComposite>,
 }
 
-/// Freezes the previous calendar period of an SLA when it can close (by
-/// the version that was in force at its end: see [`TrackedSla::closing`]),
-/// once — a version applied in its grace neither closes it again nor
-/// leaves it open — and
-/// supersedes that result with a new revision when a maintenance window
-/// covering it was added or cancelled since. Tells `sla.period_closed`
-/// each time. The composite (when the SLA has one) is frozen from the same
-/// evaluations, its parts naming the objectives' frozen evaluations, and
-/// told as `sla.period_closed` with `"composite": true`.
+/// Freezes every calendar period of an SLA that is due (see
+/// [`due_periods`]) and not closed yet, oldest first and at most
+/// [`MAX_CLOSES_PER_ROUND`] a round, and supersedes a closed one with a new
+/// revision when a maintenance window covering it was added or cancelled
+/// since. A period is judged by the version that was in force at its end
+/// (see [`TrackedSla::closing`]) and closed once — a version applied in its
+/// grace neither closes it again nor leaves it open: the version in force
+/// judges the periods from the one it was applied in (its `hands_over`
+/// period and those before are earlier versions'), an earlier version only
+/// its `closing` period, each only where its rollups cover the whole
+/// period. Tells `sla.period_closed` each time. The composite (when the SLA
+/// has one) is frozen from the same evaluations, its parts naming the
+/// objectives' frozen evaluations, and told as `sla.period_closed` with
+/// `"composite": true`.
 #[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
 pub(crate) async fn close_periods(
     tx: &mut TenantTx,
@@ -112,48 +135,61 @@ pub(crate) async fn close_periods(
     as_of: DateTime<Utc>,
     grace: Duration,
 ) -> Result<Closed, EvaluatorError> {
-    let Some(period) = closable_period(&sla.definition.window, as_of, grace) else {
-        return Ok(Closed::default());
+    let window = &sla.definition.window;
+    let candidates: Vec<Period> = match sla.closing {
+        Some(closing) => due_periods(window, sla.covers_from.max(closing.start), as_of, grace)
+            .into_iter()
+            .filter(|p| p.start == closing.start)
+            .collect(),
+        None => {
+            let from = sla
+                .hands_over
+                .map_or(sla.covers_from, |p| sla.covers_from.max(p.end));
+            due_periods(window, from, as_of, grace)
+        }
     };
-    // A period is judged by the version in force at its end: an earlier
-    // version tracked for it closes it, the version in force leaves it.
-    if sla.closing.is_some_and(|p| p.start != period.start)
-        || sla.hands_over.is_some_and(|p| p.start == period.start)
-    {
-        return Ok(Closed::default());
+    let mut out = Closed::default();
+    if candidates.is_empty() {
+        return Ok(out);
     }
-    if sla.covers_from > period.start {
-        // The rollups of this version do not cover the whole period.
-        return Ok(Closed::default());
-    }
-    let closed_at: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT max(closed_at) FROM period_results WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3",
+    let starts: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.start).collect();
+    let ends: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.end).collect();
+    // Each due period still to close (no result yet), or closed and since
+    // covered by a maintenance window added or cancelled.
+    let open: Vec<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT p.s FROM unnest($3::timestamptz[], $4::timestamptz[]) AS p(s, e) \
+         LEFT JOIN LATERAL (SELECT max(closed_at) AS closed_at FROM period_results \
+             WHERE tenant_id = $1 AND sla_id = $2 AND period_start = p.s) r ON true \
+         WHERE r.closed_at IS NULL OR EXISTS (SELECT 1 FROM maintenance_windows m \
+             WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
+               AND m.starts_at < p.e AND m.ends_at > p.s \
+               AND greatest(m.created_at, coalesce(m.cancelled_at, m.created_at)) > r.closed_at) \
+         ORDER BY p.s LIMIT $5",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.id.uuid())
-    .bind(period.start)
-    .fetch_one(&mut **tx)
+    .bind(&starts)
+    .bind(&ends)
+    .bind(i64::try_from(MAX_CLOSES_PER_ROUND).unwrap_or(i64::MAX))
+    .fetch_all(&mut **tx)
     .await
     .doing("reading closed periods")?;
-    if let Some(closed_at) = closed_at {
-        let changed: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM maintenance_windows WHERE tenant_id = $1 \
-               AND (sla_id = $2 OR sla_id IS NULL) AND starts_at < $4 AND ends_at > $3 \
-               AND greatest(created_at, coalesce(cancelled_at, created_at)) > $5)",
-        )
-        .bind(tx.tenant().uuid())
-        .bind(sla.id.uuid())
-        .bind(period.start)
-        .bind(period.end)
-        .bind(closed_at)
-        .fetch_one(&mut **tx)
-        .await
-        .doing("looking for maintenance changes")?;
-        if !changed {
-            return Ok(Closed::default());
-        }
+    for period in candidates.into_iter().filter(|p| open.contains(&p.start)) {
+        close_period(tx, sla, period, as_of, grace, &mut out).await?;
     }
-    let mut out = Closed::default();
+    Ok(out)
+}
+
+/// Freezes one period (a new revision where its numbers changed), adding
+/// what it froze to `out`.
+async fn close_period(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    period: Period,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+    out: &mut Closed,
+) -> Result<(), EvaluatorError> {
     let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
     for evaluation in &evaluations {
         if let Some(revision) = freeze_period(tx, evaluation).await? {
@@ -180,13 +216,13 @@ pub(crate) async fn close_periods(
             let mut payload = composite::summary(&c);
             payload["revision"] = revision.into();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
-            out.composite = Some(ClosedComposite {
+            out.composites.push(ClosedComposite {
                 composite: c,
                 revision,
             });
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -202,17 +238,38 @@ mod tests {
         };
         let grace = Duration::minutes(5);
         let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let from = at("2026-11-01T00:00:00Z");
         assert_eq!(
-            closable_period(&window, at("2026-12-01T00:04:00Z"), grace),
-            None
+            due_periods(&window, from, at("2026-12-01T00:04:00Z"), grace),
+            vec![]
         );
-        let closed = closable_period(&window, at("2026-12-01T00:05:00Z"), grace).unwrap();
-        assert_eq!(closed.start, at("2026-11-01T00:00:00Z"));
-        assert_eq!(closed.end, at("2026-12-01T00:00:00Z"));
+        let closed = due_periods(&window, from, at("2026-12-01T00:05:00Z"), grace);
+        assert_eq!(closed.len(), 1);
+        assert_eq!(closed[0].start, at("2026-11-01T00:00:00Z"));
+        assert_eq!(closed[0].end, at("2026-12-01T00:00:00Z"));
         let rolling = TimeWindow::rolling(slaproof_domain::Span::parse("7d").unwrap()).unwrap();
         assert_eq!(
-            closable_period(&rolling, at("2026-12-01T00:05:00Z"), grace),
-            None
+            due_periods(&rolling, from, at("2026-12-01T00:05:00Z"), grace),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn every_due_period_is_closed_oldest_first_and_a_partly_covered_one_never() {
+        let week = TimeWindow::Calendar {
+            unit: CalendarUnit::Week,
+            time_zone: chrono_tz::UTC,
+        };
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        // Covered from a Wednesday: that week is not whole.
+        let from = at("2026-11-04T00:00:00Z");
+        // A grace of seven days: the week before the current one is not
+        // due yet, the ones before it are.
+        let due = due_periods(&week, from, at("2026-12-02T00:00:00Z"), Duration::days(7));
+        let starts: Vec<_> = due.iter().map(|p| p.start).collect();
+        assert_eq!(
+            starts,
+            vec![at("2026-11-09T00:00:00Z"), at("2026-11-16T00:00:00Z"),]
         );
     }
 }

@@ -51,7 +51,7 @@ struct SlaRun {
     alerts_told: usize,
     composite: Option<CompositeEvaluation>,
     closed: Vec<ClosedPeriod>,
-    closed_composite: Option<ClosedComposite>,
+    closed_composites: Vec<ClosedComposite>,
 }
 
 /// Evaluates one tracked SLA version: its objectives and composite (the
@@ -80,7 +80,7 @@ async fn evaluate_one(
     }
     let done = close_periods(tx, sla, as_of, settings.grace()).await?;
     run.closed = done.objectives;
-    run.closed_composite = done.composite;
+    run.closed_composites = done.composites;
     Ok(run)
 }
 
@@ -169,7 +169,7 @@ pub async fn evaluate_tenant_up_to(
                 alerts_told += run.alerts_told;
                 composites.extend(run.composite);
                 closed.extend(run.closed);
-                closed_composites.extend(run.closed_composite);
+                closed_composites.extend(run.closed_composites);
             }
             Err(err) => failed.push(SlaFailure::new(sla.id, &sla.name, sla.version, &err)),
         }

@@ -34,6 +34,12 @@ pub struct StoredEvaluation {
 
 /// The latest evaluation of each objective of an SLA: what the verdict
 /// is now, and why.
+///
+/// Only the evaluations of the period running as of each round count: an
+/// evaluation a period close froze (named by a `period_results` row) is
+/// that closed period's result, read through the period results, and is
+/// left out here and in [`series`] — even though the round that closed the
+/// period wrote it after evaluating the new period.
 #[tracing::instrument(skip(tx))]
 pub async fn latest(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<StoredEvaluation>, StoreError> {
     // One index probe per objective the SLA has ever had (LATERAL …
@@ -49,6 +55,8 @@ pub async fn latest(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<StoredEvaluatio
          CROSS JOIN LATERAL ( \
              SELECT * FROM evaluations \
              WHERE tenant_id = $1 AND sla_id = $2 AND objective = o.name \
+               AND NOT EXISTS (SELECT 1 FROM period_results p WHERE p.tenant_id = $1 \
+                   AND p.sla_id = $2 AND p.objective = o.name AND p.evaluation_id = evaluations.id) \
              ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
          ORDER BY e.objective",
     )
@@ -101,7 +109,8 @@ pub struct BreachView {
 }
 
 /// The evaluations of one objective over `[from, to)` (of `versions` of
-/// the SLA only, when given), oldest first: at
+/// the SLA only, when given), oldest first, leaving out those a period
+/// close froze (see [`latest`]): at
 /// most [`MAX_SERIES_POINTS`], the newest when the range holds more (then
 /// `true` comes with them).
 #[tracing::instrument(skip(tx))]
@@ -118,6 +127,8 @@ pub async fn series(
          FROM evaluations WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 \
            AND evaluated_at >= $4 AND evaluated_at < $5 \
            AND ($7::int4[] IS NULL OR version = ANY($7)) \
+           AND NOT EXISTS (SELECT 1 FROM period_results p WHERE p.tenant_id = $1 \
+               AND p.sla_id = $2 AND p.objective = $3 AND p.evaluation_id = evaluations.id) \
          ORDER BY evaluated_at DESC, id DESC LIMIT $6",
     )
     .bind(tx.tenant().uuid())
