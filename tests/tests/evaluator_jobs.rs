@@ -249,9 +249,14 @@ async fn job_state(db: &Database, tenant: TenantId) -> jobs::JobState {
     state.expect("the tenant has an evaluate job")
 }
 
-async fn failing_slas(db: &Database, tenant: TenantId) -> Vec<slaproof_store::evaluation_failures::FailingSla> {
+async fn failing_slas(
+    db: &Database,
+    tenant: TenantId,
+) -> Vec<slaproof_store::evaluation_failures::FailingSla> {
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    let failing = slaproof_store::evaluation_failures::failing_slas(&mut tx).await.unwrap();
+    let failing = slaproof_store::evaluation_failures::failing_slas(&mut tx)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     failing
 }

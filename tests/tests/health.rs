@@ -61,3 +61,39 @@ async fn readiness_fails_with_a_problem_document_when_the_database_is_gone() {
     );
     app.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_client_trickling_its_headers_is_cut_off() {
+    // Found by reading the code (issue #11, item 6): axum::serve sets no
+    // timer, so a connection that never finished its headers was held for
+    // ever. Each request's headers must now arrive within
+    // server.header_read_timeout_secs.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = slaproof_tests::spawn_app_with(|config| {
+        config.server.header_read_timeout_secs = 1;
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: slaproof\r\n")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut buffer = [0u8; 1024];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buffer))
+        .await
+        .expect("the server closes the connection instead of waiting for ever");
+    // Closed (0 bytes, or a reset), without an answer to the half request.
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+
+    // A whole request on a new connection is still answered.
+    let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: slaproof\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

@@ -946,3 +946,333 @@ async fn spans_from_the_official_python_sdk_are_stored_as_events() {
         assert!(row.latency_us.is_some());
     }
 }
+
+#[tokio::test]
+async fn nine_thousand_bad_events_answer_the_first_hundred_and_counts_of_all() {
+    // Hardening issue, item 1: an answer lists at most 100 refusals, and
+    // counts them all by field and by the rule they broke.
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let time = at(Utc::now() - chrono::Duration::seconds(30));
+    let events: Vec<Value> = (0..9_000)
+        .map(|i| match i % 3 {
+            0 => json!({}),
+            n => json!({"time": time, "service": "chat", "status": 600 + n}),
+        })
+        .collect();
+
+    let reply = post_json(&app, &key, &json!(events)).await;
+
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    assert_eq!(reply.body["errors"].as_array().unwrap().len(), 100);
+    assert_eq!(reply.body["errors"][0]["index"], 0);
+    assert_eq!(reply.body["errors"][99]["index"], 99);
+    assert_eq!(
+        reply.body["counts"],
+        json!([
+            {"field": "status", "reason": "must be an HTTP status between 100 and 599", "count": 6_000},
+            {"field": "time", "reason": "is required (RFC 3339)", "count": 3_000},
+        ]),
+        "{}",
+        reply.body["counts"]
+    );
+    // Beside valid events (207) too, summing to `rejected`.
+    let mut mixed = events[..300].to_vec();
+    mixed.push(event("kept"));
+    let reply = post_json(&app, &key, &json!(mixed)).await;
+    assert_eq!(reply.status, 207, "{}", reply.body);
+    let counted: u64 = reply.body["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!((reply.body["rejected"].as_u64(), counted), (Some(300), 300));
+    assert_eq!(stored(&app.db, tenant).await.len(), 1);
+}
+
+/// A request whose body never finishes: its headers and the first byte of
+/// a body announced longer, then nothing, until the stream is dropped.
+async fn slow_upload(app: &TestApp, key: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let head = format!(
+        "POST /v1/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n[",
+        app.address
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// `n` slow uploads of `key`'s, once they hold their places in the gate.
+/// Nothing else is sent meanwhile, so each is let in as soon as its key
+/// is checked; a second and a half is far more than that takes.
+async fn holding(app: &TestApp, key: &str, n: usize) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncReadExt;
+    let mut streams = Vec::new();
+    for _ in 0..n {
+        streams.push(slow_upload(app, key).await);
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for stream in &mut streams {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_millis(10), stream.read(&mut buf)).await;
+        assert!(
+            read.is_err(),
+            "a slow upload was answered: {}",
+            String::from_utf8_lossy(&buf)
+        );
+    }
+    streams
+}
+
+#[tokio::test]
+async fn bad_keys_are_refused_before_the_gate_and_take_no_place_in_it() {
+    // Hardening issue, item 6: the gate was taken before authentication, so
+    // a flood of bad keys answered 429 to every tenant.
+    let app = spawn_app_with(|c| {
+        c.ingest.writers = 1;
+        c.ingest.max_in_flight = 2;
+        c.ingest.max_in_flight_per_tenant = Some(2);
+    })
+    .await;
+    let (_, slow_key) = tenant_with_key(&app.db, "slow").await;
+    let (_, other_key) = tenant_with_key(&app.db, "other").await;
+    let _slow = holding(&app, &slow_key, 2).await;
+    let full = post_json(&app, &other_key, &json!([event("o1")])).await;
+    assert_eq!(full.status, 429, "the slow uploads fill the gate");
+    assert_eq!(
+        full.body["type"], "https://slaproof.dev/problems/overloaded",
+        "{}",
+        full.body
+    );
+
+    let unknown = format!("spk_abcdefghij01_{}", "0f".repeat(32));
+    let flood = (0..40).map(|i| {
+        let key = if i % 2 == 0 {
+            unknown.clone()
+        } else {
+            format!("nope-{i}")
+        };
+        let app = &app;
+        async move {
+            post(
+                app,
+                "/v1/events",
+                Some(&key),
+                &[("content-type", "application/json")],
+                b"[{}]".to_vec(),
+            )
+            .await
+            .status
+        }
+    });
+    let statuses = futures_util::future::join_all(flood).await;
+
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn a_tenant_holding_its_share_gets_429_while_another_is_admitted() {
+    let app = spawn_app_with(|c| {
+        c.ingest.writers = 2;
+        c.ingest.max_in_flight = 8;
+    })
+    .await;
+    let (_, busy) = tenant_with_key(&app.db, "busy").await;
+    let (other, other_key) = tenant_with_key(&app.db, "other").await;
+    // A quarter of 8: two slow uploads are the busy tenant's whole share.
+    let _slow = holding(&app, &busy, 2).await;
+
+    let refused = post_json(&app, &busy, &json!([event("busy-1")])).await;
+    let admitted = post_json(&app, &other_key, &json!([event("other-1")])).await;
+
+    assert_eq!(refused.status, 429, "the busy tenant is held to its share");
+    assert_eq!(refused.headers["retry-after"], "1");
+    assert_eq!(
+        refused.body["type"], "https://slaproof.dev/problems/tenant-at-capacity",
+        "{}",
+        refused.body
+    );
+    assert_eq!(admitted.status, 200, "{}", admitted.body);
+    assert_eq!(stored(&app.db, other).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_body_slower_than_the_timeout_is_cut_with_408() {
+    use tokio::io::AsyncReadExt;
+    let app = spawn_app_with(|c| {
+        c.ingest.writers = 1;
+        c.ingest.max_in_flight = 1;
+        c.ingest.body_timeout_secs = 1;
+    })
+    .await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let started = std::time::Instant::now();
+    let mut slow = slow_upload(&app, &key).await;
+
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut answer)).await;
+    let waited = started.elapsed();
+
+    assert!(
+        read.is_ok(),
+        "no answer in 10 s, and the connection still open"
+    );
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 408"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    assert!(answer.contains("/problems/request-timeout"), "{answer}");
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    // Its place in the gate is free again.
+    let after = post_json(&app, &key, &json!([event("after")])).await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(stored(&app.db, tenant).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_key_past_its_rate_gets_429_with_retry_after() {
+    let app = spawn_app_with(|c| {
+        // A token every 5 s: the five requests below come well within it.
+        c.ingest.rate_limit_per_sec = 0.2;
+        c.ingest.rate_limit_burst = 3;
+    })
+    .await;
+    let (_, fast) = tenant_with_key(&app.db, "fast").await;
+    let (_, calm) = tenant_with_key(&app.db, "calm").await;
+
+    let mut statuses = Vec::new();
+    let mut last = None;
+    for i in 0..5 {
+        let reply = post_json(&app, &fast, &json!([event(&format!("f{i}"))])).await;
+        statuses.push(reply.status);
+        last = Some(reply);
+    }
+    let other = post_json(&app, &calm, &json!([event("c1")])).await;
+
+    assert_eq!(statuses, [200, 200, 200, 429, 429]);
+    let limited = last.unwrap();
+    assert_eq!(
+        limited.body["type"], "https://slaproof.dev/problems/rate-limited",
+        "{}",
+        limited.body
+    );
+    let retry: u64 = limited.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=5).contains(&retry), "{retry}");
+    assert_eq!(other.status, 200, "another key keeps its own rate");
+}
+
+mod otlp_limits {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value as V};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use prost::Message;
+
+    use super::*;
+
+    fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    async fn post_traces(app: &TestApp, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
+        post(
+            app,
+            "/v1/traces",
+            Some(key),
+            &[("content-type", content_type)],
+            body,
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn an_export_of_more_than_ten_thousand_spans_is_refused_with_413() {
+        let app = spawn_app().await;
+        let (_, key) = tenant_with_key(&app.db, "acme").await;
+        let over = export(vec![Span::default(); 10_001]);
+        let at_limit = export(vec![Span::default(); 10_000]);
+
+        let protobuf =
+            post_traces(&app, &key, "application/x-protobuf", over.encode_to_vec()).await;
+        let json = post_traces(
+            &app,
+            &key,
+            "application/json",
+            serde_json::to_vec(&over).unwrap(),
+        )
+        .await;
+        let accepted = post_traces(
+            &app,
+            &key,
+            "application/x-protobuf",
+            at_limit.encode_to_vec(),
+        )
+        .await;
+
+        assert_eq!(protobuf.status, 413);
+        assert_eq!(protobuf.headers["content-type"], "application/x-protobuf");
+        assert_eq!(json.status, 413, "{}", json.body);
+        assert_eq!(json.body["code"], 8, "RESOURCE_EXHAUSTED");
+        assert!(
+            json.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("10000 spans"),
+            "{}",
+            json.body
+        );
+        assert_eq!(
+            accepted.status, 200,
+            "spans other than GenAI ones are skipped"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_export_that_would_decode_past_the_memory_budget_is_refused_before_it_is() {
+        // 10,000 spans of 60 one-letter attributes: 6 MB of protobuf, over
+        // 100 MB of decoded messages.
+        let app = spawn_app_with(|c| c.ingest.max_memory_bytes = 32 * 1024 * 1024).await;
+        let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+        let attributes: Vec<KeyValue> = (0..60u8)
+            .map(|i| KeyValue {
+                key: char::from(b'A' + i).to_string(),
+                value: Some(AnyValue {
+                    value: Some(V::BoolValue(true)),
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let span = Span {
+            attributes,
+            ..Default::default()
+        };
+        let body = export(vec![span; 10_000]).encode_to_vec();
+        assert!(body.len() < 8 * 1024 * 1024, "{} bytes", body.len());
+
+        let refused = post_traces(&app, &key, "application/x-protobuf", body).await;
+        let small = post_traces(
+            &app,
+            &key,
+            "application/x-protobuf",
+            export(vec![Span::default(); 10]).encode_to_vec(),
+        )
+        .await;
+
+        assert_eq!(refused.status, 413);
+        assert_eq!(small.status, 200, "what was charged is given back");
+        assert!(stored(&app.db, tenant).await.is_empty());
+    }
+}

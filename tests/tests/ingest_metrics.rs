@@ -350,3 +350,76 @@ async fn histograms_from_the_official_python_sdk_are_stored() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn an_export_of_more_than_ten_thousand_data_points_is_refused_with_413() {
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let end = Utc::now() - Duration::seconds(5);
+    // Points of every type count: 1 histogram point, 10,000 of a sum.
+    let sum = |n: usize| Metric {
+        name: "http.server.active_requests".into(),
+        data: Some(metric::Data::Sum(Sum {
+            data_points: vec![Default::default(); n],
+            aggregation_temporality: AggregationTemporality::Delta as i32,
+            is_monotonic: false,
+        })),
+        ..Default::default()
+    };
+    let ttft = || {
+        histogram(
+            "gen_ai.server.time_to_first_token",
+            "s",
+            vec![ttft_point("llama-3-8b", end, vec![3, 4, 2, 1, 0])],
+        )
+    };
+    let over = export(vec![ttft(), sum(10_000)]);
+    let at_limit = export(vec![ttft(), sum(9_999)]);
+
+    let (protobuf, headers, _) =
+        post(&app, &key, "application/x-protobuf", over.encode_to_vec()).await;
+    let (json, _, body) = post(
+        &app,
+        &key,
+        "application/json",
+        serde_json::to_vec(&over).unwrap(),
+    )
+    .await;
+    assert!(
+        points(&app.db, tenant, "gen_ai.server.time_to_first_token")
+            .await
+            .is_empty()
+    );
+    let (accepted, _, answer) = post(
+        &app,
+        &key,
+        "application/x-protobuf",
+        at_limit.encode_to_vec(),
+    )
+    .await;
+
+    assert_eq!(protobuf, 413);
+    assert_eq!(headers["content-type"], "application/x-protobuf");
+    assert_eq!(json, 413);
+    let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status["code"], 8, "RESOURCE_EXHAUSTED");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("10000 metric data points"),
+        "{status}"
+    );
+    assert_eq!(accepted, 200);
+    let partial = ExportMetricsServiceResponse::decode(answer.as_slice())
+        .unwrap()
+        .partial_success
+        .unwrap();
+    assert_eq!(partial.rejected_data_points, 9_999);
+    assert_eq!(
+        points(&app.db, tenant, "gen_ai.server.time_to_first_token")
+            .await
+            .len(),
+        1
+    );
+}

@@ -297,8 +297,7 @@ fn check(token: &str, alg: Algorithm, key: &VerifyingKey) -> Result<Principal, A
     // The operator role comes from an operator key and nowhere else, and
     // an operator key speaks for the operator only.
     let operator = claims.roles.iter().any(|r| r == OPERATOR_ROLE);
-    if operator != key.operator
-        || (key.operator && (claims.roles.len() != 1 || customer.is_some()))
+    if operator != key.operator || (key.operator && (claims.roles.len() != 1 || customer.is_some()))
     {
         return Err(AuthError::BadClaim("roles"));
     }

@@ -33,10 +33,12 @@ impl From<AppError> for ApiProblem {
                 Problem::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden")
                     .with_detail(message.clone())
             }
-            AppError::Unauthenticated(message) => {
-                Problem::new(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated")
-                    .with_detail(message.clone())
-            }
+            AppError::Unauthenticated(message) => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "Unauthenticated",
+            )
+            .with_detail(message.clone()),
             AppError::MissingScope(scope) => {
                 Problem::new(StatusCode::FORBIDDEN, "missing-scope", "Missing scope")
                     .with_detail(err.to_string())

@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use slaproof_store::TenantTx;
 use slaproof_store::evaluations::{self, StoredEvaluation};
 use slaproof_store::slas::StoredSla;
-use slaproof_store::TenantTx;
 
 use crate::slas::Family;
 use crate::{App, AppError, Caller, Redaction};

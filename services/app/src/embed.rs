@@ -189,7 +189,9 @@ impl App {
             if !embed_origins::list(tx).await?.contains(origin) {
                 return Err(AppError::invalid(
                     "origin",
-                    format!("{origin:?} is not one of the tenant's framing origins (PUT /v1/embed-origins)"),
+                    format!(
+                        "{origin:?} is not one of the tenant's framing origins (PUT /v1/embed-origins)"
+                    ),
                 ));
             }
         }

@@ -205,7 +205,9 @@ impl App {
     ) -> Result<Option<Vec<i32>>, AppError> {
         match (caller.customer(), customer_ref) {
             (None, _) => Ok(None),
-            (Some(_), Some(own)) => Ok(Some(slas::versions_for_customer(tx, stored.id, own).await?)),
+            (Some(_), Some(own)) => {
+                Ok(Some(slas::versions_for_customer(tx, stored.id, own).await?))
+            }
             (Some(_), None) => Ok(Some(Vec::new())),
         }
     }

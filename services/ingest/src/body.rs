@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::{DeserializeOwned, DeserializeSeed, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::budget::Transient;
 use crate::event::EventError;
 use crate::problem::IngestProblem;
 
@@ -53,12 +54,17 @@ pub(crate) fn batch_format(headers: &HeaderMap) -> Result<BatchFormat, IngestPro
     }
 }
 
+/// Decompressed bytes charged to the memory budget at a time.
+const DECODE_STEP: usize = 1024 * 1024;
+
 /// The body with its `Content-Encoding` undone. Decompressed bodies are
-/// held to `max_decoded` bytes, so a small gzip bomb cannot take memory.
+/// held to `max_decoded` bytes, so a small gzip bomb cannot take memory,
+/// and charged to the memory budget (`held`) as they grow.
 pub(crate) fn decode<'a>(
     headers: &HeaderMap,
     body: &'a [u8],
     max_decoded: usize,
+    held: &mut Transient,
 ) -> Result<Cow<'a, [u8]>, IngestProblem> {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
@@ -67,21 +73,33 @@ pub(crate) fn decode<'a>(
     match encoding.as_deref() {
         None | Some("" | "identity") => Ok(Cow::Borrowed(body)),
         Some("gzip" | "x-gzip") => {
-            let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(max_decoded));
-            // One byte over the limit is enough to know it is over.
-            let limit = u64::try_from(max_decoded)
-                .unwrap_or(u64::MAX)
-                .saturating_add(1);
-            flate2::read::MultiGzDecoder::new(body)
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|e| {
-                    IngestProblem::bad_request(format!("the gzip body cannot be read: {e}"))
-                })?;
-            if out.len() > max_decoded {
-                return Err(IngestProblem::too_large(max_decoded).with_detail(format!(
-                    "the body is over {max_decoded} bytes once decompressed"
-                )));
+            let mut out = Vec::new();
+            let mut charged = 0;
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut gz = flate2::read::MultiGzDecoder::new(body);
+            loop {
+                let n = match gz.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        return Err(IngestProblem::bad_request(format!(
+                            "the gzip body cannot be read: {e}"
+                        )));
+                    }
+                };
+                if out.len() + n > max_decoded {
+                    return Err(IngestProblem::too_large(max_decoded).with_detail(format!(
+                        "the body is over {max_decoded} bytes once decompressed"
+                    )));
+                }
+                if out.len() + n > charged {
+                    let step = DECODE_STEP.min(max_decoded - charged);
+                    held.take(step)?;
+                    charged += step;
+                    out.reserve_exact(charged - out.len());
+                }
+                out.extend_from_slice(&buf[..n]);
             }
             Ok(Cow::Owned(out))
         }
@@ -92,6 +110,149 @@ pub(crate) fn decode<'a>(
         )
         .with_detail(format!("send gzip or no Content-Encoding, got {other}"))),
     }
+}
+
+/// What a decoded body is, for [`tame_json`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Syntax {
+    /// Protobuf: nothing to tame.
+    Binary,
+    /// One JSON document.
+    Json,
+    /// One JSON document per line.
+    Ndjson,
+}
+
+impl BatchFormat {
+    pub(crate) fn syntax(self) -> Syntax {
+        match self {
+            BatchFormat::JsonArray => Syntax::Json,
+            BatchFormat::Ndjson => Syntax::Ndjson,
+        }
+    }
+}
+
+/// Longest JSON string read whole, in bytes as sent; longer ones are read
+/// as their first 4 KiB. No field slaproof reads is longer than 256
+/// characters (at most 12 bytes each, escaped), so what is stored and what
+/// is refused stays the same; what changes is that a refusal quoting a value
+/// (serde's `invalid type: string "…"`) quotes 4 KiB, not 60 MiB, and that
+/// what serde builds for it costs as much.
+pub(crate) const MAX_JSON_STRING: usize = 4096;
+
+/// Deepest JSON nesting read: serde_json refuses more in the fields it
+/// decodes, but skips ignored fields of any depth with a stack of its own.
+pub(crate) const MAX_JSON_DEPTH: usize = 128;
+
+/// Holds a JSON body (an array, an NDJSON stream, an OTLP/JSON export) to
+/// [`MAX_JSON_DEPTH`] (400 past it) and cuts its strings to
+/// [`MAX_JSON_STRING`] bytes, in place when the body is owned (charged to
+/// `held` when it has to be copied). A cut falls on a character boundary,
+/// never inside an escape or between the halves of a surrogate pair, at a
+/// multiple of 4 bytes where it can (so hex and base64 stay decodable).
+/// Anything that is not JSON is left as it is, for the parser to refuse.
+pub(crate) fn tame_json(
+    body: &mut Cow<'_, [u8]>,
+    ndjson: bool,
+    held: &mut Transient,
+) -> Result<(), IngestProblem> {
+    let cuts = long_strings(body, ndjson)?;
+    if cuts.is_empty() {
+        return Ok(());
+    }
+    let removed: usize = cuts.iter().map(|(from, to)| to - from).sum();
+    match body {
+        Cow::Owned(bytes) => {
+            let mut write = cuts[0].0;
+            for (i, &(_, to)) in cuts.iter().enumerate() {
+                let next = cuts.get(i + 1).map_or(bytes.len(), |c| c.0);
+                bytes.copy_within(to..next, write);
+                write += next - to;
+            }
+            bytes.truncate(write);
+        }
+        Cow::Borrowed(bytes) => {
+            held.take(bytes.len() - removed)?;
+            let mut out = Vec::with_capacity(bytes.len() - removed);
+            let mut from = 0;
+            for &(cut, to) in &cuts {
+                out.extend_from_slice(&bytes[from..cut]);
+                from = to;
+            }
+            out.extend_from_slice(&bytes[from..]);
+            *body = Cow::Owned(out);
+        }
+    }
+    Ok(())
+}
+
+/// The byte ranges to remove so that no string is longer than
+/// [`MAX_JSON_STRING`], in order; 400 past [`MAX_JSON_DEPTH`].
+fn long_strings(body: &[u8], ndjson: bool) -> Result<Vec<(usize, usize)>, IngestProblem> {
+    let mut cuts = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                let start = i + 1;
+                let (mut safe, mut aligned) = (0, 0);
+                let mut j = start;
+                while j < body.len() && body[j] != b'"' {
+                    let unit = match body[j] {
+                        b'\\' if body.get(j + 1) == Some(&b'u') => {
+                            let high = body
+                                .get(j + 2..j + 6)
+                                .and_then(|h| std::str::from_utf8(h).ok())
+                                .and_then(|h| u16::from_str_radix(h, 16).ok())
+                                .is_some_and(|h| (0xd800..0xdc00).contains(&h));
+                            if high && body.get(j + 6..j + 8) == Some(b"\\u") {
+                                12
+                            } else {
+                                6
+                            }
+                        }
+                        b'\\' => 2,
+                        0xc0..=0xdf => 2,
+                        0xe0..=0xef => 3,
+                        0xf0..=0xf7 => 4,
+                        _ => 1,
+                    };
+                    j = (j + unit).min(body.len());
+                    let len = j - start;
+                    if len <= MAX_JSON_STRING {
+                        safe = len;
+                        if len % 4 == 0 {
+                            aligned = len;
+                        }
+                    }
+                }
+                if j - start > MAX_JSON_STRING {
+                    let keep = if aligned >= MAX_JSON_STRING / 2 {
+                        aligned
+                    } else {
+                        safe
+                    };
+                    cuts.push((start + keep, j));
+                }
+                i = j + 1;
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(IngestProblem::bad_request(format!(
+                        "the body nests JSON deeper than {MAX_JSON_DEPTH} levels"
+                    )));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' if ndjson => depth = 0,
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(cuts)
 }
 
 /// A serde error without serde_json's "at line 1 column 9" tail, which
@@ -105,7 +266,7 @@ fn reason(err: &serde_json::Error) -> String {
 }
 
 /// Parses one event, naming the field a type error is in.
-fn parse_one<T: DeserializeOwned>(index: usize, text: &str) -> Result<T, EventError> {
+pub(crate) fn parse_one<T: DeserializeOwned>(index: usize, text: &str) -> Result<T, EventError> {
     let mut de = serde_json::Deserializer::from_str(text);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(event) => Ok(event),
@@ -156,24 +317,24 @@ impl<'de> Visitor<'de> for BoundedArray {
     }
 }
 
-fn too_many() -> IngestProblem {
-    IngestProblem::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "too-many-events",
-        "Too many events",
-    )
-    .with_detail(format!(
-        "a request carries at most {MAX_ITEMS} events or values; send smaller batches"
+/// 413 for a request of more items than [`MAX_ITEMS`], refused before the
+/// rest is read; `what` names them (`spans`).
+pub(crate) fn too_many_items(slug: &str, title: &str, what: &str) -> IngestProblem {
+    IngestProblem::new(StatusCode::PAYLOAD_TOO_LARGE, slug, title).with_detail(format!(
+        "a request carries at most {MAX_ITEMS} {what}; send smaller batches"
     ))
 }
 
-/// The events of a batch, each parsed or refused on its own. A JSON array
-/// that is not valid JSON as a whole cannot be split and is refused whole;
-/// a batch of more than [`MAX_ITEMS`] is refused whole (413).
-pub(crate) fn split<T: DeserializeOwned>(
-    format: BatchFormat,
-    body: &[u8],
-) -> Result<Vec<Result<T, EventError>>, IngestProblem> {
+fn too_many() -> IngestProblem {
+    too_many_items("too-many-events", "Too many events", "events or values")
+}
+
+/// The items of a batch, each as its own JSON text, for [`parse_one`]: a
+/// JSON array that is not valid JSON as a whole cannot be split and is
+/// refused whole; a batch of more than [`MAX_ITEMS`] is refused whole
+/// (413) as soon as the next item is seen. Callers parse and check each
+/// item before the next, so only one item is ever held parsed.
+pub(crate) fn items(format: BatchFormat, body: &[u8]) -> Result<Vec<&str>, IngestProblem> {
     match format {
         BatchFormat::JsonArray => {
             let mut de = serde_json::Deserializer::from_slice(body);
@@ -189,11 +350,7 @@ pub(crate) fn split<T: DeserializeOwned>(
                         ))
                     }
                 })?;
-            Ok(items
-                .iter()
-                .enumerate()
-                .map(|(i, raw)| parse_one(i, raw.get()))
-                .collect())
+            Ok(items.into_iter().map(RawValue::get).collect())
         }
         BatchFormat::Ndjson => {
             let text = std::str::from_utf8(body)
@@ -203,11 +360,24 @@ pub(crate) fn split<T: DeserializeOwned>(
                 if items.len() == MAX_ITEMS {
                     return Err(too_many());
                 }
-                items.push(parse_one(items.len(), line));
+                items.push(line);
             }
             Ok(items)
         }
     }
+}
+
+/// The events of a batch, each parsed or refused on its own.
+#[cfg(test)]
+pub(crate) fn split<T: DeserializeOwned>(
+    format: BatchFormat,
+    body: &[u8],
+) -> Result<Vec<Result<T, EventError>>, IngestProblem> {
+    Ok(items(format, body)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| parse_one(i, text))
+        .collect())
 }
 
 #[cfg(test)]
@@ -257,6 +427,68 @@ mod tests {
         assert!(split::<EventIn>(BatchFormat::JsonArray, b"{}").is_err());
     }
 
+    fn tamed(json: &str, ndjson: bool) -> Result<String, IngestProblem> {
+        let budget = crate::budget::Budget::new(1 << 20, 1);
+        let charge = crate::budget::Charge::new(&budget);
+        let mut held = Transient::new(&charge);
+        let mut borrowed = Cow::Borrowed(json.as_bytes());
+        tame_json(&mut borrowed, ndjson, &mut held)?;
+        let mut owned = Cow::Owned(json.as_bytes().to_vec());
+        tame_json(&mut owned, ndjson, &mut held)?;
+        assert_eq!(borrowed, owned, "in place or copied, the same");
+        Ok(String::from_utf8(owned.into_owned()).unwrap())
+    }
+
+    #[test]
+    fn long_strings_are_cut_where_they_stay_valid() {
+        let short = r#"[{"service":"a\"b","x":"é"}]"#;
+        assert_eq!(tamed(short, false).unwrap(), short, "nothing to cut");
+        // Plain ASCII (hex, base64): cut at exactly the limit.
+        let long = format!(r#"[{{"service":"{}","n":1}}]"#, "a".repeat(10_000));
+        let cut = tamed(&long, false).unwrap();
+        assert_eq!(
+            cut,
+            format!(r#"[{{"service":"{}","n":1}}]"#, "a".repeat(4096))
+        );
+        // Escapes, multi-byte characters and surrogate pairs are never split.
+        for unit in ["\\u00e9", "\\ud83d\\ude00", "é", "😀", "\\n"] {
+            let json = format!(r#"["x{}"]"#, unit.repeat(3_000));
+            let cut = tamed(&json, false).unwrap();
+            let value: Vec<String> = serde_json::from_str(&cut).unwrap();
+            assert!(value[0].len() < json.len(), "{unit}");
+            assert!(cut.len() <= MAX_JSON_STRING + 6, "{unit}: {}", cut.len());
+        }
+        // What stays is parsed as before: a refusal quotes 4 KiB at most.
+        let item = format!(r#"{{"status":"{}"}}"#, "x".repeat(100_000));
+        let items = split::<EventIn>(BatchFormat::Ndjson, tamed(&item, true).unwrap().as_bytes());
+        let err = items.unwrap().remove(0).unwrap_err();
+        assert_eq!(err.field, "status");
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused() {
+        let deep = format!(
+            "[{}{}]",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert_eq!(tamed(&deep, false).unwrap_err().status(), 400);
+        let fine = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert!(tamed(&fine, false).is_ok());
+        // NDJSON: each line from the top; brackets in strings do not count.
+        let lines = format!(
+            "{}\n{}\n[\"{}\"]",
+            "[".repeat(100),
+            "[".repeat(100),
+            "[".repeat(500)
+        );
+        assert!(tamed(&lines, true).is_ok());
+    }
+
     #[test]
     fn gzip_is_undone_and_held_to_the_limit() {
         use std::io::Write;
@@ -265,10 +497,27 @@ mod tests {
         let zipped = gz.finish().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(header::CONTENT_ENCODING, "gzip".parse().unwrap());
-        assert_eq!(decode(&headers, &zipped, 10_000).unwrap().len(), 10_000);
-        let err = decode(&headers, &zipped, 9_999).unwrap_err();
+        let budget = crate::budget::Budget::new(15_000, 1);
+        let charge = crate::budget::Charge::new(&budget);
+        let mut held = Transient::new(&charge);
+        assert_eq!(
+            decode(&headers, &zipped, 10_000, &mut held).unwrap().len(),
+            10_000
+        );
+        assert_eq!(budget.used(), 10_000, "charged as decompressed");
+        let err = decode(&headers, &zipped, 9_999, &mut held).unwrap_err();
         assert_eq!(err.status(), 413);
+        let err = decode(&headers, &zipped, 10_000, &mut held).unwrap_err();
+        assert_eq!(err.status(), 413, "past the whole budget");
+        drop(held);
+        assert_eq!(budget.used(), 0);
+        let mut held = Transient::new(&charge);
         headers.insert(header::CONTENT_ENCODING, "br".parse().unwrap());
-        assert_eq!(decode(&headers, &zipped, 10_000).unwrap_err().status(), 415);
+        assert_eq!(
+            decode(&headers, &zipped, 10_000, &mut held)
+                .unwrap_err()
+                .status(),
+            415
+        );
     }
 }

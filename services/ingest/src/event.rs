@@ -15,6 +15,11 @@ use uuid::Uuid;
 const MAX_TEXT: usize = 256;
 /// Most free attributes per event.
 const MAX_ATTRIBUTES: usize = 64;
+/// Longest `field` and `reason` an [`EventError`] keeps: a refusal may
+/// quote what it refuses (serde's `invalid type: string "…"`), and a body
+/// of huge values must not become an answer of huge reasons.
+const MAX_ERROR_FIELD: usize = 128;
+const MAX_ERROR_REASON: usize = 300;
 /// Longest duration accepted: a day, far above any request, far below what
 /// the circuits' 32-bit values could not hold in a useful unit.
 const MAX_DURATION_MS: f64 = 86_400_000.0;
@@ -45,7 +50,116 @@ pub struct EventIn {
     pub output_tokens: Option<u64>,
     pub streaming: Option<bool>,
     /// Free numeric attributes (numbers or booleans).
-    pub attributes: Option<BTreeMap<String, serde_json::Value>>,
+    pub attributes: Option<Attributes>,
+}
+
+/// The free attributes of an event as sent, read without letting an event
+/// grow past its limits while it is parsed: at most [`MAX_ATTRIBUTES`]
+/// entries are kept (more are only counted), and a value other than a
+/// number or a boolean is kept as its kind, never read into memory.
+/// [`attributes`] then refuses what breaks the rules, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Attributes {
+    kept: BTreeMap<String, AttributeValue>,
+    /// Entries in the body, kept or not (repeated names included).
+    sent: usize,
+}
+
+/// An attribute value as sent.
+#[derive(Debug, Clone)]
+enum AttributeValue {
+    Number(serde_json::Number),
+    Bool(bool),
+    /// Anything else, by kind (`a string`, `an object`, …).
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for AttributeValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = AttributeValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an attribute value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Bool(b))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Number(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Number(n.into()))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
+                // JSON numbers are finite, so this is always Some.
+                Ok(serde_json::Number::from_f64(n)
+                    .map_or(AttributeValue::Other("a number"), AttributeValue::Number))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Other("a string"))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Other("null"))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(AttributeValue::Other("null"))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AttributeValue::Other("an array"))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(AttributeValue::Other("an object"))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl<'de> Deserialize<'de> for Attributes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Attributes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of attributes")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Attributes::default();
+                loop {
+                    if out.kept.len() < MAX_ATTRIBUTES {
+                        let Some((name, value)) = map.next_entry::<String, AttributeValue>()?
+                        else {
+                            break;
+                        };
+                        out.kept.insert(name, value);
+                    } else if map
+                        .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                        .is_none()
+                    {
+                        break;
+                    }
+                    out.sent += 1;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// Why one event of a batch was refused.
@@ -60,13 +174,32 @@ pub struct EventError {
 }
 
 impl EventError {
+    /// A refusal; a field or reason past its length (128, 300 characters)
+    /// is cut and ends with `…`.
     pub fn new(index: usize, field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
             index,
-            field: field.into(),
-            reason: reason.into(),
+            field: cut(field.into(), MAX_ERROR_FIELD),
+            reason: cut(reason.into(), MAX_ERROR_REASON),
         }
     }
+}
+
+/// `text` at most `max` characters long, cut with `…` when it was longer,
+/// in an allocation of its own size (a refusal is kept until the answer).
+fn cut(mut text: String, max: usize) -> String {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        let keep = text[..at]
+            .char_indices()
+            .nth(max - 1)
+            .map_or(at, |(i, _)| i);
+        let mut short = String::with_capacity(keep + '…'.len_utf8());
+        short.push_str(&text[..keep]);
+        short.push('…');
+        return short;
+    }
+    text.shrink_to_fit();
+    text
 }
 
 /// The window of times accepted at one moment.
@@ -203,22 +336,22 @@ pub fn tokens(field: &str, n: Option<u64>) -> Result<Option<i32>, (String, Strin
 
 /// Checks the free attributes: names filters can use, numeric values.
 pub fn attributes(
-    attrs: Option<BTreeMap<String, serde_json::Value>>,
+    attrs: Option<Attributes>,
 ) -> Result<serde_json::Map<String, serde_json::Value>, (String, String)> {
     let Some(attrs) = attrs else {
         return Ok(serde_json::Map::new());
     };
-    if attrs.len() > MAX_ATTRIBUTES {
+    if attrs.sent > MAX_ATTRIBUTES {
         return Err((
             "attributes".into(),
             format!(
                 "must have at most {MAX_ATTRIBUTES} entries, got {}",
-                attrs.len()
+                attrs.sent
             ),
         ));
     }
     let mut out = serde_json::Map::new();
-    for (name, value) in attrs {
+    for (name, value) in attrs.kept {
         let field = format!("attributes.{name}");
         if !is_valid_attr_name(&name) {
             return Err((
@@ -228,30 +361,16 @@ pub fn attributes(
             ));
         }
         let value = match value {
-            serde_json::Value::Number(n) => serde_json::Value::Number(n),
+            AttributeValue::Number(n) => serde_json::Value::Number(n),
             // Filters compare numbers; a flag is 1 or 0.
-            serde_json::Value::Bool(b) => serde_json::Value::from(u8::from(b)),
-            other => {
-                return Err((
-                    field,
-                    format!("must be a number or a boolean, got {}", json_kind(&other)),
-                ));
+            AttributeValue::Bool(b) => serde_json::Value::from(u8::from(b)),
+            AttributeValue::Other(kind) => {
+                return Err((field, format!("must be a number or a boolean, got {kind}")));
             }
         };
         out.insert(name, value);
     }
     Ok(out)
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }
 
 impl EventIn {
@@ -416,6 +535,52 @@ mod tests {
         assert_eq!(
             refusal(with("input_tokens", 3_000_000_000u64.into())).0,
             "input_tokens"
+        );
+    }
+
+    #[test]
+    fn attributes_are_read_within_their_limits() {
+        let base = serde_json::json!({"time": "2026-11-30T11:00:00Z", "service": "chat"});
+        let with = |attributes: serde_json::Value| {
+            let mut e = base.clone();
+            e["attributes"] = attributes;
+            e
+        };
+        // A value that is not a number is never read: only its kind is kept.
+        let nested = with(serde_json::json!({"deep": {"a": [1, [2, {"b": "c"}]]}}));
+        let (field, reason) = refusal(nested);
+        assert_eq!(field, "attributes.deep");
+        assert_eq!(reason, "must be a number or a boolean, got an object");
+        let many: serde_json::Map<String, serde_json::Value> = (0..1_000)
+            .map(|i| (format!("a{i}"), serde_json::Value::from(i)))
+            .collect();
+        let parsed = event(with(serde_json::Value::Object(many)));
+        let attributes = parsed.attributes.as_ref().unwrap();
+        assert_eq!(
+            attributes.kept.len(),
+            MAX_ATTRIBUTES,
+            "the rest only counted"
+        );
+        assert_eq!(attributes.sent, 1_000);
+        let sixty_five: serde_json::Map<String, serde_json::Value> = (0..65)
+            .map(|i| (format!("a{i}"), serde_json::Value::from(i)))
+            .collect();
+        let (field, reason) = refusal(with(serde_json::Value::Object(sixty_five)));
+        assert_eq!(field, "attributes");
+        assert_eq!(reason, "must have at most 64 entries, got 65");
+    }
+
+    #[test]
+    fn long_fields_and_reasons_are_cut() {
+        let e = EventError::new(0, "f".repeat(500), "é".repeat(1_000));
+        assert_eq!(e.field.chars().count(), MAX_ERROR_FIELD);
+        assert!(e.field.ends_with('…'));
+        assert_eq!(e.reason.chars().count(), MAX_ERROR_REASON);
+        let short = EventError::new(0, "status", "x".repeat(MAX_ERROR_REASON));
+        assert_eq!(
+            short.reason.len(),
+            MAX_ERROR_REASON,
+            "at the limit, kept whole"
         );
     }
 

@@ -32,12 +32,13 @@ use slaproof_domain::objective::GaugeName;
 use slaproof_store::gauges::{self, GaugeValue, GaugeWrite};
 
 use crate::body::{self, BatchFormat};
+use crate::budget::{self, Kept};
 use crate::event::{EventError, TimeBounds, text};
 use crate::metrics::{self, Refusal};
 use crate::native::EventsQuery;
-use crate::problem::IngestProblem;
+use crate::problem::{IngestProblem, RefusalCount};
 use crate::writer::WriteError;
-use crate::{Admitted, Ingest};
+use crate::{Ingest, Memory};
 
 /// A value as `POST /v1/gauges` receives it. Every field is optional here
 /// so a missing one is reported by name; unknown fields are ignored.
@@ -65,9 +66,12 @@ pub(crate) struct GaugesOut {
     pub stored: u64,
     /// Accepted values stored before (a retry), left unchanged.
     pub duplicates: u64,
-    /// Values refused, invalid or conflicting; see `errors`.
+    /// Values refused, invalid or conflicting; the first 100 are listed in
+    /// `errors`, and all of them counted by field and reason in `counts`.
     pub rejected: usize,
     pub errors: Vec<EventError>,
+    #[serde(default)]
+    pub counts: Vec<RefusalCount>,
 }
 
 /// The valid values of a batch with their batch positions, and the refusals.
@@ -139,24 +143,36 @@ impl GaugeIn {
     }
 }
 
-/// Parses and validates a decoded body. CPU-bound; runs off the I/O threads.
+/// Parses and validates a decoded body, one value after the other, the
+/// kept ones charged to the request's memory (twice: they are copied for
+/// the write). CPU-bound; runs off the I/O threads.
 pub(crate) fn check(
     format: BatchFormat,
     body: &[u8],
     bounds: &TimeBounds,
+    memory: &mut Memory,
 ) -> Result<CheckedGauges, IngestProblem> {
-    let parsed = body::split::<GaugeIn>(format, body)?;
+    let items = body::items(format, body)?;
     let mut checked = CheckedGauges {
-        received: parsed.len(),
-        values: Vec::with_capacity(parsed.len()),
+        received: items.len(),
+        values: Vec::with_capacity(items.len()),
         errors: Vec::new(),
     };
-    for (index, value) in parsed.into_iter().enumerate() {
-        match value.and_then(|v| v.validate(index, bounds)) {
-            Ok(v) => checked.values.push((index, v)),
-            Err(err) => checked.errors.push(err),
+    let mut kept = Kept::new(memory);
+    kept.charge(items.len() * size_of::<(usize, GaugeValue)>())?;
+    for (index, text) in items.into_iter().enumerate() {
+        match body::parse_one::<GaugeIn>(index, text).and_then(|v| v.validate(index, bounds)) {
+            Ok(v) => {
+                kept.charge(2 * budget::gauge_bytes(&v))?;
+                checked.values.push((index, v));
+            }
+            Err(err) => {
+                kept.charge(budget::error_bytes(&err))?;
+                checked.errors.push(err);
+            }
         }
     }
+    kept.flush()?;
     Ok(checked)
 }
 
@@ -189,15 +205,10 @@ async fn handle(
 ) -> Result<Response, IngestProblem> {
     let format = body::batch_format(request.headers())?;
     let Query(query) = query.map_err(|e| IngestProblem::bad_request(e.body_text()))?;
-    let Admitted {
-        admission,
-        who,
-        headers,
-        body: raw,
-    } = ingest.admit(request).await?;
+    let (admission, who, _memory, body) = ingest.admit(request).await?.split();
     let checked = ingest
-        .off_thread(headers, raw, move |body, bounds| {
-            check(format, body, &bounds)
+        .off_thread(body, format.syntax(), move |body, bounds, memory| {
+            check(format, body, &bounds, memory)
         })
         .await?;
     tracing::Span::current().record("values", checked.received);
@@ -270,6 +281,7 @@ async fn handle(
         stored: written.stored,
         duplicates: written.duplicates,
         rejected: errors.len(),
+        counts: crate::problem::counts(&errors),
         errors: crate::problem::listed(errors),
     };
     Ok((status, Json(out)).into_response())

@@ -7,8 +7,11 @@
 //! transaction per batch, and the answer is sent after the commit. Retries
 //! are idempotent: an event's id comes from the sender, or from its request
 //! id, or from the batch's `Idempotency-Key` and its position, and an event
-//! whose `(occurred_at, id)` is stored already is skipped. A bounded gate
-//! answers 429 with `Retry-After` when the writers fall behind.
+//! whose `(occurred_at, id)` is stored already is skipped. A request is
+//! authenticated first, then held to its key's rate limit, to its tenant's
+//! share of a bounded gate (429 with `Retry-After` when the writers fall
+//! behind), to a body read timeout (408) and to a memory budget shared by
+//! all requests.
 //!
 //! `POST /v1/gauges` takes values delivered later by callback (a quality
 //! score for a request id) the same way; see [`gauges`].
@@ -17,7 +20,10 @@
 
 mod auth;
 mod body;
+mod budget;
 pub mod event;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gate;
 mod gauges;
 pub mod loadgen;
@@ -25,27 +31,32 @@ mod metrics;
 mod native;
 mod otlp;
 mod otlp_metrics;
+mod otlp_size;
 pub mod probe;
 mod problem;
+mod rate;
 pub mod writer;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use axum::routing::post;
 use chrono::Utc;
 use slaproof_domain::ids::TenantId;
 use slaproof_store::Database;
 use slaproof_store::events::StoredEvent;
 
+use crate::budget::{Budget, Charge, Transient};
 use crate::problem::IngestProblem;
 
 pub use event::{EventError, EventIn};
 pub use native::EventsOut;
+pub use problem::RefusalCount;
 pub use writer::{EventWriter, Written};
 
 /// How the ingest service behaves; `slaproof`'s `[ingest]` section.
@@ -63,8 +74,26 @@ pub struct Settings {
     pub writers: usize,
     /// Requests admitted at once, writing or waiting; more get 429.
     pub max_in_flight: usize,
+    /// Requests of one tenant admitted at once; more get 429. `None`: a
+    /// quarter of `max_in_flight`, at least one.
+    pub max_in_flight_per_tenant: Option<usize>,
     /// The `Retry-After` sent with 429 and 503, in seconds.
     pub retry_after_secs: u64,
+    /// Memory all admitted requests may hold at once (bodies as sent and
+    /// decompressed, what they decode into, the events they write); a
+    /// request that would go past it gets 429, or 413 if it alone would.
+    pub max_memory_bytes: usize,
+    /// Seconds an admitted request's whole body has to arrive in; 408
+    /// after that.
+    pub body_timeout_secs: u64,
+    /// Requests per second one ingest key may send (a token bucket); more
+    /// get 429 with `Retry-After`. 0 turns the limit off.
+    pub rate_limit_per_sec: f64,
+    /// Requests one key may send at once above its rate (the bucket's size).
+    pub rate_limit_burst: u32,
+    /// Seconds what the store said of a key is remembered; a revoked key
+    /// is refused within this time. 0 asks the store every time.
+    pub key_cache_secs: u64,
 }
 
 impl Default for Settings {
@@ -76,7 +105,13 @@ impl Default for Settings {
             retention_days: 400,
             writers: 4,
             max_in_flight: 16,
+            max_in_flight_per_tenant: None,
             retry_after_secs: 1,
+            max_memory_bytes: 256 * 1024 * 1024,
+            body_timeout_secs: 30,
+            rate_limit_per_sec: 50.0,
+            rate_limit_burst: 100,
+            key_cache_secs: 30,
         }
     }
 }
@@ -86,53 +121,88 @@ impl Default for Settings {
 pub struct Ingest {
     db: Database,
     settings: Settings,
+    keys: auth::Keys,
+    rate: rate::RateLimiter,
     gate: gate::Gate,
+    memory: Arc<Budget>,
     writer: EventWriter,
 }
 
 impl Ingest {
     pub fn new(db: Database, settings: Settings) -> Self {
         Self {
+            keys: auth::Keys::new(Duration::from_secs(settings.key_cache_secs)),
+            rate: rate::RateLimiter::new(settings.rate_limit_per_sec, settings.rate_limit_burst),
             gate: gate::Gate::new(
                 settings.max_in_flight,
+                settings
+                    .max_in_flight_per_tenant
+                    .unwrap_or_else(|| gate::Gate::default_share(settings.max_in_flight)),
                 settings.writers,
                 settings.retry_after_secs,
             ),
+            memory: Budget::new(settings.max_memory_bytes, settings.retry_after_secs),
             writer: EventWriter::new(db.clone()),
             db,
             settings,
         }
     }
 
-    /// Admits a request (429 when the gate is full), authenticates it
-    /// (401) and reads its body within the limit (413). The admission is
-    /// held until the answer is sent.
+    /// Lets a request in, cheapest refusal first: authenticates it (401,
+    /// before anything else, so bad keys take nothing from anyone), holds
+    /// it to its key's rate limit (429) and to its tenant's share of the
+    /// gate (429), then reads its body within the time (408), the size
+    /// limit (413) and the memory budget (429). The admission and the
+    /// memory are held until the answer is sent.
     pub(crate) async fn admit(&self, request: Request) -> Result<Admitted, IngestProblem> {
+        let who = self
+            .keys
+            .authenticate(&self.db, request.headers(), self.gate.retry_after_secs())
+            .await?;
+        tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
+        if let Err(wait) = self.rate.check(who.key, Instant::now()) {
+            metrics::batch_refused(429);
+            return Err(IngestProblem::rate_limited(
+                self.settings.rate_limit_per_sec,
+                self.settings.rate_limit_burst,
+                rate::retry_after_secs(wait),
+            ));
+        }
         let admission = self
             .gate
-            .admit()
+            .admit(who.tenant)
             .inspect_err(|_| metrics::batch_refused(429))?;
-        let who =
-            auth::authenticate(&self.db, request.headers(), self.gate.retry_after_secs()).await?;
-        tracing::Span::current().record("tenant", tracing::field::display(who.tenant));
-        let headers = request.headers().clone();
+        let charge = Charge::new(&self.memory);
+        let mut held = Transient::new(&charge);
         let limit = self.settings.max_body_bytes;
-        let body =
-            Bytes::from_request(request, &())
-                .await
-                .map_err(|rejection| match rejection {
-                    BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
-                        IngestProblem::too_large(limit)
-                    }
-                    other => {
-                        IngestProblem::bad_request(format!("the body cannot be read: {other}"))
-                    }
-                })?;
+        // The body as sent, charged before it is read: its announced
+        // length, else the most it may be (given back once it is read).
+        let announced = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or(limit, |n| n.min(limit));
+        held.take_now(announced).inspect_err(count_429)?;
+        let headers = request.headers().clone();
+        let timeout = Duration::from_secs(self.settings.body_timeout_secs);
+        let body = tokio::time::timeout(timeout, Bytes::from_request(request, &()))
+            .await
+            .map_err(|_| IngestProblem::body_timeout(self.settings.body_timeout_secs))?
+            .map_err(|rejection| match rejection {
+                BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+                    IngestProblem::too_large(limit)
+                }
+                other => IngestProblem::bad_request(format!("the body cannot be read: {other}")),
+            })?;
+        held.give_back(announced.saturating_sub(body.len()));
         Ok(Admitted {
             admission,
             who,
             headers,
             body,
+            charge,
+            held,
         })
     }
 
@@ -172,23 +242,48 @@ impl Ingest {
     }
 
     /// The decompressed body, off the I/O threads with `work` after it.
+    /// The body, its decompressed copy and what `work` holds in
+    /// `memory.held` are given back to the budget when `work` is done;
+    /// what it keeps (`memory.kept`) stays charged until the answer.
+    /// A JSON body is tamed first (see [`body::tame_json`]).
     pub(crate) async fn off_thread<T: Send + 'static>(
         &self,
-        headers: HeaderMap,
-        body: Bytes,
-        work: impl FnOnce(&[u8], event::TimeBounds) -> Result<T, IngestProblem> + Send + 'static,
+        admitted: Body,
+        syntax: body::Syntax,
+        work: impl FnOnce(&[u8], event::TimeBounds, &mut Memory) -> Result<T, IngestProblem>
+        + Send
+        + 'static,
     ) -> Result<T, IngestProblem> {
         let bounds = self.time_bounds();
         let max_decoded = self.settings.max_decoded_bytes;
+        let Body {
+            headers,
+            body,
+            charge,
+            held,
+        } = admitted;
         tokio::task::spawn_blocking(move || {
-            let decoded = body::decode(&headers, &body, max_decoded)?;
-            work(&decoded, bounds)
+            let mut memory = Memory { kept: charge, held };
+            let mut decoded = body::decode(&headers, &body, max_decoded, &mut memory.held)?;
+            if syntax != body::Syntax::Binary {
+                body::tame_json(
+                    &mut decoded,
+                    syntax == body::Syntax::Ndjson,
+                    &mut memory.held,
+                )?;
+            }
+            let result = work(&decoded, bounds, &mut memory);
+            // The body and its copy go before their charge does.
+            drop(decoded);
+            drop(body);
+            result
         })
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "checking a batch panicked");
             IngestProblem::internal()
         })?
+        .inspect_err(count_429)
     }
 
     /// The times accepted now.
@@ -203,6 +298,13 @@ impl Ingest {
     }
 }
 
+/// Counts a 429 of the memory budget with the gate's.
+fn count_429(problem: &IngestProblem) {
+    if problem.status() == axum::http::StatusCode::TOO_MANY_REQUESTS {
+        metrics::batch_refused(429);
+    }
+}
+
 /// A request let in: who sent it and its body, as sent.
 #[derive(Debug)]
 pub(crate) struct Admitted {
@@ -210,6 +312,41 @@ pub(crate) struct Admitted {
     pub who: auth::Authenticated,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// Its memory, given back when the answer is sent.
+    pub charge: Arc<Charge>,
+    /// The part of it held only until the body is checked (the body).
+    pub held: Transient,
+}
+
+impl Admitted {
+    /// The admission and who sent it, and the body with its memory for
+    /// [`Ingest::off_thread`].
+    pub(crate) fn split(self) -> (gate::Admission, auth::Authenticated, Arc<Charge>, Body) {
+        let body = Body {
+            headers: self.headers,
+            body: self.body,
+            charge: Arc::clone(&self.charge),
+            held: self.held,
+        };
+        (self.admission, self.who, self.charge, body)
+    }
+}
+
+/// A body on its way to be checked, with its memory.
+#[derive(Debug)]
+pub(crate) struct Body {
+    headers: HeaderMap,
+    body: Bytes,
+    charge: Arc<Charge>,
+    held: Transient,
+}
+
+/// A request's memory while its body is checked: `held` is given back
+/// when the check is done, `kept` when the answer is sent.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    pub kept: Arc<Charge>,
+    pub held: Transient,
 }
 
 /// The ingest routes.

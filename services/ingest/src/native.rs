@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 use slaproof_store::events::StoredEvent;
 
 use crate::body::{self, BatchFormat};
+use crate::budget::{self, Kept};
 use crate::event::{EventError, EventIn, IdSeed, TimeBounds};
 use crate::metrics::{self, Refusal};
-use crate::problem::IngestProblem;
-use crate::{Admitted, Ingest};
+use crate::problem::{IngestProblem, RefusalCount};
+use crate::{Ingest, Memory};
 
 /// Longest `Idempotency-Key` accepted.
 const MAX_IDEMPOTENCY_KEY: usize = 200;
@@ -43,9 +44,12 @@ pub struct EventsOut {
     pub stored: u64,
     /// Accepted events stored before (a retry), left unchanged.
     pub duplicates: u64,
-    /// Events refused; the first 100 are listed in `errors`.
+    /// Events refused; the first 100 are listed in `errors`, and all of
+    /// them counted by field and reason in `counts`.
     pub rejected: usize,
     pub errors: Vec<EventError>,
+    #[serde(default)]
+    pub counts: Vec<RefusalCount>,
 }
 
 /// The valid events of a batch and the refusals, in batch order.
@@ -56,29 +60,43 @@ pub(crate) struct Checked {
     pub errors: Vec<EventError>,
 }
 
-/// Parses and validates a decoded body. CPU-bound; runs off the I/O threads.
+/// Parses and validates a decoded body, one event after the other, so
+/// that only one event is held parsed at a time; the valid events are
+/// charged to the request's memory as they are kept. CPU-bound; runs off
+/// the I/O threads.
 pub(crate) fn check(
     format: BatchFormat,
     body: &[u8],
     bounds: &TimeBounds,
     idempotency_key: Option<&str>,
+    memory: &mut Memory,
 ) -> Result<Checked, IngestProblem> {
-    let parsed = body::split::<EventIn>(format, body)?;
+    let items = body::items(format, body)?;
     let mut checked = Checked {
-        received: parsed.len(),
-        events: Vec::with_capacity(parsed.len()),
+        received: items.len(),
+        events: Vec::with_capacity(items.len()),
         errors: Vec::new(),
     };
-    for (index, event) in parsed.into_iter().enumerate() {
+    let mut kept = Kept::new(memory);
+    kept.charge(items.len() * size_of::<StoredEvent>())?;
+    for (index, text) in items.into_iter().enumerate() {
         let seed = match idempotency_key {
             Some(key) => IdSeed::Batch { key, index },
             None => IdSeed::Fresh,
         };
-        match event.and_then(|e| e.validate(index, bounds, seed)) {
-            Ok(event) => checked.events.push(event),
-            Err(err) => checked.errors.push(err),
+        match body::parse_one::<EventIn>(index, text).and_then(|e| e.validate(index, bounds, seed))
+        {
+            Ok(event) => {
+                kept.charge(budget::event_bytes(&event))?;
+                checked.events.push(event);
+            }
+            Err(err) => {
+                kept.charge(budget::error_bytes(&err))?;
+                checked.errors.push(err);
+            }
         }
     }
+    kept.flush()?;
     Ok(checked)
 }
 
@@ -114,16 +132,11 @@ async fn handle(
     let format = body::batch_format(request.headers())?;
     let key = idempotency_key(request.headers())?;
     let Query(query) = query.map_err(|e| IngestProblem::bad_request(e.body_text()))?;
-    let Admitted {
-        admission,
-        who,
-        headers,
-        body: raw,
-    } = ingest.admit(request).await?;
+    let (admission, who, _memory, body) = ingest.admit(request).await?.split();
 
     let checked = ingest
-        .off_thread(headers, raw, move |body, bounds| {
-            check(format, body, &bounds, key.as_deref())
+        .off_thread(body, format.syntax(), move |body, bounds, memory| {
+            check(format, body, &bounds, key.as_deref(), memory)
         })
         .await?;
     tracing::Span::current().record("events", checked.received);
@@ -166,6 +179,7 @@ async fn handle(
         stored: written.stored,
         duplicates: written.duplicates,
         rejected: checked.errors.len(),
+        counts: crate::problem::counts(&checked.errors),
         errors: crate::problem::listed(checked.errors),
     };
     Ok((status, Json(out)).into_response())

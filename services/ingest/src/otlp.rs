@@ -22,10 +22,12 @@ use opentelemetry_proto::tonic::trace::v1::{Span, status};
 use prost::Message;
 use slaproof_store::events::{EventSource, StoredEvent};
 
+use crate::budget;
 use crate::event::{self, EventError, TimeBounds, derived_id};
 use crate::metrics::{self, Refusal};
+use crate::otlp_size::{self, Estimate, Msg};
 use crate::problem::IngestProblem;
-use crate::{Admitted, Ingest, body};
+use crate::{Ingest, Memory, body};
 
 /// How many rejection reasons the partial-success message quotes.
 const QUOTED_REASONS: usize = 5;
@@ -43,6 +45,13 @@ impl Encoding {
             Some("application/x-protobuf" | "application/protobuf") => Some(Self::Protobuf),
             Some("application/json") => Some(Self::Json),
             _ => None,
+        }
+    }
+
+    pub(crate) fn syntax(self) -> body::Syntax {
+        match self {
+            Self::Protobuf => body::Syntax::Binary,
+            Self::Json => body::Syntax::Json,
         }
     }
 
@@ -144,16 +153,18 @@ async fn handle(
     encoding: Encoding,
     request: Request,
 ) -> Result<Response, IngestProblem> {
-    let Admitted {
-        admission,
-        who,
-        headers,
-        body,
-    } = ingest.admit(request).await?;
+    let (admission, who, _memory, body) = ingest.admit(request).await?.split();
     let mapped = ingest
-        .off_thread(headers, body, move |body, bounds| {
-            let export = decode(encoding, body)?;
-            Ok(map_export(&export, &bounds))
+        .off_thread(body, encoding.syntax(), move |body, bounds, memory| {
+            let estimate = estimate(Msg::TraceRequest, encoding, body)?;
+            let export = decode(encoding, body, &estimate, memory)?;
+            let mapped = map_export(&export, &bounds);
+            memory.kept.take(
+                mapped.events.capacity() * size_of::<StoredEvent>()
+                    + mapped.events.iter().map(budget::event_bytes).sum::<usize>()
+                    + mapped.errors.iter().map(budget::error_bytes).sum::<usize>(),
+            )?;
+            Ok(mapped)
         })
         .await?;
     tracing::Span::current().record("spans", mapped.spans);
@@ -172,7 +183,29 @@ async fn handle(
         .into_response())
 }
 
-fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportTraceServiceRequest, IngestProblem> {
+/// What an export whose root message is `root` (traces or metrics) will
+/// take once decoded, found before it is decoded: its spans or data points
+/// counted (413 past [`body::MAX_ITEMS`]) and its decoded size estimated.
+pub(crate) fn estimate(
+    root: Msg,
+    encoding: Encoding,
+    body: &[u8],
+) -> Result<Estimate, IngestProblem> {
+    match encoding {
+        Encoding::Protobuf => otlp_size::protobuf::estimate(root, body),
+        Encoding::Json => otlp_size::json::estimate(root, body),
+    }
+}
+
+/// Decodes a trace export, its [`estimate`] charged to the request's
+/// memory first.
+pub(crate) fn decode(
+    encoding: Encoding,
+    body: &[u8],
+    estimate: &Estimate,
+    memory: &mut Memory,
+) -> Result<ExportTraceServiceRequest, IngestProblem> {
+    memory.held.take(estimate.bytes)?;
     match encoding {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(body).map_err(|e| {
             IngestProblem::bad_request(format!("not an OTLP ExportTraceServiceRequest: {e}"))

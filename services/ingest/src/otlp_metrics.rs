@@ -31,12 +31,14 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use prost::Message;
 use slaproof_store::histograms::{self, HistogramPoint, Temporality};
 
+use crate::budget;
 use crate::event::{EventError, TimeBounds, derived_id};
 use crate::metrics;
-use crate::otlp::{Encoding, clean, encode, export, string};
+use crate::otlp::{Encoding, clean, encode, estimate, export, string};
+use crate::otlp_size::{Estimate, Msg};
 use crate::problem::IngestProblem;
 use crate::writer::WriteError;
-use crate::{Admitted, Ingest};
+use crate::{Ingest, Memory};
 
 /// How many rejection reasons the partial-success message quotes.
 const QUOTED_REASONS: usize = 5;
@@ -70,16 +72,18 @@ async fn handle(
     encoding: Encoding,
     request: Request,
 ) -> Result<Response, IngestProblem> {
-    let Admitted {
-        admission,
-        who,
-        headers,
-        body,
-    } = ingest.admit(request).await?;
+    let (admission, who, _memory, body) = ingest.admit(request).await?.split();
     let mapped = ingest
-        .off_thread(headers, body, move |body, bounds| {
-            let export = decode(encoding, body)?;
-            Ok(map_export(&export, &bounds))
+        .off_thread(body, encoding.syntax(), move |body, bounds, memory| {
+            let estimate = estimate(Msg::MetricsRequest, encoding, body)?;
+            let export = decode(encoding, body, &estimate, memory)?;
+            let mapped = map_export(&export, &bounds);
+            memory.kept.take(
+                mapped.points.capacity() * size_of::<HistogramPoint>()
+                    + mapped.points.iter().map(budget::point_bytes).sum::<usize>()
+                    + mapped.errors.iter().map(budget::error_bytes).sum::<usize>(),
+            )?;
+            Ok(mapped)
         })
         .await?;
     tracing::Span::current().record("points", mapped.data_points);
@@ -116,7 +120,16 @@ async fn write(
     Ok(stored)
 }
 
-fn decode(encoding: Encoding, body: &[u8]) -> Result<ExportMetricsServiceRequest, IngestProblem> {
+/// Decodes a metrics export, its [`estimate`] (its data points of every
+/// type counted, 413 past [`crate::body::MAX_ITEMS`]) charged to the
+/// request's memory first.
+pub(crate) fn decode(
+    encoding: Encoding,
+    body: &[u8],
+    estimate: &Estimate,
+    memory: &mut Memory,
+) -> Result<ExportMetricsServiceRequest, IngestProblem> {
+    memory.held.take(estimate.bytes)?;
     match encoding {
         Encoding::Protobuf => ExportMetricsServiceRequest::decode(body).map_err(|e| {
             IngestProblem::bad_request(format!("not an OTLP ExportMetricsServiceRequest: {e}"))

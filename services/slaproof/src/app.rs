@@ -203,8 +203,8 @@ impl Application {
             }
         }
         tracing::info!(address = %self.local_addr(), "listening");
-        let server = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let header_timeout = Duration::from_secs(self.config.server.header_read_timeout_secs);
+        let server = serve(self.listener, self.router, header_timeout, shutdown.clone());
         let deadline = async {
             shutdown.cancelled().await;
             tokio::time::sleep(grace).await;
@@ -242,4 +242,51 @@ pub fn cancel_on_signals(token: CancellationToken) {
         }
         token.cancel();
     });
+}
+
+/// Serves `router` over HTTP/1 on `listener` until `shutdown`, then waits
+/// for the connections' requests in flight. Not `axum::serve`: it sets no
+/// timer, so a client trickling its headers (slowloris) would hold a
+/// connection for ever; here each request's headers must arrive within
+/// `header_timeout`.
+async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let graceful = GracefulShutdown::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of file descriptors and the like: the listener
+                    // stays usable, so wait a little rather than spin.
+                    tracing::warn!(error = %err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        // No upgrades: slaproof serves no WebSocket or CONNECT.
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

@@ -16,6 +16,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
+mod ingest;
+pub(crate) use ingest::IngestConfig;
+
 /// The file read when `--config` is not given and it exists.
 pub(crate) const DEFAULT_CONFIG_FILE: &str = "slaproof.toml";
 
@@ -68,6 +71,9 @@ pub struct ServerConfig {
     /// How long in-flight requests may take to finish after a shutdown
     /// signal, in seconds.
     pub shutdown_grace_secs: u64,
+    /// How long a connection may take to send a request's headers, in
+    /// seconds: a client trickling them (slowloris) is cut off then.
+    pub header_read_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +81,7 @@ impl Default for ServerConfig {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             shutdown_grace_secs: 20,
+            header_read_timeout_secs: 10,
         }
     }
 }
@@ -152,55 +159,6 @@ impl Default for EventsConfig {
             retention_days: 400,
             partitions_ahead_days: 7,
             upkeep_interval_secs: 3600,
-        }
-    }
-}
-
-/// The ingest service (`POST /v1/events`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IngestConfig {
-    /// Largest request body as sent (compressed or not), in bytes; 413 past it.
-    pub max_body_bytes: usize,
-    /// Largest body once decompressed, in bytes; 413 past it.
-    pub max_decoded_bytes: usize,
-    /// How many seconds in the future an event's time may be (clock skew).
-    pub max_future_secs: u64,
-    /// Batches written at once; each holds a database connection.
-    pub writers: usize,
-    /// Requests admitted at once (writing or waiting for a writer); the
-    /// next one gets 429 with Retry-After instead of a queue that grows.
-    pub max_in_flight: usize,
-    /// Seconds sent in Retry-After with 429 and 503.
-    pub retry_after_secs: u64,
-}
-
-impl Default for IngestConfig {
-    fn default() -> Self {
-        let defaults = slaproof_ingest::Settings::default();
-        Self {
-            max_body_bytes: defaults.max_body_bytes,
-            max_decoded_bytes: defaults.max_decoded_bytes,
-            max_future_secs: defaults.max_future_secs,
-            writers: defaults.writers,
-            max_in_flight: defaults.max_in_flight,
-            retry_after_secs: defaults.retry_after_secs,
-        }
-    }
-}
-
-impl IngestConfig {
-    /// The ingest service's settings; events older than the retention are
-    /// refused, since they would be dropped at the next upkeep.
-    pub fn settings(&self, events: &EventsConfig) -> slaproof_ingest::Settings {
-        slaproof_ingest::Settings {
-            max_body_bytes: self.max_body_bytes,
-            max_decoded_bytes: self.max_decoded_bytes,
-            max_future_secs: self.max_future_secs,
-            retention_days: events.retention_days,
-            writers: self.writers,
-            max_in_flight: self.max_in_flight,
-            retry_after_secs: self.retry_after_secs,
         }
     }
 }
@@ -406,7 +364,7 @@ impl Config {
                 ),
             ));
         }
-        self.validate_ingest()?;
+        self.ingest.validate(self.database.max_connections)?;
         self.evaluator
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
@@ -421,69 +379,20 @@ impl Config {
                 ),
             ));
         }
+        if !(1..=300).contains(&self.server.header_read_timeout_secs) {
+            return Err(invalid(
+                "server.header_read_timeout_secs",
+                format!(
+                    "must be between 1 and 300, got {}",
+                    self.server.header_read_timeout_secs
+                ),
+            ));
+        }
         if self.embedded.run_as.is_empty() {
             return Err(invalid("embedded.run_as", "must name a system user"));
         }
         tracing_subscriber::EnvFilter::try_new(&self.log.level)
             .map_err(|e| invalid("log.level", format!("is not a valid filter: {e}")))?;
-        Ok(())
-    }
-
-    fn validate_ingest(&self) -> Result<(), ConfigError> {
-        let ingest = &self.ingest;
-        if !(1024..=1 << 30).contains(&ingest.max_body_bytes) {
-            return Err(invalid(
-                "ingest.max_body_bytes",
-                format!(
-                    "must be between 1024 and 2^30, got {}",
-                    ingest.max_body_bytes
-                ),
-            ));
-        }
-        if !(ingest.max_body_bytes..=1 << 32).contains(&ingest.max_decoded_bytes) {
-            return Err(invalid(
-                "ingest.max_decoded_bytes",
-                format!(
-                    "must be between ingest.max_body_bytes ({}) and 2^32, got {}",
-                    ingest.max_body_bytes, ingest.max_decoded_bytes
-                ),
-            ));
-        }
-        if ingest.max_future_secs > 86_400 {
-            return Err(invalid(
-                "ingest.max_future_secs",
-                format!("must be at most 86400, got {}", ingest.max_future_secs),
-            ));
-        }
-        // Each writer holds a connection; the others serve keys and health.
-        let connections = self.database.max_connections as usize;
-        if ingest.writers == 0 || ingest.writers >= connections {
-            return Err(invalid(
-                "ingest.writers",
-                format!(
-                    "must be at least 1 and below database.max_connections ({connections}), got {}",
-                    ingest.writers
-                ),
-            ));
-        }
-        if !(ingest.writers..=100_000).contains(&ingest.max_in_flight) {
-            return Err(invalid(
-                "ingest.max_in_flight",
-                format!(
-                    "must be between ingest.writers ({}) and 100000, got {}",
-                    ingest.writers, ingest.max_in_flight
-                ),
-            ));
-        }
-        if !(1..=3600).contains(&ingest.retry_after_secs) {
-            return Err(invalid(
-                "ingest.retry_after_secs",
-                format!(
-                    "must be between 1 and 3600, got {}",
-                    ingest.retry_after_secs
-                ),
-            ));
-        }
         Ok(())
     }
 
@@ -634,6 +543,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("ingest.max_decoded_bytes"), "{err}");
+        let err = with("[ingest]\nmax_in_flight_per_tenant = 17")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.max_in_flight_per_tenant"), "{err}");
+        let err = with("[ingest]\nmax_memory_bytes = 1048576")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.max_memory_bytes"), "{err}");
+        let err = with("[ingest]\nrate_limit_per_sec = -1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.rate_limit_per_sec"), "{err}");
+        let ok = with(
+            "[ingest]\nmax_in_flight_per_tenant = 16\nrate_limit_per_sec = 0\nkey_cache_secs = 0",
+        )
+        .unwrap();
+        let settings = ok.ingest.settings(&ok.events);
+        assert_eq!(settings.max_in_flight_per_tenant, Some(16));
+        assert_eq!(settings.rate_limit_per_sec, 0.0);
     }
 
     #[test]

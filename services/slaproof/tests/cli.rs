@@ -321,7 +321,7 @@ async fn probe_commands_define_list_and_delete_probes_within_the_outbound_policy
     let refused = run(slaproof(dir.path(), &strict).args(create));
     assert!(!refused.status.success());
     let err = text(&refused.stderr);
-    assert!(err.contains("url: localhost resolves to"), "{err}");
+    assert!(err.contains("url: localhost is or resolves to"), "{err}");
     assert!(err.contains("loopback"), "{err}");
     // Bad fields are named like the API names them.
     let bad = run(slaproof(dir.path(), &open).args([

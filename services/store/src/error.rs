@@ -121,10 +121,9 @@ fn constraint_meaning(constraint: &str) -> Option<(&'static str, &'static str)> 
             "timeout_ms",
             "probe timeout must be between 100 and 120000 ms and within the interval",
         ),
-        "customer_thresholds_compliance_range" => (
-            "compliance_below_ppm",
-            "must be between 0 and 1000000",
-        ),
+        "customer_thresholds_compliance_range" => {
+            ("compliance_below_ppm", "must be between 0 and 1000000")
+        }
         "customer_thresholds_budget_range" => (
             "budget_remaining_below_ppm",
             "must be between 0 and 1000000",

@@ -124,7 +124,9 @@ impl Database {
         } else if owns.is_some() {
             Some("owns tables of the schema")
         } else if creates {
-            Some("may create objects in the schema public (REVOKE CREATE ON SCHEMA public FROM PUBLIC)")
+            Some(
+                "may create objects in the schema public (REVOKE CREATE ON SCHEMA public FROM PUBLIC)",
+            )
         } else {
             None
         };
@@ -162,11 +164,11 @@ impl Database {
     /// [`TenantTx`] sets the tenant for its transaction only. For tests
     /// of exactly that.
     pub async fn session_tenant(&self) -> Result<(Option<uuid::Uuid>, i64), StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT slaproof_current_tenant(), (SELECT count(*) FROM customers)",
+        Ok(
+            sqlx::query_as("SELECT slaproof_current_tenant(), (SELECT count(*) FROM customers)")
+                .fetch_one(&self.pool)
+                .await?,
         )
-        .fetch_one(&self.pool)
-        .await?)
     }
 
     /// The pool, for the cross-tenant functions of this crate. Not public:

@@ -7,11 +7,7 @@ use crate::{Database, StoreError};
 /// is none yet. Replicas starting together all end with the same secret
 /// (the first insert wins; the others read it).
 #[tracing::instrument(skip(db, fresh))]
-pub async fn get_or_create(
-    db: &Database,
-    name: &str,
-    fresh: &[u8],
-) -> Result<Vec<u8>, StoreError> {
+pub async fn get_or_create(db: &Database, name: &str, fresh: &[u8]) -> Result<Vec<u8>, StoreError> {
     // Through a SECURITY DEFINER function: the service role cannot read
     // the table itself.
     Ok(

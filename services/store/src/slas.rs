@@ -244,7 +244,14 @@ pub async fn page(
     only: Option<&str>,
     page: &Keyset,
 ) -> Result<Vec<SlaSummary>, StoreError> {
-    summaries(tx, customer, only, page.after.as_deref(), Some(page.fetch())).await
+    summaries(
+        tx,
+        customer,
+        only,
+        page.after.as_deref(),
+        Some(page.fetch()),
+    )
+    .await
 }
 
 /// The versions of an SLA that were for the customer `external_ref`

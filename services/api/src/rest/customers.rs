@@ -9,9 +9,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::idempotency::Creating;
 use slaproof_app::Scope;
 use slaproof_app::customers::Customer;
+use slaproof_app::idempotency::Creating;
 use slaproof_domain::ids::CustomerId;
 
 use super::{

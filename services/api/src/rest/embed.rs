@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use slaproof_domain::ids::CustomerId;
 
 use super::{ApiProblem, ApiState, ProblemResponses, created, invalid, parse_body};
-use slaproof_app::idempotency::Creating;
-use slaproof_app::Scope;
 use slaproof_app::Caller;
+use slaproof_app::Scope;
 use slaproof_app::embed::EmbedRequest;
+use slaproof_app::idempotency::Creating;
 
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()

@@ -9,8 +9,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::idempotency::Creating;
 use slaproof_app::Scope;
+use slaproof_app::idempotency::Creating;
 use slaproof_app::maintenance::StoredMaintenanceWindow;
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
 

@@ -12,8 +12,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
-use slaproof_app::idempotency::Creating;
 use slaproof_app::Scope;
+use slaproof_app::idempotency::Creating;
 use slaproof_app::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 use slaproof_domain::ids::ProbeId;
 

@@ -14,12 +14,12 @@ use sha2::Digest;
 use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
-use slaproof_app::idempotency::Creating;
-use slaproof_app::Scope;
 use slaproof_app::Caller;
+use slaproof_app::Scope;
 use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
 use slaproof_app::dashboard::DashboardView;
 use slaproof_app::history::{AlertsView, BreachesView, SeriesView};
+use slaproof_app::idempotency::Creating;
 use slaproof_app::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
 
 pub(crate) fn router() -> Router<ApiState> {

@@ -9,8 +9,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::idempotency::Creating;
 use slaproof_app::Scope;
+use slaproof_app::idempotency::Creating;
 use slaproof_app::tenants::Tenant;
 use slaproof_domain::ids::TenantId;
 

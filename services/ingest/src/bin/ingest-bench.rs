@@ -149,6 +149,11 @@ impl Server {
             .env("SLAPROOF_SERVER__LISTEN", &address)
             .env("SLAPROOF_INGEST__WRITERS", "8")
             .env("SLAPROOF_INGEST__MAX_IN_FLIGHT", "16")
+            // One tenant, one key sends everything here: the gate and the
+            // writers are what is measured, not the per-tenant share or
+            // the per-key rate limit.
+            .env("SLAPROOF_INGEST__MAX_IN_FLIGHT_PER_TENANT", "16")
+            .env("SLAPROOF_INGEST__RATE_LIMIT_PER_SEC", "0")
             .env("SLAPROOF_LOG__LEVEL", "warn")
             .stdout(Stdio::null())
             .spawn()

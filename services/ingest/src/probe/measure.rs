@@ -492,12 +492,18 @@ pub(super) mod tests {
         definition.method = "GET".into();
         definition.timeout_ms = 2000;
         for (url, host) in [
-            ("http://localhost:9/", "localhost is or resolves to a loopback"),
+            (
+                "http://localhost:9/",
+                "localhost is or resolves to a loopback",
+            ),
             (
                 "http://[64:ff9b:1::a00:1]:9/",
                 "64:ff9b:1::a00:1 is or resolves to a NAT64 local-use",
             ),
-            ("http://127.0.0.1:9/", "127.0.0.1 is or resolves to a loopback"),
+            (
+                "http://127.0.0.1:9/",
+                "127.0.0.1 is or resolves to a loopback",
+            ),
         ] {
             definition.url = url.into();
             let measured = measure(&client, &strict, &definition, 1024).await;

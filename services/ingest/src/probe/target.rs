@@ -128,7 +128,10 @@ mod tests {
                     assert!(text.contains(range), "{address}: {text}");
                     // The class, never the address.
                     assert!(!text.contains(address), "{address}: {text}");
-                    assert!(text.starts_with("target.example is or resolves to a"), "{text}");
+                    assert!(
+                        text.starts_with("target.example is or resolves to a"),
+                        "{text}"
+                    );
                 }
             }
         }
