@@ -26,7 +26,17 @@ pub struct World {
 
 /// A new [`World`], on a database of its own.
 pub async fn world() -> World {
-    let app = spawn_app_with(trust_test_key).await;
+    world_with(|_| {}).await
+}
+
+/// Like [`world`], with a chance to change the configuration first (the
+/// test keys are trusted before `adjust` runs).
+pub async fn world_with(adjust: impl FnOnce(&mut slaproof::Config)) -> World {
+    let app = spawn_app_with(|config| {
+        trust_test_key(config);
+        adjust(config);
+    })
+    .await;
     let tenant = tenants::create(&app.db, "provider", "Provider")
         .await
         .unwrap()

@@ -8,86 +8,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use reqwest::StatusCode;
-use serde_json::{Value, json};
-use slaproof::Config;
-use slaproof_domain::ids::{CustomerId, TenantId};
-use slaproof_store::{customers, tenants};
-use slaproof_tests::fixtures::{self, trust_test_key};
-use slaproof_tests::{TestApp, spawn_app_with};
+use serde_json::Value;
+use slaproof_tests::world::{World, world, world_with};
 
-const DEMO_SLA: &str = include_str!("../../services/domain/fixtures/demo-sla.yaml");
-
-/// A running application with one tenant, its customer `acme-corp` and the
-/// demo SLA (`acme-enterprise`, four objectives) for it.
-struct World {
-    app: TestApp,
-    http: reqwest::Client,
-    tenant: TenantId,
-    acme: CustomerId,
+/// The provider's admin and the customer's own user (what an embedded
+/// dashboard holds), as GraphQL callers of [`World`].
+trait Callers {
+    fn admin(&self) -> String;
+    fn customer(&self) -> String;
 }
 
-async fn world() -> World {
-    world_with(|_| {}).await
-}
-
-async fn world_with(adjust: impl FnOnce(&mut Config)) -> World {
-    let app = spawn_app_with(|config| {
-        trust_test_key(config);
-        adjust(config);
-    })
-    .await;
-    let tenant = tenants::create(&app.db, "provider", "Provider")
-        .await
-        .unwrap()
-        .id;
-    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
-    let acme = customers::create(&mut tx, "acme-corp", "Acme")
-        .await
-        .unwrap()
-        .id;
-    tx.commit().await.unwrap();
-    let world = World {
-        app,
-        http: reqwest::Client::new(),
-        tenant,
-        acme,
-    };
-    let (status, body) = fixtures::call(
-        &world.http,
-        world.app.address,
-        &world.admin(),
-        "POST",
-        "/v1/slas",
-        Some(json!({ "document": DEMO_SLA })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    world
-}
-
-impl World {
+impl Callers for World {
     fn admin(&self) -> String {
-        fixtures::token(self.tenant, &["provider_admin"], None)
+        self.token(&["provider_admin"], None)
     }
 
-    /// The customer's own user: what an embedded dashboard holds.
     fn customer(&self) -> String {
-        fixtures::token(self.tenant, &["customer_admin"], Some(self.acme))
-    }
-
-    async fn graphql(&self, token: &str, query: &str) -> Value {
-        let (status, body) = fixtures::call(
-            &self.http,
-            self.app.address,
-            token,
-            "POST",
-            "/graphql",
-            Some(json!({ "query": query })),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body
+        self.token(&["customer_admin"], Some(self.acme))
     }
 }
 
@@ -227,7 +164,7 @@ async fn no_type_of_the_schema_leads_back_to_itself() {
     // old schema had Sla -> versions -> Sla.
     let provider = object_graph(&w, &w.admin()).await;
     assert!(provider.contains_key("SlaVersion"), "{provider:?}");
-    let operator = object_graph(&w, &fixtures::token(w.tenant, &["operator"], None)).await;
+    let operator = object_graph(&w, &w.token(&["operator"], None)).await;
     for graph in [provider, operator] {
         for ty in graph.keys() {
             assert_eq!(cycle_from(&graph, ty), None, "{graph:?}");
