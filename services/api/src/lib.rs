@@ -61,6 +61,10 @@ pub fn router(app: App, settings: &Settings) -> Result<Router, BuildError> {
         graphql::Limits {
             max_depth: settings.graphql_max_depth,
             max_complexity: settings.graphql_max_complexity,
+            max_root_fields: settings.graphql_max_root_fields,
+            max_fields: settings.graphql_max_fields,
+            max_app_reads: settings.graphql_max_app_reads,
+            time_budget: std::time::Duration::from_secs(settings.graphql_timeout_secs),
             introspection: settings.graphql_introspection,
         },
     );

@@ -22,8 +22,18 @@ pub struct Settings {
     pub graphql_introspection: bool,
     /// Deepest GraphQL query accepted.
     pub graphql_max_depth: usize,
-    /// Most complex GraphQL query accepted (one point per field).
+    /// Most costly GraphQL query accepted, in points (a field 1, a read
+    /// 10, a list's selection once per item it may hold).
     pub graphql_max_complexity: usize,
+    /// Most root fields of one GraphQL operation, aliases included.
+    pub graphql_max_root_fields: usize,
+    /// Most fields of one GraphQL query, fragments counted where spread.
+    pub graphql_max_fields: usize,
+    /// Most reads through the application (database transactions) one
+    /// GraphQL query makes.
+    pub graphql_max_app_reads: usize,
+    /// Seconds one GraphQL query may run before it is cancelled.
+    pub graphql_timeout_secs: u64,
     /// The HS256 secret (32+ bytes) slaproof signs embed tokens with. Every
     /// replica must share it; unset, slaproof makes one on first start and
     /// keeps it in the database (`platform_secrets`), which every replica
@@ -54,6 +64,10 @@ impl Default for Settings {
             graphql_introspection: true,
             graphql_max_depth: 10,
             graphql_max_complexity: 500,
+            graphql_max_root_fields: crate::graphql::limits::MAX_ROOT_FIELDS,
+            graphql_max_fields: crate::graphql::limits::MAX_FIELDS,
+            graphql_max_app_reads: crate::graphql::limits::MAX_APP_READS,
+            graphql_timeout_secs: crate::graphql::limits::TIME_BUDGET.as_secs(),
             embed_secret: None,
             jwks_url: None,
             jwks_algorithms: vec![
@@ -154,6 +168,43 @@ impl Settings {
                 format!(
                     "must be between 10 and 100000, got {}",
                     self.graphql_max_complexity
+                ),
+            ));
+        }
+        for (key, value, range) in [
+            (
+                "api.graphql_max_root_fields",
+                self.graphql_max_root_fields,
+                1..=100,
+            ),
+            (
+                "api.graphql_max_fields",
+                self.graphql_max_fields,
+                10..=100_000,
+            ),
+            (
+                "api.graphql_max_app_reads",
+                self.graphql_max_app_reads,
+                1..=10_000,
+            ),
+        ] {
+            if !range.contains(&value) {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "must be between {} and {}, got {value}",
+                        range.start(),
+                        range.end()
+                    ),
+                ));
+            }
+        }
+        if !(1..=300).contains(&self.graphql_timeout_secs) {
+            return Err(invalid(
+                "api.graphql_timeout_secs",
+                format!(
+                    "must be between 1 and 300, got {}",
+                    self.graphql_timeout_secs
                 ),
             ));
         }
@@ -311,6 +362,43 @@ mod tests {
             "http://localhost/jwks",
         ] {
             assert!(with_jwks(local).is_ok(), "{local}");
+        }
+    }
+
+    #[test]
+    fn graphql_limits_are_settings_within_bounds() {
+        assert!(Settings::default().validate().is_ok());
+        for (settings, key) in [
+            (
+                Settings {
+                    graphql_max_root_fields: 0,
+                    ..Settings::default()
+                },
+                "api.graphql_max_root_fields",
+            ),
+            (
+                Settings {
+                    graphql_max_fields: 1_000_000,
+                    ..Settings::default()
+                },
+                "api.graphql_max_fields",
+            ),
+            (
+                Settings {
+                    graphql_max_app_reads: 0,
+                    ..Settings::default()
+                },
+                "api.graphql_max_app_reads",
+            ),
+            (
+                Settings {
+                    graphql_timeout_secs: 0,
+                    ..Settings::default()
+                },
+                "api.graphql_timeout_secs",
+            ),
+        ] {
+            assert_eq!(settings.validate().unwrap_err().key, key);
         }
     }
 }

@@ -46,20 +46,20 @@ use async_graphql::{
 use slaproof_app::page::{DEFAULT_PAGE, MAX_PAGE};
 
 /// Root fields one operation may select, each alias counted.
-pub(super) const MAX_ROOT_FIELDS: usize = 10;
+pub(crate) const MAX_ROOT_FIELDS: usize = 10;
 /// Fields one operation may select in all, each fragment counted as many
 /// times as it is spread.
-pub(super) const MAX_FIELDS: usize = 1_000;
+pub(crate) const MAX_FIELDS: usize = 1_000;
 /// Directives one field may carry (`@skip` and `@include` are two).
 pub(super) const MAX_DIRECTIVES: usize = 4;
 /// Reads through the application (each a database transaction) one query
 /// may make. Each read costs at least 10 points, so under the default cost
 /// limit only a query of bare reads comes near it; it holds the line when
 /// the cost limit is raised.
-pub(super) const MAX_APP_READS: usize = 40;
+pub(crate) const MAX_APP_READS: usize = 40;
 /// How long one query may take, parsing to answer; then it is cancelled
 /// (a mutation already committed stays).
-pub(super) const TIME_BUDGET: Duration = Duration::from_secs(10);
+pub(crate) const TIME_BUDGET: Duration = Duration::from_secs(10);
 
 /// Points a field costs for reading through the application.
 const READ: usize = 10;

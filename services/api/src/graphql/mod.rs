@@ -12,7 +12,7 @@ mod customers;
 mod dashboard;
 mod embed;
 mod ingest_keys;
-mod limits;
+pub(crate) mod limits;
 mod maintenance;
 mod probes;
 mod slas;
@@ -34,6 +34,10 @@ pub(crate) type ApiSchema = Schema<Query, Mutation, EmptySubscription>;
 pub(crate) struct Limits {
     pub max_depth: usize,
     pub max_complexity: usize,
+    pub max_root_fields: usize,
+    pub max_fields: usize,
+    pub max_app_reads: usize,
+    pub time_budget: std::time::Duration,
     pub introspection: bool,
 }
 
@@ -48,10 +52,10 @@ pub(crate) fn schema(app: App, configured: Limits) -> ApiSchema {
         .extension(limits::QueryLimits {
             max_depth: configured.max_depth,
             max_complexity: configured.max_complexity,
-            max_root_fields: limits::MAX_ROOT_FIELDS,
-            max_fields: limits::MAX_FIELDS,
-            max_app_reads: limits::MAX_APP_READS,
-            time_budget: limits::TIME_BUDGET,
+            max_root_fields: configured.max_root_fields,
+            max_fields: configured.max_fields,
+            max_app_reads: configured.max_app_reads,
+            time_budget: configured.time_budget,
         });
     if configured.introspection {
         builder.finish()
