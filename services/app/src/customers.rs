@@ -6,6 +6,7 @@ pub use slaproof_store::customers::Customer;
 use slaproof_store::{TenantTx, customers};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller, Page, PageRequest};
 
 /// What creating a customer takes.
@@ -63,7 +64,7 @@ impl App {
         caller: &Caller,
         new: NewCustomer,
     ) -> Result<Customer, AppError> {
-        caller.require_provider(Scope::CustomerWrite)?;
+        Creating::CUSTOMER.require(caller)?;
         slaproof_domain::sla::check_customer_ref(&new.external_ref)
             .map_err(|e| AppError::invalid("external_ref", e.to_string()))?;
         let name = Label::parse(&new.name).map_err(|e| AppError::invalid("name", e.to_string()))?;

@@ -7,6 +7,7 @@ use slaproof_domain::ids::{CustomerId, TenantId};
 use slaproof_store::{TenantTx, customers, embed_origins, embed_tokens, platform_secrets, slas};
 
 use crate::authz::{Scope, ScopeSet};
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller};
 
 /// The claims of an embed token, which slaproof signs itself.
@@ -130,7 +131,7 @@ impl App {
         caller: &Caller,
         request: EmbedRequest,
     ) -> Result<EmbedToken, AppError> {
-        caller.require_provider(Scope::EmbedTokenCreate)?;
+        Creating::EMBED_TOKEN.require(caller)?;
         let ttl = request.ttl_secs.unwrap_or(DEFAULT_TTL_SECS);
         if !(60..=MAX_TTL_SECS).contains(&ttl) {
             return Err(AppError::invalid(

@@ -74,20 +74,34 @@ pub struct Creating {
 }
 
 impl Creating {
-    /// A creation whose answer holds no secret.
-    pub fn plain(scope: Scope) -> Self {
+    const fn plain(scope: Scope) -> Self {
         Self {
             scope,
             secret: None,
         }
     }
 
-    /// A creation whose answer's field `field` holds a secret.
-    pub fn with_secret(scope: Scope, field: &'static str) -> Self {
-        Self {
-            scope,
-            secret: Some(field),
-        }
+    /// The creations of the application, each with the scope its
+    /// `create_…_in` operation requires (the one place that rule is
+    /// written) and the answer field of its secret, if any.
+    pub const CUSTOMER: Self = Self::plain(Scope::CustomerWrite);
+    pub const EMBED_TOKEN: Self = Self {
+        scope: Scope::EmbedTokenCreate,
+        secret: Some("token"),
+    };
+    pub const INGEST_KEY: Self = Self {
+        scope: Scope::IngestKeyManage,
+        secret: Some("key"),
+    };
+    pub const MAINTENANCE_WINDOW: Self = Self::plain(Scope::MaintenanceWrite);
+    pub const PROBE: Self = Self::plain(Scope::ProbeManage);
+    pub const SLA: Self = Self::plain(Scope::SlaWrite);
+    pub const TENANT: Self = Self::plain(Scope::TenantAdmin);
+
+    /// Refuses a caller who may not make this: a provider's user holding
+    /// the scope.
+    pub(crate) fn require(self, caller: &Caller) -> Result<(), AppError> {
+        caller.require_provider(self.scope)
     }
 }
 
@@ -120,7 +134,7 @@ impl App {
         work: impl AsyncFnOnce(&mut TenantTx) -> Result<T, AppError>,
         answer: impl FnOnce(T) -> Result<(u16, Value), AppError>,
     ) -> Result<Answer, AppError> {
-        caller.require_provider(creating.scope)?;
+        creating.require(caller)?;
         let mut tx = self.tx(caller).await?;
         let subject = caller.principal.subject.as_str();
         if let Some(k) = key

@@ -5,6 +5,7 @@ pub use slaproof_store::ingest_keys::IngestKey;
 use slaproof_store::{TenantTx, ingest_keys};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller, Page, PageRequest};
 
 /// A key just created, with its secret: shown this once, never stored
@@ -45,7 +46,7 @@ impl App {
         caller: &Caller,
         name: &str,
     ) -> Result<CreatedKey, AppError> {
-        caller.require_provider(Scope::IngestKeyManage)?;
+        Creating::INGEST_KEY.require(caller)?;
         let name = Label::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?;
         let created = ingest_keys::create(tx, name.as_str()).await?;
         Ok(CreatedKey {

@@ -8,6 +8,7 @@ pub use slaproof_store::maintenance::StoredMaintenanceWindow;
 use slaproof_store::{TenantTx, slas};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller};
 
 /// A window to plan.
@@ -41,7 +42,7 @@ impl App {
         caller: &Caller,
         new: NewWindow,
     ) -> Result<StoredMaintenanceWindow, AppError> {
-        caller.require_provider(Scope::MaintenanceWrite)?;
+        Creating::MAINTENANCE_WINDOW.require(caller)?;
         let window = MaintenanceWindow::new(new.starts_at, new.ends_at, &new.description)
             .map_err(|e| AppError::invalid(e.field(), e.rule()))?;
         let sla = match &new.sla {

@@ -11,6 +11,7 @@ use slaproof_store::probes;
 pub use slaproof_store::probes::{ProbeDefinition, ProbeKind, ProbeOutcome, ProbeRun, StoredProbe};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller, Page, PageRequest};
 use slaproof_http::outbound::OutboundPolicy;
 
@@ -355,7 +356,7 @@ impl App {
         caller: &Caller,
         probe: CheckedProbe,
     ) -> Result<StoredProbe, AppError> {
-        caller.require_provider(Scope::ProbeManage)?;
+        Creating::PROBE.require(caller)?;
         if probes::count_locked(tx).await? >= MAX_PROBES_PER_TENANT {
             return Err(AppError::Conflict(format!(
                 "a tenant may have at most {MAX_PROBES_PER_TENANT} probes; delete one first"

@@ -10,6 +10,7 @@ use slaproof_store::slas::{self, Applied, StoredSla};
 use slaproof_store::{TenantTx, customers};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller, Page, PageRequest, Redaction};
 
 /// The metric family of an objective, which decides the scope that reads it.
@@ -327,7 +328,7 @@ impl App {
         caller: &Caller,
         document: &str,
     ) -> Result<AppliedView, AppError> {
-        caller.require_provider(Scope::SlaWrite)?;
+        Creating::SLA.require(caller)?;
         let definition = SlaDefinition::from_document(document)
             .map_err(|e| AppError::invalid("document", e.to_string()))?;
         let outcome = slas::apply(tx, &definition).await?;

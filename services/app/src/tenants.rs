@@ -5,6 +5,7 @@ pub use slaproof_store::tenants::Tenant;
 use slaproof_store::{TenantTx, tenants};
 
 use crate::authz::Scope;
+use crate::idempotency::Creating;
 use crate::{App, AppError, Caller, Page, PageRequest, Principal};
 
 impl App {
@@ -45,7 +46,7 @@ impl App {
         name: &str,
         display_name: &str,
     ) -> Result<Tenant, AppError> {
-        caller.require_provider(Scope::TenantAdmin)?;
+        Creating::TENANT.require(caller)?;
         let display_name = Label::parse(display_name)
             .map_err(|e| AppError::invalid("display_name", e.to_string()))?;
         let display_name = display_name.as_str();

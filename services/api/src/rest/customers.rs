@@ -9,7 +9,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::Scope;
 use slaproof_app::customers::Customer;
 use slaproof_app::idempotency::Creating;
 use slaproof_domain::ids::CustomerId;
@@ -107,7 +106,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::plain(Scope::CustomerWrite),
+        Creating::CUSTOMER,
         (route, &bytes),
         async |tx| app.create_customer_in(tx, &caller, new).await,
         |customer| (StatusCode::CREATED, CustomerOut::from(customer)),

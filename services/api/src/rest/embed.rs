@@ -14,7 +14,6 @@ use slaproof_domain::ids::CustomerId;
 
 use super::{ApiProblem, ApiState, ProblemResponses, created, invalid, parse_body};
 use slaproof_app::Caller;
-use slaproof_app::Scope;
 use slaproof_app::embed::EmbedRequest;
 use slaproof_app::idempotency::Creating;
 
@@ -105,7 +104,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::with_secret(Scope::EmbedTokenCreate, "token"),
+        Creating::EMBED_TOKEN,
         (route, &bytes),
         async |tx| app.create_embed_token_in(tx, &caller, request).await,
         |token| {

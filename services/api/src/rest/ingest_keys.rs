@@ -9,7 +9,6 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::Scope;
 use slaproof_app::idempotency::Creating;
 use slaproof_app::ingest_keys::IngestKey;
 use slaproof_domain::ids::IngestKeyId;
@@ -95,7 +94,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::with_secret(Scope::IngestKeyManage, "key"),
+        Creating::INGEST_KEY,
         (route, &bytes),
         async |tx| app.create_ingest_key_in(tx, &caller, &input.name).await,
         |made| {

@@ -9,7 +9,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::Scope;
 use slaproof_app::idempotency::Creating;
 use slaproof_app::maintenance::StoredMaintenanceWindow;
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
@@ -110,7 +109,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::plain(Scope::MaintenanceWrite),
+        Creating::MAINTENANCE_WINDOW,
         (route, &bytes),
         async |tx| app.create_window_in(tx, &caller, new).await,
         |window| (StatusCode::CREATED, MaintenanceWindowOut::from(window)),

@@ -12,7 +12,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
-use slaproof_app::Scope;
 use slaproof_app::idempotency::Creating;
 use slaproof_app::probes::{ProbeKind, ProbeOutcome, StoredProbe};
 use slaproof_domain::ids::ProbeId;
@@ -362,7 +361,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::plain(Scope::ProbeManage),
+        Creating::PROBE,
         (route, &bytes),
         async |tx| app.create_probe_in(tx, &caller, new).await,
         |probe| (StatusCode::CREATED, ProbeOut::from(probe)),

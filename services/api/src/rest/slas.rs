@@ -15,7 +15,6 @@ use super::{
     ApiProblem, ApiState, ListOut, PageQuery, ProblemResponses, created, invalid, page, parse_body,
 };
 use slaproof_app::Caller;
-use slaproof_app::Scope;
 use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
 use slaproof_app::dashboard::DashboardView;
 use slaproof_app::history::{AlertsView, BreachesView, SeriesView};
@@ -127,7 +126,7 @@ pub(crate) async fn apply(
         &state,
         &caller,
         &headers,
-        Creating::plain(Scope::SlaWrite),
+        Creating::SLA,
         (route, &bytes),
         async |tx| app.apply_sla_in(tx, &caller, &input.document).await,
         |applied| {

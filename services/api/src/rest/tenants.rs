@@ -9,7 +9,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use slaproof_app::Scope;
 use slaproof_app::idempotency::Creating;
 use slaproof_app::tenants::Tenant;
 use slaproof_domain::ids::TenantId;
@@ -98,7 +97,7 @@ pub(crate) async fn create(
         &state,
         &caller,
         &headers,
-        Creating::plain(Scope::TenantAdmin),
+        Creating::TENANT,
         (route, &bytes),
         async |tx| {
             app.create_tenant_in(tx, &caller, &input.name, &input.display_name)
