@@ -13,9 +13,11 @@
 //! other role), runs `slaproof serve ingest` from the release folder as a
 //! child process, and drops the database at the end.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,11 +26,10 @@ use slaproof_ingest::event::{EventIn, IdSeed, TimeBounds};
 use slaproof_ingest::loadgen::{self, LoadPlan, LoadReport};
 use slaproof_store::events::StoredEvent;
 use slaproof_store::{Database, ingest_keys, tenants};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{Connection, Executor};
 
-const SERVICE_ROLE: &str = "slaproof_bench_service";
-const SERVICE_PASSWORD: &str = "slaproof-bench-service";
+use crate::scratch::Scratch;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 #[derive(Debug)]
 struct Args {
@@ -64,67 +65,6 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(args)
-}
-
-/// The scratch database and the roles to reach it.
-struct Scratch {
-    admin: PgConnectOptions,
-    name: String,
-    owner: PgConnectOptions,
-    service: PgConnectOptions,
-}
-
-impl Scratch {
-    async fn create() -> anyhow::Result<Self> {
-        let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-        let admin = PgConnectOptions::from_str(&url)?;
-        let name = format!("slaproof_bench_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = PgConnection::connect_with(&admin).await?;
-        conn.execute(format!("CREATE DATABASE {name}").as_str())
-            .await?;
-        conn.close().await?;
-        let owner = admin.clone().database(&name);
-        slaproof_store::migrate(&owner).await?;
-        let mut conn = PgConnection::connect_with(&owner).await?;
-        conn.execute(
-            format!(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
-                 CREATE ROLE {SERVICE_ROLE} LOGIN PASSWORD '{SERVICE_PASSWORD}' IN ROLE slaproof_service; \
-                 END IF; END $$"
-            )
-            .as_str(),
-        )
-        .await?;
-        conn.close().await?;
-        let service = admin
-            .clone()
-            .username(SERVICE_ROLE)
-            .password(SERVICE_PASSWORD)
-            .database(&name);
-        Ok(Self {
-            admin,
-            name,
-            owner,
-            service,
-        })
-    }
-
-    fn service_url(&self) -> String {
-        format!(
-            "postgres://{SERVICE_ROLE}:{SERVICE_PASSWORD}@{}:{}/{}",
-            self.service.get_host(),
-            self.service.get_port(),
-            self.name
-        )
-    }
-
-    async fn drop_database(&self) -> anyhow::Result<()> {
-        let mut conn = PgConnection::connect_with(&self.admin).await?;
-        conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
-            .await?;
-        Ok(())
-    }
 }
 
 /// The ingest process under test.
@@ -366,7 +306,7 @@ fn machine() -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args().map_err(|e| anyhow::anyhow!(e))?;
-    let scratch = Scratch::create().await?;
+    let scratch = Scratch::create("slaproof_bench").await?;
     let result = run(&args, &scratch).await;
     scratch.drop_database().await?;
     result

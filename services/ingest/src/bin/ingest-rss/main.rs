@@ -20,13 +20,16 @@
 
 mod args;
 mod bodies;
+#[path = "../common/scratch.rs"]
+mod scratch;
 mod server;
 
 use slaproof_store::{Database, ingest_keys, tenants};
 
 use crate::args::{Args, parse_args};
 use crate::bodies::{MIB, Shape, shapes};
-use crate::server::{Scratch, measure};
+use crate::scratch::Scratch;
+use crate::server::measure;
 
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -65,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("building the bodies");
     let shapes = shapes(&args.shapes);
     anyhow::ensure!(!shapes.is_empty(), "no shape by those names");
-    let scratch = Scratch::create().await?;
+    let scratch = Scratch::create("slaproof_rss").await?;
     let result = run(&args, &scratch, &shapes).await;
     scratch.drop_database().await?;
     result

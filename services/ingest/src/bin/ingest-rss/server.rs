@@ -2,78 +2,13 @@
 //! on a fresh server: its answers and its peak resident memory.
 
 use std::process::{Child, Command, Stdio};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{Connection, Executor};
-
 use crate::args::Args;
 use crate::bodies::{Shape, now_rfc3339};
-
-const SERVICE_ROLE: &str = "slaproof_bench_service";
-const SERVICE_PASSWORD: &str = "slaproof-bench-service";
-
-/// The scratch database and the roles to reach it.
-pub(crate) struct Scratch {
-    admin: PgConnectOptions,
-    name: String,
-    pub(crate) service: PgConnectOptions,
-}
-
-impl Scratch {
-    pub(crate) async fn create() -> anyhow::Result<Self> {
-        let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-        let admin = PgConnectOptions::from_str(&url)?;
-        let name = format!("slaproof_rss_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = PgConnection::connect_with(&admin).await?;
-        conn.execute(format!("CREATE DATABASE {name}").as_str())
-            .await?;
-        conn.close().await?;
-        let owner = admin.clone().database(&name);
-        slaproof_store::migrate(&owner).await?;
-        let mut conn = PgConnection::connect_with(&owner).await?;
-        conn.execute(
-            format!(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
-                 CREATE ROLE {SERVICE_ROLE} LOGIN PASSWORD '{SERVICE_PASSWORD}' IN ROLE slaproof_service; \
-                 END IF; END $$"
-            )
-            .as_str(),
-        )
-        .await?;
-        conn.close().await?;
-        let service = admin
-            .clone()
-            .username(SERVICE_ROLE)
-            .password(SERVICE_PASSWORD)
-            .database(&name);
-        Ok(Self {
-            admin,
-            name,
-            service,
-        })
-    }
-
-    fn service_url(&self) -> String {
-        format!(
-            "postgres://{SERVICE_ROLE}:{SERVICE_PASSWORD}@{}:{}/{}",
-            self.service.get_host(),
-            self.service.get_port(),
-            self.name
-        )
-    }
-
-    pub(crate) async fn drop_database(&self) -> anyhow::Result<()> {
-        let mut conn = PgConnection::connect_with(&self.admin).await?;
-        conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
-            .await?;
-        Ok(())
-    }
-}
+use crate::scratch::Scratch;
 
 /// The ingest process under test, at its default settings.
 struct Server {
