@@ -14,6 +14,7 @@ pub mod label;
 pub mod maintenance;
 pub mod minute;
 pub mod objective;
+pub mod policy;
 pub mod quantity;
 pub mod settings;
 pub mod sketch;
@@ -33,6 +34,7 @@ pub use objective::{
     RatioCount, RatioSli, Sli, SliceBudgeting, SliceIndicator, ThresholdOp, ThresholdSli,
     ThresholdValue, TimeSlicesSli,
 };
+pub use policy::{DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy};
 pub use quantity::{CompositeWeight, Micros, QuantityError, SliceTarget, Span, TargetPpm};
 pub use sla::{SlaDefinition, SlaName};
 pub use window::{CalendarUnit, Period, TimeWindow};

@@ -419,6 +419,15 @@ impl Span {
         Ok(Self { count, unit })
     }
 
+    /// [`Span::new`] for constants: `None` for a count of 0.
+    pub const fn new_const(count: u32, unit: SpanUnit) -> Option<Self> {
+        if count == 0 {
+            None
+        } else {
+            Some(Self { count, unit })
+        }
+    }
+
     /// Reads `28d`, `1h`, `30m`, `2w`, `90s`.
     pub fn parse(text: &str) -> Result<Self, QuantityError> {
         let t = text.trim();

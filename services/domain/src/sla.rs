@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use crate::objective::{Objective, slug_type};
+use crate::policy::SlaPolicy;
 use crate::window::TimeWindow;
 
 slug_type! {
@@ -31,6 +32,8 @@ pub struct SlaDefinition {
     pub window: TimeWindow,
     /// At least one, with unique names.
     pub objectives: Vec<Objective>,
+    /// Lateness, maintenance, degrade and no-data rules.
+    pub policy: SlaPolicy,
 }
 
 /// Limits on free text, so that a document cannot carry a novel.

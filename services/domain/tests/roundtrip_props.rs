@@ -1,6 +1,10 @@
 //! Property tests: any valid SLA survives native YAML, JSON and OpenSLO unchanged.
 
 use proptest::prelude::*;
+use slaproof_domain::policy::{
+    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy,
+};
+use slaproof_domain::quantity::SpanUnit;
 use slaproof_domain::{
     CalendarUnit, CompositeWeight, EventFilter, GaugeName, GaugeSli, MeasuredField, Micros,
     Objective, ObjectiveName, RatioCount, RatioSli, SlaDefinition, SlaName, Sli, SliceBudgeting,
@@ -174,9 +178,10 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         proptest::option::of("[A-Za-z0-9._:-]{1,20}"),
         window(),
         objectives,
+        policy(),
     )
         .prop_map(
-            |(name, display_name, description, service, customer, window, objectives)| {
+            |(name, display_name, description, service, customer, window, objectives, policy)| {
                 SlaDefinition {
                     name: SlaName::parse(&name).unwrap(),
                     display_name,
@@ -185,6 +190,45 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                     customer,
                     window,
                     objectives,
+                    policy,
+                }
+            },
+        )
+}
+
+/// Any policy a document can state, defaults included.
+fn policy() -> impl Strategy<Value = SlaPolicy> {
+    let hours = |n: u32| Span::new(n, SpanUnit::Hour).unwrap();
+    (
+        proptest::option::of(1u32..48),
+        1u32..200,
+        proptest::option::of(1u32..100),
+        (1u64..20_000, 1u32..10, 0u64..20_000, 1u32..1_000_000),
+        1u32..600,
+        prop_oneof![
+            Just(NoDataSlices::Ignored),
+            Just(NoDataSlices::Bad),
+            Just(NoDataSlices::Good)
+        ],
+    )
+        .prop_map(
+            move |(grace, notice, cap, (light, evaluations, extra, remaining), after, slices)| {
+                SlaPolicy {
+                    late_grace: grace.map(hours),
+                    maintenance: MaintenancePolicy {
+                        notice: hours(notice),
+                        max_per_period: cap.map(hours),
+                    },
+                    degrade: DegradePolicy {
+                        light_burn_milli: light,
+                        light_evaluations: evaluations,
+                        full_burn_milli: light + extra,
+                        full_remaining_ppm: remaining,
+                    },
+                    no_data: NoDataPolicy {
+                        after: Span::new(after, SpanUnit::Minute).unwrap(),
+                        slices,
+                    },
                 }
             },
         )

@@ -3,6 +3,7 @@
 pub(crate) mod error;
 mod native;
 mod openslo;
+mod policy;
 mod tree;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -11,6 +11,7 @@ use crate::objective::{
     GaugeName, GaugeSli, MeasuredField, Objective, ObjectiveName, RatioCount, RatioSli, Sli,
     SliceBudgeting, SliceIndicator, ThresholdOp, ThresholdSli, ThresholdValue, TimeSlicesSli,
 };
+use crate::policy::SlaPolicy;
 use crate::quantity::{CompositeWeight, Micros, SliceTarget, Span, TargetPpm};
 use crate::sla::{self, SlaDefinition, SlaName};
 use crate::window::{CalendarUnit, TimeWindow};
@@ -51,7 +52,14 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
         None => (None, None),
     };
     let spec = doc.required("spec", p)?.object(
-        &["description", "service", "customer", "window", "objectives"],
+        &[
+            "description",
+            "service",
+            "customer",
+            "window",
+            "objectives",
+            "policy",
+        ],
         false,
         p,
     )?;
@@ -65,6 +73,10 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             .map(|()| text.to_owned())
     });
     let window = spec.required("window", p).and_then(|w| read_window(&w, p));
+    let policy = match spec.get("policy") {
+        Some(node) => super::policy::read(&node, p),
+        None => Some(SlaPolicy::default()),
+    };
     let objectives: Vec<Option<Objective>> =
         match spec.required("objectives", p).and_then(|o| o.list(p)) {
             Some(items) => items.iter().map(|item| read_objective(item, p)).collect(),
@@ -88,6 +100,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
         customer,
         window: window?,
         objectives: objectives?,
+        policy: policy?,
     })
 }
 
@@ -429,6 +442,8 @@ struct SpecDoc {
     customer: Option<String>,
     window: WindowDoc,
     objectives: Vec<ObjectiveDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<super::policy::PolicyDoc>,
 }
 
 #[derive(Serialize)]
@@ -619,6 +634,7 @@ pub(crate) fn write(sla: &SlaDefinition) -> NativeDoc {
             customer: sla.customer.clone(),
             window,
             objectives,
+            policy: super::policy::write(&sla.policy),
         },
     }
 }

@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_SLA,
-    API_VERSION, METRIC_SOURCE_TYPE,
+    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY,
+    ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
 };
 use crate::document::native::{float, number};
 use crate::filter::EventFilter;
@@ -183,6 +183,12 @@ pub(crate) fn write(sla: &SlaDefinition) -> Vec<OpensloDoc> {
     }
     if let Some(c) = &sla.customer {
         annotations.insert(ANNOTATION_CUSTOMER, c.clone());
+    }
+    if let Some(policy) = crate::document::policy::write(&sla.policy) {
+        annotations.insert(
+            ANNOTATION_POLICY,
+            serde_json::to_string(&policy).unwrap_or_default(),
+        );
     }
     let time_window = match sla.window {
         TimeWindow::Rolling { duration } => TimeWindowDoc {

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::indicator::{Indicator, read_indicator_ref, read_inline_indicator, resolve_indicator};
 use super::{
-    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_SLA, Metadata,
-    read_metadata,
+    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY,
+    ANNOTATION_SLA, Metadata, read_metadata,
 };
 use crate::document::error::{DefinitionError, Problems};
 use crate::document::native::{parse_time_zone, read_finite, read_threshold_value};
@@ -88,6 +88,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
                 ANNOTATION_DISPLAY_NAME,
                 ANNOTATION_DESCRIPTION,
                 ANNOTATION_CUSTOMER,
+                ANNOTATION_POLICY,
             ];
             let Some(known) = known.iter().find(|k| *k == key) else {
                 continue;
@@ -217,6 +218,19 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
     let description = text(ANNOTATION_DESCRIPTION, sla::MAX_DESCRIPTION, p);
     let customer = annotation(ANNOTATION_CUSTOMER)
         .and_then(|(v, path)| p.check(&path, sla::check_customer_ref(&v)).map(|()| v));
+    let policy = match annotation(ANNOTATION_POLICY) {
+        None => Some(crate::policy::SlaPolicy::default()),
+        Some((text, path)) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value) => crate::document::policy::read(&Node::root(&value, path), p),
+            Err(e) => {
+                p.push(
+                    &path,
+                    format!("must be a JSON object such as {{\"lateGrace\": \"1h\"}}: {e}"),
+                );
+                None
+            }
+        },
+    };
     Some(SlaDefinition {
         name: name?,
         display_name,
@@ -225,6 +239,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
         customer,
         window,
         objectives: objectives?,
+        policy: policy?,
     })
 }
 

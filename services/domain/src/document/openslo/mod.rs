@@ -11,8 +11,10 @@
 //! - The SLA's own name, display name, description and customer come from
 //!   the annotations `slaproof.dev/sla`, `slaproof.dev/sla-display-name`,
 //!   `slaproof.dev/sla-description` and `slaproof.dev/customer` on the SLOs;
-//!   without `slaproof.dev/sla` the SLA is named after the service. Other
-//!   labels and annotations are ignored.
+//!   without `slaproof.dev/sla` the SLA is named after the service. The
+//!   SLA's policy (lateness, maintenance, degrade, no data) is the
+//!   annotation `slaproof.dev/policy`, a JSON object shaped like the native
+//!   `spec.policy`. Other labels and annotations are ignored.
 //! - SLIs are inline (`indicator`, on the SLO or on an objective) or
 //!   referenced by name (`indicatorRef`) to `SLI` documents in the input.
 //! - We measure our own events, so a metric source must be
@@ -47,6 +49,8 @@ const ANNOTATION_SLA: &str = "slaproof.dev/sla";
 const ANNOTATION_DISPLAY_NAME: &str = "slaproof.dev/sla-display-name";
 const ANNOTATION_DESCRIPTION: &str = "slaproof.dev/sla-description";
 const ANNOTATION_CUSTOMER: &str = "slaproof.dev/customer";
+/// The SLA's policy as a JSON object of the native `spec.policy` shape.
+const ANNOTATION_POLICY: &str = "slaproof.dev/policy";
 
 /// The `metadata` of an SLO or SLI document, as far as slaproof reads it.
 struct Metadata<'a> {

@@ -1,0 +1,143 @@
+//! The contract's rules around the objectives: how late telemetry may arrive, how maintenance is agreed, when a gateway should degrade, and how missing data counts.
+//!
+//! Every SLA carries a policy; a document that says nothing gets the
+//! defaults below, which are what a customer would expect to sign. The
+//! native document keeps it under `spec.policy` (only the parts that differ
+//! from the defaults are written); OpenSLO documents carry it as the
+//! annotation `slaproof.dev/policy`, a JSON object of the same shape.
+
+use crate::quantity::{Span, SpanUnit};
+
+/// An SLA's policy. `Default` is the policy of a document that gives none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SlaPolicy {
+    /// How long after a period ends its late telemetry still counts: the
+    /// period closes (and its result is frozen) this long after its end.
+    /// `None`: the platform's default (`evaluator.grace_secs`).
+    pub late_grace: Option<Span>,
+    pub maintenance: MaintenancePolicy,
+    pub degrade: DegradePolicy,
+    pub no_data: NoDataPolicy,
+}
+
+/// How planned maintenance is agreed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaintenancePolicy {
+    /// How far ahead of its start a window must be announced to count as
+    /// planned. A window announced later is an *emergency* window: it
+    /// counts against the provider unless the customer accepts it.
+    pub notice: Span,
+    /// The most planned maintenance a period may exclude; windows beyond
+    /// it (in order of announcement) count against the provider. `None`:
+    /// no cap.
+    pub max_per_period: Option<Span>,
+}
+
+impl Default for MaintenancePolicy {
+    fn default() -> Self {
+        Self {
+            notice: span(72, SpanUnit::Hour),
+            max_per_period: None,
+        }
+    }
+}
+
+/// When a provider's gateway should degrade, as the reference SLO policy
+/// has it: level 1 (light: rate limits, cache protection on non-core APIs)
+/// when the burn rate over the short lookback stays at or above
+/// `light_burn_milli` for `light_evaluations` consecutive evaluations;
+/// level 2 (full: circuit breakers, feature switches) when it reaches
+/// `full_burn_milli` or the period's remaining budget falls to
+/// `full_remaining_ppm` of it or less.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DegradePolicy {
+    /// Burn rate in thousandths (2.0 = 2000).
+    pub light_burn_milli: u64,
+    /// Consecutive evaluations at or above the light burn rate.
+    pub light_evaluations: u32,
+    /// Burn rate in thousandths (5.0 = 5000).
+    pub full_burn_milli: u64,
+    /// Remaining share of the period's budget, in ppm (5% = 50000).
+    pub full_remaining_ppm: u32,
+}
+
+impl Default for DegradePolicy {
+    fn default() -> Self {
+        Self {
+            light_burn_milli: 2_000,
+            light_evaluations: 3,
+            full_burn_milli: 5_000,
+            full_remaining_ppm: 50_000,
+        }
+    }
+}
+
+/// How missing data is detected and counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoDataPolicy {
+    /// No events for the SLA's service for this long, while the SLA is in
+    /// force, is a no-data state (shown and told).
+    pub after: Span,
+    /// How a time slice without a counted event counts.
+    pub slices: NoDataSlices,
+}
+
+impl Default for NoDataPolicy {
+    fn default() -> Self {
+        Self {
+            after: span(15, SpanUnit::Minute),
+            slices: NoDataSlices::Ignored,
+        }
+    }
+}
+
+/// How an empty time slice counts for a time-slice objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoDataSlices {
+    /// It weighs nothing (the mean is over the slices with data).
+    #[default]
+    Ignored,
+    /// It is a bad slice: no data is no service.
+    Bad,
+    /// It is a good slice: nothing was asked, nothing failed.
+    Good,
+}
+
+impl NoDataSlices {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ignored => "ignored",
+            Self::Bad => "bad",
+            Self::Good => "good",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "ignored" => Some(Self::Ignored),
+            "bad" => Some(Self::Bad),
+            "good" => Some(Self::Good),
+            _ => None,
+        }
+    }
+}
+
+const fn span(count: u32, unit: SpanUnit) -> Span {
+    match Span::new_const(count, unit) {
+        Some(s) => s,
+        None => panic!("a policy default is a positive span"),
+    }
+}
+
+/// Limits a document's policy must keep.
+pub(crate) mod limits {
+    /// Longest late grace: a quarter's period would otherwise stay open
+    /// for most of the next one.
+    pub(crate) const MAX_LATE_GRACE_SECS: u64 = 31 * 86_400;
+    /// Longest notice a maintenance window may need.
+    pub(crate) const MAX_NOTICE_SECS: u64 = 90 * 86_400;
+    /// Longest no-data wait.
+    pub(crate) const MAX_NO_DATA_SECS: u64 = 7 * 86_400;
+    /// Shortest no-data wait: a minute is the rollup unit.
+    pub(crate) const MIN_NO_DATA_SECS: u64 = 60;
+}
