@@ -9,6 +9,8 @@
 //! left behind.
 
 pub mod fixtures;
+pub mod maintenance;
+pub mod scenario;
 pub mod world;
 
 use std::net::SocketAddr;

@@ -605,6 +605,9 @@ async fn maintenance_windows_are_planned_listed_and_cancelled() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     assert!(created["id"].as_str().unwrap().starts_with("mw_"));
+    // An hour ahead is less than the SLA's notice (72h): an emergency.
+    assert_eq!(created["status"], "emergency", "{created}");
+    assert_eq!(created["created_by"], "someone", "{created}");
     let backwards = json!({ "starts_at": start, "ends_at": start - chrono::Duration::hours(1), "description": "x" });
     let (status, body) = w
         .call("POST", "/v1/maintenance-windows", &admin, Some(backwards))
@@ -649,6 +652,7 @@ async fn maintenance_windows_are_planned_listed_and_cancelled() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(cancelled["cancelled_at"].is_string());
+    assert_eq!(cancelled["cancelled_by"], "someone", "{cancelled}");
     let (_, listed) = w
         .call(
             "GET",
@@ -1319,6 +1323,21 @@ async fn the_dashboard_answers_compliance_and_minutes_by_scope_over_rest_and_gra
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    // Declared once it had started, the window is an emergency: it is
+    // excluded because the customer accepts it.
+    assert_eq!(body["status"], "emergency", "{body}");
+    let (status, accepted) = w
+        .call(
+            "POST",
+            &format!(
+                "/v1/slas/acme-enterprise/maintenance-windows/{}/accept",
+                body["id"].as_str().unwrap()
+            ),
+            &w.token(&["customer_admin"], Some(w.acme)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{accepted}");
     evaluate_now(&w).await;
 
     let path = "/v1/slas/acme-enterprise/dashboard";

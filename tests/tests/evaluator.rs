@@ -198,7 +198,7 @@ async fn verdicts_are_exact_counts_with_maintenance_excluded_and_the_threshold_g
     insert_events(&db, tenant, &events).await;
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-    maintenance::create(
+    slaproof_tests::maintenance::planned(
         &mut tx,
         Some(sla.id),
         at("2026-11-10T10:20:30Z"),
@@ -285,7 +285,7 @@ async fn verdicts_are_exact_counts_with_maintenance_excluded_and_the_threshold_g
 }
 
 #[tokio::test]
-async fn late_events_within_grace_are_folded_in_and_later_ones_reported_not_counted() {
+async fn events_arriving_after_their_minute_are_folded_in_while_the_month_is_open() {
     let database = TestDatabase::create().await;
     let db = database.service_database().await;
     ensure_days(
@@ -310,7 +310,10 @@ async fn late_events_within_grace_are_folded_in_and_later_ones_reported_not_coun
         &[
             ev(t, 200),
             ev(at("2026-11-10T10:04:00Z"), 500), // folded: 3 min after its minute
-            ev(at("2026-11-10T10:09:00Z"), 500), // late: 8 min after its minute
+            // 8 min after its minute, past the old per-minute grace: the
+            // month is open, so it counts (evaluator_lateness.rs has what
+            // arrives after the close).
+            ev(at("2026-11-10T10:09:00Z"), 500),
         ],
     )
     .await;
@@ -337,9 +340,9 @@ async fn late_events_within_grace_are_folded_in_and_later_ones_reported_not_coun
         .iter()
         .find(|e| e.objective == "availability")
         .unwrap();
-    assert_eq!(a.budget.tally, Tally { good: 1, total: 2 });
-    assert_eq!(a.late_folded, 1);
-    assert_eq!(a.late, Tally { good: 0, total: 1 });
+    assert_eq!(a.budget.tally, Tally { good: 1, total: 3 });
+    assert_eq!(a.late_folded, 2);
+    assert_eq!(a.late, Tally::default());
 }
 
 /// A random scenario: events over six hours with random arrival delays,
@@ -409,7 +412,7 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
     for &(start, length) in &s.windows {
         let start = base + Duration::seconds(start) + Duration::milliseconds(start % 997);
-        maintenance::create(
+        slaproof_tests::maintenance::planned(
             &mut tx,
             Some(sla.id),
             start,
@@ -763,12 +766,19 @@ async fn alerts_breaches_and_period_close_are_told_once_and_corrections_supersed
         kinds.contains(&"slo.burn_rate_alert page-1h".to_owned()),
         "{kinds:?}"
     );
+    // 252 bad of 3,600 while the month is expected to hold about 5,500
+    // (1% = 55 allowed): exhausted at the expected volume, and at risk.
     assert!(
         kinds.contains(&"slo.budget_exhausted availability".to_owned()),
         "{kinds:?}"
     );
     assert!(
-        kinds.contains(&"sla.breached availability".to_owned()),
+        kinds.contains(&"slo.at_risk availability".to_owned()),
+        "{kinds:?}"
+    );
+    // A breach is a closed period not met: nothing of it while open.
+    assert!(
+        !kinds.iter().any(|k| k.starts_with("sla.breached")),
         "{kinds:?}"
     );
     let page = told
@@ -809,26 +819,46 @@ async fn alerts_breaches_and_period_close_are_told_once_and_corrections_supersed
         2,
         "{new:?}"
     );
+    // The month missed availability (latency was met): one breach, told
+    // at the close with its revision.
+    let breaches: Vec<_> = after[told.len()..]
+        .iter()
+        .filter(|(t, _)| t == "sla.breached")
+        .collect();
+    assert_eq!(breaches.len(), 1, "{new:?}");
+    assert_eq!(breaches[0].1["objective"], "availability");
+    assert_eq!(breaches[0].1["revision"], 1);
+    assert_eq!(breaches[0].1["periodStart"], "2026-11-01T00:00:00Z");
     assert!(new.contains(&"slo.burn_rate_alert"), "resolved: {new:?}");
 
     // Closing again changes nothing.
     assert!(evaluate("2026-12-01T00:11:00Z").await.closed.is_empty());
 
-    // Maintenance agreed afterwards over the bad last hour: a correction
-    // supersedes the frozen result with revision 2; revision 1 stays.
+    // Maintenance declared afterwards over the bad last hour is an
+    // emergency window: it counts against the provider and corrects
+    // nothing...
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-    maintenance::create(
+    let window = slaproof_tests::maintenance::announced(
         &mut tx,
         Some(sla.id),
         end - Duration::hours(1),
         end,
         "retroactive",
+        Utc::now(),
     )
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    let run = evaluate("2026-12-01T00:12:00Z").await;
+    assert!(evaluate("2026-12-01T00:12:00Z").await.closed.is_empty());
+    // ...until the customer accepts it: a correction supersedes the frozen
+    // result with revision 2; revision 1 stays.
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    maintenance::accept(&mut tx, window.id, sla.id, "customer")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let run = evaluate("2026-12-01T00:13:00Z").await;
     let corrected = run
         .closed
         .iter()
@@ -912,7 +942,7 @@ spec:
         ("2026-11-10T10:07:00Z", "2026-11-10T10:08:00Z"),
         ("2026-11-10T10:08:30Z", "2026-11-10T10:08:39Z"),
     ] {
-        maintenance::create(&mut tx, Some(sla.id), at(start), at(end), "m")
+        slaproof_tests::maintenance::planned(&mut tx, Some(sla.id), at(start), at(end), "m")
             .await
             .unwrap();
     }
@@ -1127,11 +1157,8 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
         .filter(|(_, p)| p["objective"] == "_composite")
         .map(|(t, _)| t.as_str())
         .collect();
-    assert_eq!(
-        composite_facts,
-        ["slo.budget_exhausted", "sla.breached"],
-        "{told:?}"
-    );
+    // The period is open: the composite's breach waits for its close.
+    assert!(composite_facts.is_empty(), "{told:?}");
     // Told once.
     let again = evaluate("2026-11-21T00:01:00Z").await;
     assert_eq!(outbox_types(&db, tenant).await.len(), told.len());
@@ -1165,19 +1192,24 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
             .is_empty()
     );
 
-    // Maintenance agreed afterwards over the first ten (bad) events: 5 bad
-    // of 990 is 0.505050505050… budgets; C = 3 × that / 4, met.
+    // Maintenance declared afterwards over the first ten (bad) events and
+    // accepted by the customer: 5 bad of 990 is 0.505050505050… budgets;
+    // C = 3 × that / 4, met.
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-    maintenance::create(
+    let window = slaproof_tests::maintenance::announced(
         &mut tx,
         Some(sla.id),
         base,
         base + Duration::seconds(100),
         "retroactive",
+        Utc::now(),
     )
     .await
     .unwrap();
+    maintenance::accept(&mut tx, window.id, sla.id, "customer")
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let run = evaluate("2026-12-01T00:12:00Z").await;
     let corrected = run.closed_composites.first().expect("a correction");
@@ -1294,8 +1326,8 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     assert_eq!(minutes[1].latency.count, 10);
     assert_eq!(minutes[2].latency.count, 0);
 
-    // A slow event of 10:00 arriving at 10:04, within the grace period, is
-    // folded into its minute's sketch; one arriving at 10:20 is not.
+    // Slow events of 10:00 arriving at 10:04 and 10:20, while the month is
+    // open, are folded into their minute's sketch like the counts.
     insert_events(
         &db,
         tenant,
@@ -1313,8 +1345,8 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     )
     .await
     .unwrap();
-    assert_eq!(minutes[0].latency.count, 101);
-    assert_eq!(minutes[0].latency.quantiles[1], 9_000_000.0);
+    assert_eq!(minutes[0].latency.count, 102);
+    assert_eq!(minutes[0].latency.quantiles[1], 20_000_000.0);
 
     // The hour, from the hourly sketches: the merge of its minutes.
     let hour = chart(
@@ -1402,7 +1434,7 @@ spec:
     insert_events(&db, tenant, &events).await;
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "mean-minutes", None).await.unwrap();
-    maintenance::create(
+    slaproof_tests::maintenance::planned(
         &mut tx,
         Some(sla.id),
         at("2026-11-10T10:03:00Z"),

@@ -38,12 +38,32 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     ingest_keys::create(&mut tx, "seed").await.unwrap();
     let definition = SlaDefinition::from_document(slaproof::demo::SLA_DOCUMENT).unwrap();
     let applied = slas::apply(&mut tx, &definition).await.unwrap();
-    maintenance::create(
+    let window = maintenance::create(
         &mut tx,
-        Some(applied.sla),
-        Utc::now(),
-        Utc::now() + Duration::hours(1),
-        "seed",
+        &maintenance::Announcement {
+            sla: Some(applied.sla),
+            starts_at: Utc::now(),
+            ends_at: Utc::now() + Duration::hours(1),
+            description: "seed",
+            by: "seed",
+            at: None,
+        },
+    )
+    .await
+    .unwrap();
+    // Its acceptance by the customer, and an audit record of it.
+    maintenance::accept(&mut tx, window.id, applied.sla, "seed")
+        .await
+        .unwrap();
+    slaproof_store::audit::record(
+        &mut tx,
+        applied.sla,
+        "maintenance.accepted",
+        &slaproof_store::audit::Actor {
+            subject: "seed",
+            customer: None,
+        },
+        &serde_json::json!({}),
     )
     .await
     .unwrap();

@@ -22,6 +22,9 @@ pub enum Scope {
     SlaReadCredits,
     /// Past versions and time series.
     SlaReadHistory,
+    /// The verdict audit trail: every action that changed what an SLA's
+    /// verdict rests on, who did it and when.
+    SlaReadAudit,
     /// Whole documents, native and OpenSLO.
     SlaExport,
     /// Creating and changing SLA documents.
@@ -33,6 +36,9 @@ pub enum Scope {
     CustomerWrite,
     MaintenanceRead,
     MaintenanceWrite,
+    /// Accepting an emergency maintenance window for an SLA: the
+    /// customer's agreement, never the provider's (a customer's user only).
+    MaintenanceAccept,
     IngestKeyManage,
     EmbedTokenCreate,
     AlertRead,
@@ -50,6 +56,7 @@ impl Scope {
         Scope::SlaReadLatency,
         Scope::SlaReadCredits,
         Scope::SlaReadHistory,
+        Scope::SlaReadAudit,
         Scope::SlaExport,
         Scope::SlaWrite,
         Scope::SlaWriteThresholds,
@@ -57,6 +64,7 @@ impl Scope {
         Scope::CustomerWrite,
         Scope::MaintenanceRead,
         Scope::MaintenanceWrite,
+        Scope::MaintenanceAccept,
         Scope::IngestKeyManage,
         Scope::EmbedTokenCreate,
         Scope::AlertRead,
@@ -72,6 +80,7 @@ impl Scope {
             Scope::SlaReadLatency => "sla:read:latency",
             Scope::SlaReadCredits => "sla:read:credits",
             Scope::SlaReadHistory => "sla:read:history",
+            Scope::SlaReadAudit => "sla:read:audit",
             Scope::SlaExport => "sla:export",
             Scope::SlaWrite => "sla:write",
             Scope::SlaWriteThresholds => "sla:write:thresholds",
@@ -79,6 +88,7 @@ impl Scope {
             Scope::CustomerWrite => "customer:write",
             Scope::MaintenanceRead => "maintenance:read",
             Scope::MaintenanceWrite => "maintenance:write",
+            Scope::MaintenanceAccept => "maintenance:accept",
             Scope::IngestKeyManage => "ingest_key:manage",
             Scope::EmbedTokenCreate => "embed_token:create",
             Scope::AlertRead => "alert:read",
@@ -230,11 +240,11 @@ mod tests {
     #[tokio::test]
     async fn default_roles_grant_what_the_issue_says() {
         let admin = scopes("provider_admin").await;
-        // Everything in its tenant, nothing across tenants.
+        // Everything in its tenant, nothing across tenants, and never the
+        // customer's agreement to a maintenance window.
         assert!(
-            Scope::ALL
-                .iter()
-                .all(|s| admin.contains(*s) == (*s != Scope::TenantAdmin))
+            Scope::ALL.iter().all(|s| admin.contains(*s)
+                == !matches!(s, Scope::TenantAdmin | Scope::MaintenanceAccept))
         );
         assert_eq!(
             scopes("operator").await.iter().collect::<Vec<_>>(),
@@ -249,6 +259,8 @@ mod tests {
             Scope::SlaReadHistory,
             Scope::SlaExport,
             Scope::SlaWriteThresholds,
+            Scope::SlaReadAudit,
+            Scope::MaintenanceAccept,
         ] {
             assert!(customer.contains(s), "{s}");
         }
@@ -272,6 +284,6 @@ mod tests {
         for s in Scope::ALL {
             assert_eq!(Scope::parse(s.as_str()), Some(*s));
         }
-        assert_eq!(Scope::ALL.len(), 18);
+        assert_eq!(Scope::ALL.len(), 20);
     }
 }

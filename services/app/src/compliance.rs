@@ -16,8 +16,22 @@ use crate::{App, AppError, Caller, Redaction};
 pub struct ComplianceView {
     pub sla: String,
     pub version: i32,
+    /// Whether the SLA's service is sending data; absent before the first
+    /// evaluation.
+    pub data: Option<DataView>,
     pub objectives: Vec<ObjectiveCompliance>,
     pub redacted: Vec<Redaction>,
+}
+
+/// Missing data: no events the SLA counts for its `policy.noData.after`.
+/// An SLA without data has nothing to fail, so its compliance says little.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct DataView {
+    pub no_data: bool,
+    /// The end of the last minute with an event the SLA counts.
+    pub last_event_at: Option<DateTime<Utc>>,
+    /// Since when data is missing, while it is.
+    pub no_data_since: Option<DateTime<Utc>>,
 }
 
 /// The latest evaluation of one objective. `numbers` is absent when the
@@ -53,6 +67,20 @@ pub struct ComplianceNumbers {
     pub burn_rate_milli: i64,
     /// Seconds until the budget is gone at the current rate.
     pub exhaustion_secs: Option<i64>,
+    /// The events (or slices) the whole period is expected to hold: the
+    /// volume so far extrapolated over the period. Absent with no events.
+    pub expected_total: Option<i64>,
+    /// Bad events the period would end with if the rest failed at the
+    /// recent rate (the longest alert lookback).
+    pub projected_bad: Option<i64>,
+    /// `projected_bad` exceeds what the expected period may hold: the
+    /// period will be missed unless the bad rate falls. Not a breach: a
+    /// breach is a closed period not met.
+    pub at_risk: bool,
+    /// More bad events already than the expected period may hold.
+    pub exhausted: bool,
+    /// 0 none, 1 light degrade, 2 full degrade, by the SLA's policy.
+    pub degrade_level: i16,
 }
 
 fn is_redacted(numbers: &Option<Option<ComplianceNumbers>>) -> bool {
@@ -71,8 +99,15 @@ impl App {
         let latest = self
             .latest_readable(&mut tx, caller, &stored, customer_ref.as_deref())
             .await?;
+        let data = evaluations::data_state(&mut tx, stored.id).await?;
         tx.commit().await?;
-        Ok(compliance_view(caller, &stored, &latest))
+        let mut view = compliance_view(caller, &stored, &latest);
+        view.data = data.map(|d| DataView {
+            no_data: d.no_data,
+            last_event_at: d.last_event_at,
+            no_data_since: d.no_data_since,
+        });
+        Ok(view)
     }
 
     /// The latest evaluation of each objective, among the versions whose
@@ -130,6 +165,11 @@ pub(crate) fn compliance_view(
                                 budget_remaining: e.budget_remaining,
                                 burn_rate_milli: e.burn_rate_milli,
                                 exhaustion_secs: e.exhaustion_secs,
+                                expected_total: e.expected_total,
+                                projected_bad: e.projected_bad,
+                                at_risk: e.at_risk,
+                                exhausted: e.exhausted,
+                                degrade_level: e.degrade_level,
                             }
                         }))
                     } else {
@@ -149,19 +189,28 @@ pub(crate) fn compliance_view(
     ComplianceView {
         sla: stored.definition.name.as_str().to_owned(),
         version: stored.version,
+        data: None,
         objectives,
         redacted,
     }
 }
 
-/// What a gateway needs to admit or shed traffic: per objective, whether
-/// budget is left and how fast it burns.
+/// What a gateway needs to admit or shed traffic: per objective, the
+/// degrade level the SLA's policy asks for, whether the period's budget is
+/// gone at its expected volume, whether it is at risk, and how fast it
+/// burns. Nothing is exhausted at a period's start or with no events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct BudgetStatusView {
     pub sla: String,
-    /// True when any objective the caller may see has no budget left: shed
-    /// load.
+    /// True when any objective the caller may see has spent the budget of
+    /// its period's expected volume: shed load.
     pub exhausted: bool,
+    /// The highest degrade level of the objectives the caller may see:
+    /// 0 none, 1 light (rate limits, cache protection on non-core APIs),
+    /// 2 full (circuit breakers, feature switches).
+    pub degrade_level: i16,
+    /// True when any objective the caller may see is at risk.
+    pub at_risk: bool,
     pub objectives: Vec<ObjectiveBudget>,
     pub redacted: Vec<Redaction>,
 }
@@ -175,6 +224,8 @@ pub struct ObjectiveBudget {
     /// Thousandths of the sustainable burn rate.
     pub burn_rate_milli: Option<i64>,
     pub exhausted: bool,
+    pub at_risk: bool,
+    pub degrade_level: i16,
     pub as_of: Option<DateTime<Utc>>,
 }
 
@@ -198,7 +249,9 @@ impl App {
                     objective: o.objective,
                     budget_remaining: numbers.as_ref().map(|n| n.budget_remaining),
                     burn_rate_milli: numbers.as_ref().map(|n| n.burn_rate_milli),
-                    exhausted: numbers.as_ref().is_some_and(|n| n.budget_remaining <= 0),
+                    exhausted: numbers.as_ref().is_some_and(|n| n.exhausted),
+                    at_risk: numbers.as_ref().is_some_and(|n| n.at_risk),
+                    degrade_level: numbers.as_ref().map_or(0, |n| n.degrade_level),
                     as_of: numbers.as_ref().map(|n| n.as_of),
                 })
             })
@@ -206,6 +259,8 @@ impl App {
         Ok(BudgetStatusView {
             sla: view.sla,
             exhausted: objectives.iter().any(|o| o.exhausted),
+            degrade_level: objectives.iter().map(|o| o.degrade_level).max().unwrap_or(0),
+            at_risk: objectives.iter().any(|o| o.at_risk),
             objectives,
             redacted: view.redacted,
         })

@@ -232,7 +232,8 @@ impl App {
         } else {
             None
         };
-        let periods = maintenance::periods(&mut tx, stored.id, from, to).await?;
+        let periods =
+            maintenance::periods(&mut tx, stored.id, &stored.definition, from, to).await?;
         tx.commit().await?;
 
         let mut minutes: std::collections::HashMap<String, Vec<MinutePoint>> =

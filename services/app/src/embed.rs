@@ -68,6 +68,7 @@ pub const EMBEDDABLE: &[Scope] = &[
     Scope::SlaReadLatency,
     Scope::SlaReadCredits,
     Scope::SlaReadHistory,
+    Scope::SlaReadAudit,
     Scope::MaintenanceRead,
     Scope::AlertRead,
     Scope::AttestationRead,

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
-use slaproof_store::evaluations::{self, AlertView, BreachView, SeriesPoint};
+use slaproof_store::evaluations::{self, AlertView, BreachView, PeriodResultView, SeriesPoint};
 
 use crate::authz::Scope;
 use crate::slas::Family;
@@ -30,6 +30,13 @@ pub struct AlertsView {
 pub struct BreachesView {
     pub sla: String,
     pub breaches: Vec<BreachView>,
+    pub redacted: Vec<Redaction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct PeriodsView {
+    pub sla: String,
+    pub periods: Vec<PeriodResultView>,
     pub redacted: Vec<Redaction>,
 }
 
@@ -86,6 +93,31 @@ impl App {
         Ok(AlertsView {
             sla: name.to_owned(),
             alerts,
+            redacted,
+        })
+    }
+
+    /// Closed periods, met and not met, each in its revision in force: the
+    /// verdicts credits are paid on.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn sla_periods(&self, caller: &Caller, name: &str) -> Result<PeriodsView, AppError> {
+        let mut tx = self.tx(caller).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
+        let rows = evaluations::period_results(&mut tx, stored.id, readable.as_deref()).await?;
+        tx.commit().await?;
+        let (periods, redacted) = by_family(
+            caller,
+            &stored.definition,
+            rows,
+            |p| &p.objective,
+            "periods",
+        );
+        Ok(PeriodsView {
+            sla: name.to_owned(),
+            periods,
             redacted,
         })
     }

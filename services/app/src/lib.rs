@@ -8,6 +8,7 @@
 //! operation that needs a scope as a whole (a write, an export, history)
 //! is refused with [`AppError::MissingScope`] naming it.
 
+pub mod audit;
 mod authz;
 mod caller;
 pub mod compliance;
@@ -22,6 +23,7 @@ pub mod maintenance;
 pub mod page;
 pub mod probes;
 pub mod slas;
+mod sla_apply;
 pub mod tenants;
 pub mod thresholds;
 

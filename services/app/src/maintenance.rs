@@ -1,11 +1,13 @@
-//! Maintenance windows: planned downtime excluded from every SLI it covers.
+//! Maintenance windows: announced by the provider, excluded from an SLA's measurement when planned ahead (the SLA's notice, within its cap per period) or accepted by the SLA's customer; every change told through the outbox and kept on the SLA's audit trail.
 
 use chrono::{DateTime, Utc};
-use slaproof_domain::ids::MaintenanceWindowId;
-use slaproof_domain::maintenance::MaintenanceWindow;
-use slaproof_store::maintenance;
-pub use slaproof_store::maintenance::StoredMaintenanceWindow;
-use slaproof_store::{TenantTx, slas};
+use serde_json::{Value, json};
+use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_domain::maintenance::{MaintenanceWindow, Standing};
+use slaproof_store::maintenance::{self, Announcement};
+pub use slaproof_store::maintenance::{Acceptance, StoredMaintenanceWindow};
+use slaproof_store::slas::StoredSla;
+use slaproof_store::{TenantTx, outbox, slas};
 
 use crate::authz::Scope;
 use crate::idempotency::Creating;
@@ -21,12 +23,45 @@ pub struct NewWindow {
     pub description: String,
 }
 
+/// How a window stands for one SLA it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaStanding {
+    pub sla: SlaId,
+    pub name: String,
+    pub standing: Standing,
+}
+
+/// A window as an operation answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowView {
+    pub window: StoredMaintenanceWindow,
+    /// How it stands for the SLA it was read, accepted or cancelled for,
+    /// or for its one SLA when announced; `None` for a tenant-wide window
+    /// just announced (see `slas`).
+    pub standing: Option<Standing>,
+    /// The customer's acceptance for that SLA.
+    pub acceptance: Option<Acceptance>,
+    /// When announced or cancelled: how it stands for each SLA it covers.
+    pub slas: Vec<SlaStanding>,
+}
+
+impl WindowView {
+    fn of(window: StoredMaintenanceWindow) -> Self {
+        Self {
+            window,
+            standing: None,
+            acceptance: None,
+            slas: Vec::new(),
+        }
+    }
+}
+
 impl App {
     pub async fn create_window(
         &self,
         caller: &Caller,
         new: NewWindow,
-    ) -> Result<StoredMaintenanceWindow, AppError> {
+    ) -> Result<WindowView, AppError> {
         self.in_tx(caller, async |tx| {
             self.create_window_in(tx, caller, new).await
         })
@@ -34,33 +69,70 @@ impl App {
     }
 
     /// [`App::create_window`] inside a transaction of the caller's tenant
-    /// (see [`App::once`]).
+    /// (see [`App::once`]). Announced now, by the caller: planned for each
+    /// SLA whose notice that meets, an emergency for the others. Tells
+    /// `maintenance.scheduled` and records `maintenance.created` on each
+    /// SLA's audit trail.
     #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
     pub async fn create_window_in(
         &self,
         tx: &mut TenantTx,
         caller: &Caller,
         new: NewWindow,
-    ) -> Result<StoredMaintenanceWindow, AppError> {
+    ) -> Result<WindowView, AppError> {
         Creating::MAINTENANCE_WINDOW.require(caller)?;
         let window = MaintenanceWindow::new(new.starts_at, new.ends_at, &new.description)
             .map_err(|e| AppError::invalid(e.field(), e.rule()))?;
-        let sla = match &new.sla {
-            Some(name) => Some(slas::find(tx, name, None).await?.id),
-            None => None,
+        let covered = match &new.sla {
+            Some(name) => vec![slas::find(tx, name, None).await?],
+            None => covered_slas(tx, None).await?,
         };
-        Ok(maintenance::create(
+        let stored = maintenance::create(
             tx,
-            sla,
-            window.starts_at(),
-            window.ends_at(),
-            window.description(),
+            &Announcement {
+                sla: new.sla.as_ref().and(covered.first()).map(|s| s.id),
+                starts_at: window.starts_at(),
+                ends_at: window.ends_at(),
+                description: window.description(),
+                by: &caller.principal.subject,
+                at: None,
+            },
         )
-        .await?)
+        .await?;
+        let mut view = WindowView::of(stored);
+        for sla in &covered {
+            let (standing, _) = standing_of(tx, &view.window, sla).await?;
+            let policy = sla.definition.policy.maintenance;
+            let details = json!({
+                "window": view.window.id.to_string(),
+                "starts_at": view.window.starts_at,
+                "ends_at": view.window.ends_at,
+                "description": view.window.description,
+                "announced_at": view.window.created_at,
+                "status": standing.as_str(),
+                "notice": policy.notice.to_string(),
+                "max_per_period": policy.max_per_period.map(|s| s.to_string()),
+            });
+            crate::audit::record(tx, caller, sla.id, "maintenance.created", &details).await?;
+            view.slas.push(SlaStanding {
+                sla: sla.id,
+                name: sla.definition.name.as_str().to_owned(),
+                standing,
+            });
+        }
+        if view.window.sla.is_some() {
+            view.standing = view.slas.first().map(|s| s.standing);
+        }
+        let mut payload = told(&view.window, &view.slas);
+        payload["announced_at"] = json!(view.window.created_at);
+        payload["announced_by"] = json!(view.window.created_by);
+        outbox::enqueue(tx, "maintenance.scheduled", &payload).await?;
+        Ok(view)
     }
 
     /// Windows of one SLA (its own and the tenant-wide ones) overlapping
-    /// `[from, to)`; a customer's user sees those of its own SLAs.
+    /// `[from, to)`, each with how it stands for the SLA; a customer's
+    /// user sees those of its own SLAs.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn sla_windows(
         &self,
@@ -68,28 +140,202 @@ impl App {
         name: &str,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> Result<Vec<StoredMaintenanceWindow>, AppError> {
+    ) -> Result<Vec<WindowView>, AppError> {
         caller.require(Scope::MaintenanceRead)?;
         crate::history::check_history_range(from, to)?;
         let mut tx = self.tx(caller).await?;
         let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let windows = maintenance::overlapping(&mut tx, stored.id, from, to).await?;
+        let windows = maintenance::judged(&mut tx, stored.id, &stored.definition, from, to).await?;
         tx.commit().await?;
-        Ok(windows)
+        Ok(windows
+            .into_iter()
+            .map(|j| WindowView {
+                window: j.window,
+                standing: Some(j.standing),
+                acceptance: j.acceptance,
+                slas: Vec::new(),
+            })
+            .collect())
     }
 
-    /// Cancels a window; the row stays so that past evaluations remain
-    /// explainable.
+    /// Cancels a window, recording who did; the row stays so that past
+    /// evaluations remain explainable. Tells `maintenance.cancelled` and
+    /// records `maintenance.cancelled` on each covered SLA's audit trail;
+    /// cancelling again changes nothing.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn cancel_window(
         &self,
         caller: &Caller,
         id: MaintenanceWindowId,
-    ) -> Result<StoredMaintenanceWindow, AppError> {
+    ) -> Result<WindowView, AppError> {
         caller.require_provider(Scope::MaintenanceWrite)?;
         let mut tx = self.tx(caller).await?;
-        let window = maintenance::cancel(&mut tx, id).await?;
+        let before = maintenance::find(&mut tx, id).await?;
+        let covered = covered_slas(&mut tx, before.sla).await?;
+        let mut was = Vec::new();
+        if before.cancelled_at.is_none() {
+            for sla in &covered {
+                was.push(standing_of(&mut tx, &before, sla).await?.0);
+            }
+        }
+        let window = maintenance::cancel(&mut tx, id, &caller.principal.subject).await?;
+        let slas: Vec<SlaStanding> = covered
+            .iter()
+            .map(|s| SlaStanding {
+                sla: s.id,
+                name: s.definition.name.as_str().to_owned(),
+                standing: Standing::Cancelled,
+            })
+            .collect();
+        // Cancelled before: nothing changed, nothing to tell.
+        if before.cancelled_at.is_none() {
+            for (sla, was) in covered.iter().zip(&was) {
+                let details = json!({
+                    "window": window.id.to_string(),
+                    "starts_at": window.starts_at,
+                    "ends_at": window.ends_at,
+                    "was": was.as_str(),
+                });
+                crate::audit::record(&mut tx, caller, sla.id, "maintenance.cancelled", &details)
+                    .await?;
+            }
+            let mut payload = told(&window, &slas);
+            payload["cancelled_at"] = json!(window.cancelled_at);
+            payload["cancelled_by"] = json!(window.cancelled_by);
+            outbox::enqueue(&mut tx, "maintenance.cancelled", &payload).await?;
+        }
         tx.commit().await?;
-        Ok(window)
+        Ok(WindowView {
+            standing: Some(Standing::Cancelled),
+            slas,
+            ..WindowView::of(window)
+        })
     }
+
+    /// The customer of the SLA `sla` accepts the window `id` for it: an
+    /// emergency window (or one beyond the cap) is then excluded whole.
+    /// Only a customer's user gives that agreement (`maintenance:accept`):
+    /// a provider's caller is refused whatever its roles, an embed token
+    /// never holds the scope. Planned windows need no acceptance (409), a
+    /// cancelled one cannot get it (409), accepting again answers the first
+    /// acceptance. Tells `maintenance.accepted` and records it on the SLA's
+    /// audit trail.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn accept_window(
+        &self,
+        caller: &Caller,
+        sla: &str,
+        id: MaintenanceWindowId,
+    ) -> Result<WindowView, AppError> {
+        caller.require(Scope::MaintenanceAccept)?;
+        let Some(customer) = caller.customer() else {
+            return Err(AppError::MissingScope(Scope::MaintenanceAccept));
+        };
+        if caller.principal.embed.is_some() {
+            return Err(AppError::MissingScope(Scope::MaintenanceAccept));
+        }
+        let mut tx = self.tx(caller).await?;
+        let (stored, _) = self.visible_sla(&mut tx, caller, sla, None).await?;
+        let window = maintenance::find(&mut tx, id).await?;
+        if window.sla.is_some_and(|s| s != stored.id) {
+            return Err(AppError::NotFound {
+                what: "maintenance window",
+                key: id.to_string(),
+            });
+        }
+        if window.cancelled_at.is_some() {
+            return Err(AppError::Conflict(
+                "the maintenance window was cancelled: there is nothing to accept".to_owned(),
+            ));
+        }
+        let (was, acceptance) = standing_of(&mut tx, &window, &stored).await?;
+        if was == Standing::Planned {
+            return Err(AppError::Conflict(
+                "the maintenance window is planned (announced with the SLA's notice, within its cap): it is excluded without acceptance".to_owned(),
+            ));
+        }
+        let acceptance = match acceptance {
+            Some(first) => first,
+            None => {
+                let acceptance =
+                    maintenance::accept(&mut tx, id, stored.id, &caller.principal.subject).await?;
+                let details = json!({
+                    "window": window.id.to_string(),
+                    "starts_at": window.starts_at,
+                    "ends_at": window.ends_at,
+                    "was": was.as_str(),
+                });
+                crate::audit::record(&mut tx, caller, stored.id, "maintenance.accepted", &details)
+                    .await?;
+                let slas = [SlaStanding {
+                    sla: stored.id,
+                    name: stored.definition.name.as_str().to_owned(),
+                    standing: Standing::Accepted,
+                }];
+                let mut payload = told(&window, &slas);
+                payload["was"] = json!(was.as_str());
+                payload["accepted_at"] = json!(acceptance.accepted_at);
+                payload["accepted_by"] = json!(acceptance.accepted_by);
+                payload["customer"] = json!(customer.to_string());
+                outbox::enqueue(&mut tx, "maintenance.accepted", &payload).await?;
+                acceptance
+            }
+        };
+        tx.commit().await?;
+        Ok(WindowView {
+            standing: Some(Standing::Accepted),
+            acceptance: Some(acceptance),
+            ..WindowView::of(window)
+        })
+    }
+}
+
+/// The SLAs a window for `sla` covers (`None`: every SLA of the tenant),
+/// each in the version in force.
+async fn covered_slas(tx: &mut TenantTx, sla: Option<SlaId>) -> Result<Vec<StoredSla>, AppError> {
+    let mut covered = Vec::new();
+    for summary in slas::list(tx).await? {
+        if sla.is_none_or(|id| id == summary.id) {
+            covered.push(slas::find(tx, &summary.name, None).await?);
+        }
+    }
+    Ok(covered)
+}
+
+/// How a window (not cancelled) stands for an SLA now, and the SLA's
+/// customer's acceptance of it.
+async fn standing_of(
+    tx: &mut TenantTx,
+    window: &StoredMaintenanceWindow,
+    sla: &StoredSla,
+) -> Result<(Standing, Option<Acceptance>), AppError> {
+    let judged = maintenance::judged(
+        tx,
+        sla.id,
+        &sla.definition,
+        window.starts_at,
+        window.ends_at,
+    )
+    .await?;
+    Ok(judged
+        .into_iter()
+        .find(|j| j.window.id == window.id)
+        .map_or((Standing::Cancelled, None), |j| (j.standing, j.acceptance)))
+}
+
+/// What the outbox tells about a window: its id, its SLA (absent: every
+/// SLA), each SLA covered with how the window stands for it, its times
+/// and description.
+fn told(window: &StoredMaintenanceWindow, slas: &[SlaStanding]) -> Value {
+    json!({
+        "window": window.id.to_string(),
+        "sla": window.sla.map(|s| s.to_string()),
+        "slas": slas
+            .iter()
+            .map(|s| json!({ "sla": s.sla.to_string(), "name": s.name, "status": s.standing.as_str() }))
+            .collect::<Vec<_>>(),
+        "starts_at": window.starts_at,
+        "ends_at": window.ends_at,
+        "description": window.description,
+    })
 }

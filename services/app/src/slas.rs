@@ -5,12 +5,14 @@
 use serde::Serialize;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::objective::{MeasuredField, Objective, Sli, SliceIndicator};
-use slaproof_domain::sla::SlaDefinition;
+use slaproof_domain::sla::{DocumentFormat, SlaDefinition};
 use slaproof_store::slas::{self, Applied, StoredSla};
 use slaproof_store::{TenantTx, customers};
 
 use crate::authz::Scope;
 use crate::idempotency::Creating;
+pub use crate::sla_apply::ApplyOptions;
+use crate::sla_apply::{NextVersion, next_version};
 use crate::{App, AppError, Caller, Page, PageRequest, Redaction};
 
 /// The metric family of an objective, which decides the scope that reads it.
@@ -104,6 +106,9 @@ pub struct AppliedView {
     /// `created`, `updated` or `unchanged`.
     #[schema(value_type = String)]
     pub outcome: &'static str,
+    /// Objectives of the version that was in force which this version no
+    /// longer has (only with `drop_objectives` confirmed).
+    pub dropped: Vec<String>,
 }
 
 /// The document formats an SLA exports to.
@@ -307,14 +312,17 @@ impl App {
     }
 
     /// Creates an SLA, or a new version of one, from a native `slaproof/v1`
-    /// or OpenSLO v1 document (YAML or JSON).
+    /// or OpenSLO v1 document (YAML or JSON). OpenSLO merges into an SLA
+    /// that exists unless `options.replace`; a version that would drop
+    /// objectives needs `options.drop_objectives` (see [`crate::sla_apply`]).
     pub async fn apply_sla(
         &self,
         caller: &Caller,
         document: &str,
+        options: ApplyOptions,
     ) -> Result<AppliedView, AppError> {
         self.in_tx(caller, async |tx| {
-            self.apply_sla_in(tx, caller, document).await
+            self.apply_sla_in(tx, caller, document, options).await
         })
         .await
     }
@@ -327,11 +335,30 @@ impl App {
         tx: &mut TenantTx,
         caller: &Caller,
         document: &str,
+        options: ApplyOptions,
     ) -> Result<AppliedView, AppError> {
         Creating::SLA.require(caller)?;
-        let definition = SlaDefinition::from_document(document)
+        let (document, format) = SlaDefinition::read_document(document)
             .map_err(|e| AppError::invalid("document", e.to_string()))?;
+        let current = match slas::find_for_update(tx, document.name.as_str()).await {
+            Ok(current) => current,
+            // A version in force that no longer reads (an old release's
+            // document) can still be replaced whole, though not merged
+            // into: what it drops cannot be told.
+            Err(slaproof_store::StoreError::Corrupt { .. })
+                if options.replace || format == DocumentFormat::Native =>
+            {
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let NextVersion {
+            definition,
+            dropped,
+        } = next_version(document, format, current.as_ref(), options)?;
         let outcome = slas::apply(tx, &definition).await?;
+        let changed = (!dropped.is_empty()).then(|| serde_json::json!({ "dropped": dropped }));
+        audit_applied(tx, caller, &outcome, &definition, changed).await?;
         Ok(AppliedView {
             id: outcome.sla,
             name: definition.name.as_str().to_owned(),
@@ -341,6 +368,7 @@ impl App {
                 Applied::Updated => "updated",
                 Applied::Unchanged => "unchanged",
             },
+            dropped,
         })
     }
 }
@@ -378,6 +406,8 @@ impl App {
         caller.require(Family::of(found).scope())?;
         found.target = target;
         let outcome = slas::apply(&mut tx, &definition).await?;
+        let changed = serde_json::json!({ "objective": objective, "target_ppm": target_ppm });
+        audit_applied(&mut tx, caller, &outcome, &definition, Some(changed)).await?;
         tx.commit().await?;
         Ok(AppliedView {
             id: outcome.sla,
@@ -388,6 +418,37 @@ impl App {
                 Applied::Updated => "updated",
                 Applied::Unchanged => "unchanged",
             },
+            dropped: Vec::new(),
         })
     }
+}
+
+/// Records a version applied on the SLA's audit trail (`sla.applied`): a
+/// new version changes what the SLA's verdicts are judged by. `changed`
+/// names what a targeted change (not a whole document) changed.
+async fn audit_applied(
+    tx: &mut TenantTx,
+    caller: &Caller,
+    outcome: &slaproof_store::slas::ApplyOutcome,
+    definition: &SlaDefinition,
+    changed: Option<serde_json::Value>,
+) -> Result<(), AppError> {
+    let created = match outcome.applied {
+        Applied::Created => true,
+        Applied::Updated => false,
+        Applied::Unchanged => return Ok(()),
+    };
+    let policy = definition.policy.maintenance;
+    let mut details = serde_json::json!({
+        "version": outcome.version,
+        "outcome": if created { "created" } else { "updated" },
+        "maintenance": {
+            "notice": policy.notice.to_string(),
+            "max_per_period": policy.max_per_period.map(|s| s.to_string()),
+        },
+    });
+    if let Some(changed) = changed {
+        details["changed"] = changed;
+    }
+    crate::audit::record(tx, caller, outcome.sla, "sla.applied", &details).await
 }

@@ -55,6 +55,8 @@ id_kinds! {
     OutboxMessageKind => OutboxMessageId, "msg", "outbox message";
     /// A synthetic probe: an endpoint slaproof measures itself.
     ProbeKind => ProbeId, "prb", "probe";
+    /// A record of an action that changed an SLA's verdict.
+    AuditRecordKind => AuditRecordId, "aud", "audit record";
 }
 
 /// A typed id: a UUID shown as `prefix_<32 hex digits>`.

@@ -16,9 +16,11 @@ pub mod minute;
 pub mod objective;
 pub mod policy;
 pub mod quantity;
+pub mod risk;
 pub mod settings;
 pub mod sketch;
 pub mod sla;
+pub mod slice_grid;
 pub mod slices;
 pub mod window;
 

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::window::Period;
+use crate::window::{Period, TimeWindow};
 
 /// The start of the UTC minute containing `at`.
 pub fn floor_minute(at: DateTime<Utc>) -> DateTime<Utc> {
@@ -36,31 +36,52 @@ pub fn ceil_minute(at: DateTime<Utc>) -> DateTime<Utc> {
     }
 }
 
-/// When an event arrived relative to its minute.
+/// When an event (or a gauge value) arrived relative to its minute and to
+/// the close of its period.
+///
+/// What counts is whether the verdict is still open: an event counts when
+/// it arrives before its *period* closes, `grace` after the period's end
+/// (the SLA's late grace). So requests longer than a minute (OTLP spans
+/// record their start), a provider clock running slow, and telemetry held
+/// up during an incident all count, and a provider cannot keep bad events
+/// out by sending them late — only by sending them after the period is
+/// frozen, when they are counted apart and shown as late.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arrival {
     /// Before its minute ended.
     OnTime,
-    /// After its minute ended, within the grace period: folded into the
+    /// After its minute ended, before its period closed: folded into the
     /// verdict like an on-time event, and counted as folded.
     LateFolded,
-    /// After the grace period: counted apart and reported, not part of the
-    /// verdict (its period may already be frozen).
+    /// After its period closed: counted apart and reported, not part of
+    /// the verdict (the period is frozen).
     Late,
 }
 
 impl Arrival {
-    /// Classifies by the end of the event's minute plus `grace`. A pure
-    /// function of the event, so incremental rollups and a recount from
-    /// raw events agree whatever order events arrive in.
-    pub fn of(occurred_at: DateTime<Utc>, received_at: DateTime<Utc>, grace: Duration) -> Self {
-        let minute_end = floor_minute(occurred_at) + Duration::minutes(1);
-        if received_at < minute_end {
-            Self::OnTime
-        } else if received_at < minute_end + grace {
-            Self::LateFolded
-        } else {
-            Self::Late
+    /// Classifies by the end of the event's minute and of its period in
+    /// `window` plus `grace`. A rolling window never closes, so nothing is
+    /// late for it (an event counts while its time is inside the window).
+    /// A pure function of the event, so incremental rollups and a recount
+    /// from raw events agree whatever order events arrive in.
+    pub fn of(
+        window: &TimeWindow,
+        occurred_at: DateTime<Utc>,
+        received_at: DateTime<Utc>,
+        grace: Duration,
+    ) -> Self {
+        if received_at < floor_minute(occurred_at) + Duration::minutes(1) {
+            return Self::OnTime;
+        }
+        match window {
+            TimeWindow::Rolling { .. } => Self::LateFolded,
+            TimeWindow::Calendar { .. } => {
+                if received_at < window.period_containing(occurred_at).end + grace {
+                    Self::LateFolded
+                } else {
+                    Self::Late
+                }
+            }
         }
     }
 
@@ -135,24 +156,40 @@ mod tests {
     }
 
     #[test]
-    fn arrival_is_judged_against_the_end_of_the_minute() {
-        let at = t("2026-11-30T10:05:30Z");
+    fn arrival_is_judged_against_the_close_of_the_period() {
+        let month = TimeWindow::Calendar {
+            unit: crate::window::CalendarUnit::Month,
+            time_zone: chrono_tz::Europe::Berlin,
+        };
+        let at = t("2026-11-10T10:05:30Z");
         let grace = Duration::minutes(5);
         assert_eq!(
-            Arrival::of(at, t("2026-11-30T10:05:59Z"), grace),
+            Arrival::of(&month, at, t("2026-11-10T10:05:59Z"), grace),
             Arrival::OnTime
         );
+        // Ten minutes late, a week late: the month is open, it counts.
+        for received in ["2026-11-10T10:16:00Z", "2026-11-17T10:00:00Z"] {
+            assert_eq!(
+                Arrival::of(&month, at, t(received), grace),
+                Arrival::LateFolded,
+                "{received}"
+            );
+        }
+        // The Berlin month ends at 23:00 UTC on November 30; it closes
+        // five minutes later.
         assert_eq!(
-            Arrival::of(at, t("2026-11-30T10:06:00Z"), grace),
+            Arrival::of(&month, at, t("2026-11-30T23:04:59Z"), grace),
             Arrival::LateFolded
         );
         assert_eq!(
-            Arrival::of(at, t("2026-11-30T10:10:59Z"), grace),
-            Arrival::LateFolded
-        );
-        assert_eq!(
-            Arrival::of(at, t("2026-11-30T10:11:00Z"), grace),
+            Arrival::of(&month, at, t("2026-11-30T23:05:00Z"), grace),
             Arrival::Late
+        );
+        // A rolling window never closes.
+        let rolling = TimeWindow::rolling(crate::quantity::Span::parse("7d").unwrap()).unwrap();
+        assert_eq!(
+            Arrival::of(&rolling, at, t("2027-01-01T00:00:00Z"), grace),
+            Arrival::LateFolded
         );
     }
 }

@@ -189,8 +189,26 @@ impl Sli {
 pub enum RatioCount {
     /// Events matching the filter are good; the others bad.
     Good(EventFilter),
-    /// Events matching the filter are bad; the others good.
+    /// Events matching the filter are bad; the others good, except an
+    /// event that got no answer (see [`no_answer`]), which is bad whatever
+    /// the filter says.
     Bad(EventFilter),
+}
+
+/// Whether an event failed without an answer: an `error_class` and no
+/// `status` (a timeout, a refused connection, a probe that never got a
+/// reply, an error span without an HTTP status).
+///
+/// A `bad:` filter lists failures by what they answered (`status >= 500`);
+/// an event with no answer matches none of its comparisons on `status`,
+/// so by the filter alone it would count as good, and a provider whose
+/// endpoint stopped answering would look perfect. Having no answer is a
+/// failure, so a `bad:` ratio counts it bad. A `good:` filter needs no
+/// such rule (`status < 500` does not hold without a status) and may
+/// still forgive what it names (`status < 500 or error_class ==
+/// "timeout"`); a `total:` filter may leave such events out altogether.
+pub fn no_answer(event: &impl EventFields) -> bool {
+    event.status().is_none() && event.error_class().is_some()
 }
 
 /// Good events over total events (`status < 500` over all requests).
@@ -210,7 +228,7 @@ impl RatioSli {
         }
         let good = match &self.count {
             RatioCount::Good(f) => f.matches(event),
-            RatioCount::Bad(f) => !f.matches(event),
+            RatioCount::Bad(f) => !f.matches(event) && !no_answer(event),
         };
         if good {
             EventVerdict::Good
@@ -412,8 +430,10 @@ pub enum SliceBudgeting {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeSlicesSli {
     pub indicator: SliceIndicator,
-    /// A whole number of minutes that divides a day; slices are aligned to
-    /// the Unix epoch, so they line up with the evaluator's minute rollups.
+    /// A whole number of minutes that divides a day; slices follow the
+    /// window's time zone (local days and hours, see
+    /// [`crate::slice_grid`]) and are whole groups of the evaluator's
+    /// minute rollups.
     pub slice_length: Span,
     pub budgeting: SliceBudgeting,
 }
@@ -534,6 +554,47 @@ mod tests {
         assert_eq!(sli.classify(&e(200, Provider)), EventVerdict::Good);
         assert_eq!(sli.classify(&e(503, Provider)), EventVerdict::Bad);
         assert_eq!(sli.classify(&e(503, Probe)), EventVerdict::NotCounted);
+    }
+
+    #[test]
+    fn an_event_without_an_answer_is_bad_under_a_bad_filter() {
+        let failed = |error_class: &str| EventView {
+            error_class: Some(error_class.to_owned()),
+            ..EventView::default()
+        };
+        let bad = |filter: &str| RatioSli {
+            count: RatioCount::Bad(EventFilter::parse(filter).unwrap()),
+            total: None,
+        };
+        let good = |filter: &str| RatioSli {
+            count: RatioCount::Good(EventFilter::parse(filter).unwrap()),
+            total: None,
+        };
+        for class in ["timeout", "connect", "error"] {
+            assert_eq!(
+                bad("status >= 500").classify(&failed(class)),
+                EventVerdict::Bad
+            );
+            assert_eq!(
+                good("status < 500").classify(&failed(class)),
+                EventVerdict::Bad
+            );
+        }
+        // A good filter may forgive what it names.
+        let forgiving = good("status < 500 or error_class == \"timeout\"");
+        assert_eq!(forgiving.classify(&failed("timeout")), EventVerdict::Good);
+        // An answer with an error class is judged by its status, and an
+        // event with neither (no error) by the filter alone.
+        let answered = EventView {
+            status: Some(429),
+            error_class: Some("rate_limited".to_owned()),
+            ..EventView::default()
+        };
+        assert_eq!(bad("status >= 500").classify(&answered), EventVerdict::Good);
+        assert_eq!(
+            bad("status >= 500").classify(&EventView::default()),
+            EventVerdict::Good
+        );
     }
 
     #[test]

@@ -20,6 +20,15 @@ pub struct SlaPolicy {
     pub no_data: NoDataPolicy,
 }
 
+impl SlaPolicy {
+    /// The late grace: the SLA's own, else `default` (the platform's).
+    pub fn late_grace_or(&self, default: chrono::Duration) -> chrono::Duration {
+        self.late_grace.map_or(default, |g| {
+            chrono::Duration::seconds(i64::try_from(g.seconds()).unwrap_or(i64::MAX / 1000))
+        })
+    }
+}
+
 /// How planned maintenance is agreed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MaintenancePolicy {

@@ -36,6 +36,19 @@ pub struct SlaDefinition {
     pub policy: SlaPolicy,
 }
 
+/// The format a document was written in, which decides how it applies to
+/// an SLA that exists (see [`SlaDefinition::read_document`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentFormat {
+    /// `slaproof/v1`: the whole SLA.
+    Native,
+    /// OpenSLO v1 `SLO`s, often one per file: some of an SLA's objectives.
+    /// `sets_policy`: whether an SLO carries the SLA's policy (the
+    /// `slaproof.dev/policy` annotation); without it the definition's
+    /// policy is the default, not something the document said.
+    OpenSlo { sets_policy: bool },
+}
+
 /// Limits on free text, so that a document cannot carry a novel.
 pub(crate) const MAX_DISPLAY_NAME: usize = 200;
 pub(crate) const MAX_DESCRIPTION: usize = 1050;

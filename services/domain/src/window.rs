@@ -240,7 +240,7 @@ impl fmt::Display for TimeWindow {
 }
 
 /// The UTC instant at which local `day` begins in `tz`.
-fn local_midnight(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
+pub(crate) fn local_midnight(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
     let midnight = day.and_hms_opt(0, 0, 0).unwrap_or(NaiveDateTime::MIN);
     match tz.from_local_datetime(&midnight) {
         LocalResult::Single(t) => t.with_timezone(&Utc),

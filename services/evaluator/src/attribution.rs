@@ -10,7 +10,6 @@ use slaproof_store::{TenantTx, maintenance};
 use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::tracked::TrackedSla;
-use slaproof_domain::minute::Arrival;
 use slaproof_domain::window::in_any;
 
 /// What to break bad events down by.
@@ -107,7 +106,7 @@ pub async fn attribute(
             reason: format!("SLA {} has no objective {objective:?}", sla.name),
         });
     };
-    let windows = maintenance::periods(tx, sla.id, from, to).await?;
+    let windows = maintenance::periods(tx, sla.id, &sla.definition, from, to).await?;
     let attr = match dimension {
         Dimension::Attr(name) => name.clone(),
         _ => String::new(),
@@ -130,7 +129,7 @@ pub async fn attribute(
         let event = ReadEvent::from(row.event);
         if !sla.scopes(&event)
             || in_any(&windows, event.occurred_at)
-            || !Arrival::of(event.occurred_at, event.received_at, grace).counts()
+            || !sla.arrival(event.occurred_at, event.received_at, grace).counts()
         {
             continue;
         }

@@ -8,15 +8,14 @@
 //! consumed = C, remaining = 1 − C, met when C ≤ 1.
 
 use chrono::{DateTime, Duration, Utc};
-use slaproof_domain::burn::{AlertTransition, BurnRate};
+use slaproof_domain::burn::BurnRate;
 use slaproof_domain::composite::{CompositeResult, ObjectiveCounts, combine};
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::window::Period;
-use slaproof_store::{TenantTx, outbox};
+use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::{BREACHED, BUDGET_EXHAUSTED};
-use crate::evaluate::{ObjectiveEvaluation, set_state_of};
+use crate::evaluate::ObjectiveEvaluation;
 use crate::tracked::TrackedSla;
 
 /// The name the composite goes by where objectives are named (alert state,
@@ -302,30 +301,6 @@ pub fn summary(c: &CompositeEvaluation) -> serde_json::Value {
     })
 }
 
-/// Tells `slo.budget_exhausted` and `sla.breached` for the composite when
-/// its current period reaches them, once each (state kept under
-/// [`COMPOSITE`] like an objective's).
-#[tracing::instrument(skip_all, fields(sla = %c.sla_name))]
-pub async fn record_facts(
-    tx: &mut TenantTx,
-    c: &CompositeEvaluation,
-) -> Result<usize, EvaluatorError> {
-    let burn = c.burn_rate.milli();
-    let mut told = 0;
-    for (rule, fires, event_type) in [
-        (BUDGET_EXHAUSTED, c.exhausted(), "slo.budget_exhausted"),
-        (BREACHED, c.met() == Some(false), "sla.breached"),
-    ] {
-        let transition =
-            set_state_of(tx, c.sla, COMPOSITE, c.as_of, rule, fires, burn, burn).await?;
-        if transition == AlertTransition::Fired {
-            outbox::enqueue(tx, event_type, &summary(c)).await?;
-            told += 1;
-        }
-    }
-    Ok(told)
-}
-
 /// A composite period result frozen at a period's close.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClosedComposite {
@@ -337,14 +312,15 @@ pub struct ClosedComposite {
 /// Freezes the composite of a closed period (recording the evaluation too)
 /// as a new revision, unless the revision in force combined the same
 /// numbers. Its parts must name the objectives' frozen evaluations.
+/// Returns the revision written and whether the one it supersedes was met.
 #[tracing::instrument(skip_all, fields(sla = %c.sla_name))]
 pub async fn freeze(
     tx: &mut TenantTx,
     c: &CompositeEvaluation,
-) -> Result<Option<i32>, EvaluatorError> {
+) -> Result<Option<(i32, Option<bool>)>, EvaluatorError> {
     let tenant = tx.tenant().uuid();
-    let previous: Option<(i32, serde_json::Value)> = sqlx::query_as(
-        "SELECT revision, parts FROM composite_period_results \
+    let previous: Option<(i32, serde_json::Value, Option<bool>)> = sqlx::query_as(
+        "SELECT revision, parts, met FROM composite_period_results \
          WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3 ORDER BY revision DESC LIMIT 1",
     )
     .bind(tenant)
@@ -353,7 +329,7 @@ pub async fn freeze(
     .fetch_optional(&mut **tx)
     .await
     .doing("reading the period's composite result")?;
-    if let Some((_, parts)) = &previous {
+    if let Some((_, parts, _)) = &previous {
         let parts: Vec<CompositePart> =
             serde_json::from_value(parts.clone()).map_err(|e| EvaluatorError::Corrupt {
                 what: "composite parts",
@@ -367,7 +343,7 @@ pub async fn freeze(
             return Ok(None);
         }
     }
-    let revision = previous.map_or(1, |p| p.0 + 1);
+    let revision = previous.as_ref().map_or(1, |p| p.0 + 1);
     insert(tx, c).await?;
     sqlx::query(
         "INSERT INTO composite_period_results (tenant_id, id, sla_id, version, period_start, period_end, \
@@ -389,7 +365,7 @@ pub async fn freeze(
     .execute(&mut **tx)
     .await
     .doing("freezing a composite period result")?;
-    Ok(Some(revision))
+    Ok(Some((revision, previous.and_then(|p| p.2))))
 }
 
 /// The objectives' evaluations in force in `period`'s frozen results, by

@@ -15,6 +15,16 @@ pub enum EvaluatorError {
         #[source]
         source: sqlx::Error,
     },
+    /// Postgres cancelled a statement that ran (or waited on a lock) past
+    /// the transaction's statement timeout.
+    #[error(
+        "a statement ran past evaluator.statement_timeout_secs while {doing} and was cancelled: {source}"
+    )]
+    StatementTimeout {
+        doing: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
     /// A stored value that cannot be what the schema promises.
     #[error("stored {what} is unreadable: {reason}")]
     Corrupt { what: &'static str, reason: String },
@@ -45,8 +55,23 @@ pub(crate) trait Doing<T> {
 
 impl<T> Doing<T> for Result<T, sqlx::Error> {
     fn doing(self, doing: &'static str) -> Result<T, EvaluatorError> {
-        self.map_err(|source| EvaluatorError::Database { doing, source })
+        self.map_err(|source| {
+            if is_statement_timeout(&source) {
+                EvaluatorError::StatementTimeout { doing, source }
+            } else {
+                EvaluatorError::Database { doing, source }
+            }
+        })
     }
+}
+
+/// Whether Postgres cancelled the statement for the statement timeout
+/// (`query_canceled`, which a cancel request shares: told apart by its
+/// message).
+fn is_statement_timeout(err: &sqlx::Error) -> bool {
+    err.as_database_error().is_some_and(|e| {
+        e.code().as_deref() == Some("57014") && e.message().contains("statement timeout")
+    })
 }
 
 impl From<slaproof_domain::sketch::SketchError> for EvaluatorError {

@@ -14,13 +14,15 @@ use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 use slaproof_domain::minute::{ceil_hour, floor_hour, floor_minute, maintenance_minutes};
 use slaproof_domain::objective::{Objective, Sli, SliceBudgeting, TimeSlicesSli};
+use slaproof_domain::policy::NoDataSlices;
+use slaproof_domain::risk::{DegradeLevel, Outlook};
 use slaproof_domain::slices::SliceRatios;
 use slaproof_domain::window::Period;
 use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::maintenance::recount_cut_minutes;
-use crate::tracked::{LONGEST_LOOKBACK_DAYS, TrackedSla};
+use crate::tracked::TrackedSla;
 
 /// The verdict on one objective at one instant, with every number behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +47,11 @@ pub struct ObjectiveEvaluation {
     pub burn_rate: BurnRate,
     pub time_to_exhaustion: Option<Duration>,
     pub alerts: Vec<AlertCheck>,
+    /// Where the period is heading at its expected volume (see
+    /// [`slaproof_domain::risk`]); `None` with no events.
+    pub outlook: Option<Outlook>,
+    /// The degrade level [`crate::signals::record`] set (0 until then).
+    pub degrade_level: DegradeLevel,
 }
 
 /// One burn-rate rule checked at an evaluation.
@@ -192,12 +199,16 @@ pub fn counted_slices(objective: &Objective) -> Option<&TimeSlicesSli> {
 /// millionths of a slice (`RatioTimeslices`, exact: see
 /// [`slaproof_domain::slices`]).
 ///
-/// Slices are `slice_length` long and aligned to the Unix epoch (so they
-/// are whole groups of rollup minutes); a slice straddling `from` or `to`
-/// is judged on its minutes inside. Events during maintenance are taken
-/// out first (whole minutes by leaving their rollups out, cut minutes by
-/// subtracting their recount), so a slice wholly in maintenance is empty
-/// and, like any empty slice, weighs nothing.
+/// Slices follow the window's time zone (UTC for a rolling window), as
+/// [`slaproof_domain::slice_grid`] lays them out: one-day slices are the
+/// local days, a DST day one slice of 23 or 25 hours; shorter slices step
+/// from local midnight and end at the next. Partial slices are judged on
+/// their minutes inside and weigh equally: a slice cut by `from` (the
+/// start of a rolling window or of a lookback) or still running at `to`
+/// counts like any other. Events during maintenance are taken out first
+/// (whole minutes by leaving their rollups out, cut minutes by subtracting
+/// their recount from their slice), so a slice wholly in maintenance is
+/// empty and, like any empty slice, weighs nothing.
 #[tracing::instrument(skip(tx, sla, sli, windows))]
 #[allow(clippy::too_many_arguments)]
 pub async fn slice_tally(
@@ -214,9 +225,12 @@ pub async fn slice_tally(
     if from >= to {
         return Ok(Tally::default());
     }
-    let length = i64::try_from(sli.slice_length.seconds())
-        .unwrap_or(86_400)
-        .max(60);
+    let grid =
+        slaproof_domain::slice_grid::SliceGrid::new(sli.slice_length, &sla.definition.window);
+    // Minutes are summed in SQL by stretches that never straddle a slice
+    // boundary (a day for UTC days, an hour for Berlin days), then each
+    // stretch is put in its slice here.
+    let grain = i64::try_from(grid.aligned_grain(from, to)).unwrap_or(60);
     let (whole, cut) = maintenance_minutes(windows, from, to);
     let (starts, ends): (Vec<_>, Vec<_>) = whole.into_iter().unzip();
     let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
@@ -226,7 +240,7 @@ pub async fn slice_tally(
            AND r.objective = $6 \
            AND NOT EXISTS (SELECT 1 FROM unnest($8::timestamptz[], $9::timestamptz[]) AS w(s, e) \
                            WHERE r.minute >= w.s AND r.minute < w.e) \
-         GROUP BY 1",
+         GROUP BY 1 ORDER BY 1",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.id.uuid())
@@ -234,40 +248,67 @@ pub async fn slice_tally(
     .bind(from)
     .bind(to)
     .bind(objective)
-    .bind(length)
+    .bind(grain)
     .bind(&starts)
     .bind(&ends)
     .fetch_all(&mut **tx)
     .await
     .doing("summing time slices")?;
+    // Stretches come in order: remember the last slice found.
+    let mut last: Option<Period> = None;
+    let mut slice_of = |at: DateTime<Utc>| match last {
+        Some(slice) if slice.contains(at) => slice.start,
+        _ => {
+            let slice = grid.slice_containing(at);
+            last = Some(slice);
+            slice.start
+        }
+    };
     let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
-    let mut slices: BTreeMap<i64, Tally> = rows
-        .into_iter()
-        .map(|(slice, good, total)| {
-            (
-                slice,
-                Tally {
-                    good: unsigned(good),
-                    total: unsigned(total),
-                },
-            )
-        })
-        .collect();
+    let mut slices: BTreeMap<DateTime<Utc>, Tally> = BTreeMap::new();
+    for (stretch, good, total) in rows {
+        let at = DateTime::from_timestamp(stretch.saturating_mul(grain), 0).unwrap_or(from);
+        let t = slices.entry(slice_of(at.max(from))).or_default();
+        t.good += unsigned(good);
+        t.total += unsigned(total);
+    }
     if let Some(minutes) = recount_cut_minutes(tx, sla, windows, &cut, as_of, grace)
         .await?
         .remove(objective)
     {
         for (minute, out) in minutes {
-            if let Some(t) = slices.get_mut(&minute.timestamp().div_euclid(length)) {
+            if let Some(t) = slices.get_mut(&slice_of(minute)) {
                 t.good = t.good.saturating_sub(out.good);
                 t.total = t.total.saturating_sub(out.total);
             }
         }
     }
+    // Slices without data count as the SLA's `policy.noData.slices` says:
+    // each whole slice in the range with no counted event and not wholly
+    // in maintenance (the one still running at `to` is not judged yet).
+    let no_data = sla.definition.policy.no_data.slices;
+    let mut missing = 0u64;
+    if no_data != NoDataSlices::Ignored {
+        let mut slice = grid.slice_containing(from);
+        while slice.start < to && slice.end <= to {
+            let empty = slices.get(&slice.start).is_none_or(|t| t.total == 0);
+            let maintained = windows
+                .iter()
+                .any(|w| w.start <= slice.start && w.end >= slice.end);
+            if empty && !maintained {
+                missing += 1;
+            }
+            slice = grid.slice_containing(slice.end);
+        }
+    }
+    let missing_good = u64::from(no_data == NoDataSlices::Good);
     if sli.budgeting == SliceBudgeting::RatioTimeslices {
         let mut ratios = SliceRatios::default();
         for t in slices.values() {
             ratios.add(t.good, t.total);
+        }
+        for _ in 0..missing {
+            ratios.add(missing_good, 1);
         }
         return Ok(ratios.tally());
     }
@@ -278,6 +319,8 @@ pub async fn slice_tally(
             tally.good += u64::from(good);
         }
     }
+    tally.total += missing;
+    tally.good += missing * missing_good;
     Ok(tally)
 }
 
@@ -310,10 +353,17 @@ pub async fn evaluate_period(
     let until = floor_minute(period.end.min(as_of));
     let nominal = window.nominal_duration();
     let rules = BurnRateAlertRule::workbook(nominal);
-    // Burn rates and alerts look back at most three days; each lookback
-    // is summed like the period (hours, then minutes at the edges).
-    let recent = (as_of - Duration::days(LONGEST_LOOKBACK_DAYS)).max(sla.covers_from);
-    let windows = maintenance::periods(tx, sla.id, period_start.min(recent), as_of).await?;
+    // Burn rates and alerts look back as far as the longest rule's long
+    // lookback (it scales with the window: a year's ticket, 36.5 days) and
+    // at least the burn rate's hour; each lookback is summed like the
+    // period (hours, then minutes at the edges).
+    let longest_lookback = rules
+        .iter()
+        .map(|r| r.long_window)
+        .fold(Duration::hours(1), Duration::max);
+    let recent = (as_of - longest_lookback).max(sla.covers_from);
+    let windows =
+        maintenance::periods(tx, sla.id, &sla.definition, period_start.min(recent), as_of).await?;
     let counts = period_counts(tx, sla, &windows, period_start, until, as_of, grace).await?;
     let mut lookbacks: Vec<Duration> = rules
         .iter()
@@ -394,7 +444,19 @@ pub async fn evaluate_period(
                     fires: rule.fires(objective.target, long, short),
                 }
             })
-            .collect();
+            .collect::<Vec<AlertCheck>>();
+        // The recent bad rate: over the longest alert lookback.
+        let recent = alerts
+            .iter()
+            .max_by_key(|a| a.rule.long_window)
+            .map_or(Tally::default(), |a| a.long);
+        let outlook = Outlook::of(
+            objective.target,
+            tally,
+            recent,
+            until - period_start,
+            period.end - period_start,
+        );
         out.push(ObjectiveEvaluation {
             id: uuid::Uuid::now_v7(),
             sla: sla.id,
@@ -412,6 +474,8 @@ pub async fn evaluate_period(
             late: c.late,
             burn_rate,
             time_to_exhaustion: time_to_exhaustion(&budget, nominal, burn_rate),
+            outlook,
+            degrade_level: 0,
             alerts,
         });
     }
@@ -445,7 +509,7 @@ pub async fn record_alerts(
                 "severity": check.rule.severity.as_str(),
                 "state": if transition.firing() { "firing" } else { "resolved" },
                 "at": evaluation.as_of,
-                "threshold": check.rule.threshold.to_string(),
+                "threshold": check.rule.threshold_for(evaluation.budget.target).to_string(),
                 "longWindowSecs": check.rule.long_window.num_seconds(),
                 "shortWindowSecs": check.rule.short_window.num_seconds(),
                 "longBurnRateMilli": long,
@@ -461,14 +525,9 @@ pub async fn record_alerts(
     Ok(told)
 }
 
-/// The state kept for "the period's error budget is used up".
-pub const BUDGET_EXHAUSTED: &str = "budget-exhausted";
-/// The state kept for "the period's objective is missed".
-pub const BREACHED: &str = "breached";
-
 /// Stores whether `rule` fires for an objective and returns the transition
-/// from the stored state. Burn-rate rules, budget exhaustion and breach
-/// all keep their state here, so each change is told once.
+/// from the stored state. Burn-rate rules keep their state here, so each
+/// change is told once.
 pub async fn set_state(
     tx: &mut TenantTx,
     evaluation: &ObjectiveEvaluation,

@@ -1,15 +1,18 @@
-//! Facts told to the outside through the outbox, each once: budget exhausted, SLA breached, and period closed with its frozen (and, after corrections, superseding) result.
+//! Facts told at a period's close through the outbox: `sla.period_closed` with its frozen (and, after corrections, superseding) result, and `sla.breached` when it was not met — once per period and revision.
+//!
+//! A *breach* is a closed period not met: the contractual fact credits are
+//! paid on. It is told here and nowhere else; while a period is open the
+//! signals are burn-rate alerts and [`crate::signals`]' at-risk, budget
+//! exhausted and degrade level. A correction that turns a breach into a
+//! period met is told as `sla.breach_withdrawn`.
 
 use chrono::{DateTime, Duration, Utc};
-use slaproof_domain::burn::AlertTransition;
 use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::{TenantTx, outbox};
 
 use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
-use crate::evaluate::{
-    BREACHED, BUDGET_EXHAUSTED, ObjectiveEvaluation, evaluate_period, set_state,
-};
+use crate::evaluate::{ObjectiveEvaluation, evaluate_period};
 use crate::records::freeze_period;
 use crate::tracked::TrackedSla;
 
@@ -35,33 +38,34 @@ pub(crate) fn summary(e: &ObjectiveEvaluation) -> serde_json::Value {
         "budgetConsumed": e.budget.consumed(),
         "budgetRemaining": i64::try_from(e.budget.remaining()).unwrap_or(i64::MIN),
         "burnRateMilli": e.burn_rate.milli(),
+        "expectedTotal": e.outlook.map(|o| o.expected_total),
+        "projectedBad": e.outlook.map(|o| o.projected_bad),
+        "atRisk": e.outlook.is_some_and(|o| o.at_risk),
+        "exhaustedAtExpectedVolume": e.outlook.is_some_and(|o| o.exhausted),
+        "degradeLevel": e.degrade_level,
         "evaluation": e.id,
     })
 }
 
-/// Tells `slo.budget_exhausted` and `sla.breached` when an objective's
-/// current period reaches them (once each; a new period starts clean).
-#[tracing::instrument(skip_all, fields(objective = %e.objective))]
-pub(crate) async fn record_budget_facts(
+/// Tells what a frozen revision means: `sla.breached` when the period was
+/// not met, `sla.breach_withdrawn` when a correction turned an earlier
+/// breach into a period met. `payload` is the closed result's.
+pub(crate) async fn tell_verdict(
     tx: &mut TenantTx,
-    e: &ObjectiveEvaluation,
-) -> Result<usize, EvaluatorError> {
-    let burn = e.burn_rate.milli();
-    let mut told = 0;
-    for (rule, fires, event_type) in [
-        (
-            BUDGET_EXHAUSTED,
-            e.budget.exhausted(),
-            "slo.budget_exhausted",
-        ),
-        (BREACHED, !e.budget.met(), "sla.breached"),
-    ] {
-        if set_state(tx, e, rule, fires, burn, burn).await? == AlertTransition::Fired {
-            outbox::enqueue(tx, event_type, &summary(e)).await?;
-            told += 1;
+    met: Option<bool>,
+    was_met: Option<bool>,
+    payload: &serde_json::Value,
+) -> Result<(), EvaluatorError> {
+    match (met, was_met) {
+        (Some(false), _) => outbox::enqueue(tx, "sla.breached", payload).await.map(drop)?,
+        (Some(true), Some(false)) => {
+            outbox::enqueue(tx, "sla.breach_withdrawn", payload)
+                .await
+                .map(drop)?;
         }
+        _ => {}
     }
-    Ok(told)
+    Ok(())
 }
 
 /// A period result frozen by [`close_periods`].
@@ -136,8 +140,10 @@ pub(crate) async fn close_periods(
     grace: Duration,
 ) -> Result<Closed, EvaluatorError> {
     let window = &sla.definition.window;
+    // The SLA's own late grace, when it sets one.
+    let closes_after = sla.grace(grace);
     let candidates: Vec<Period> = match sla.closing {
-        Some(closing) => due_periods(window, sla.covers_from.max(closing.start), as_of, grace)
+        Some(closing) => due_periods(window, sla.covers_from.max(closing.start), as_of, closes_after)
             .into_iter()
             .filter(|p| p.start == closing.start)
             .collect(),
@@ -145,7 +151,7 @@ pub(crate) async fn close_periods(
             let from = sla
                 .hands_over
                 .map_or(sla.covers_from, |p| sla.covers_from.max(p.end));
-            due_periods(window, from, as_of, grace)
+            due_periods(window, from, as_of, closes_after)
         }
     };
     let mut out = Closed::default();
@@ -163,7 +169,7 @@ pub(crate) async fn close_periods(
          WHERE r.closed_at IS NULL OR EXISTS (SELECT 1 FROM maintenance_windows m \
              WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
                AND m.starts_at < p.e AND m.ends_at > p.s \
-               AND greatest(m.created_at, coalesce(m.cancelled_at, m.created_at)) > r.closed_at) \
+               AND greatest(m.created_at, m.cancelled_at, m.accepted_at) > r.closed_at) \
          ORDER BY p.s LIMIT $5",
     )
     .bind(tx.tenant().uuid())
@@ -192,10 +198,11 @@ async fn close_period(
 ) -> Result<(), EvaluatorError> {
     let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
     for evaluation in &evaluations {
-        if let Some(revision) = freeze_period(tx, evaluation).await? {
+        if let Some((revision, was_met)) = freeze_period(tx, evaluation).await? {
             let mut payload = summary(evaluation);
             payload["revision"] = revision.into();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
+            tell_verdict(tx, Some(evaluation.budget.met()), was_met, &payload).await?;
             out.objectives.push(ClosedPeriod {
                 evaluation: evaluation.clone(),
                 revision,
@@ -212,10 +219,11 @@ async fn close_period(
                 part.evaluation = evaluation;
             }
         }
-        if let Some(revision) = composite::freeze(tx, &c).await? {
+        if let Some((revision, was_met)) = composite::freeze(tx, &c).await? {
             let mut payload = composite::summary(&c);
             payload["revision"] = revision.into();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
+            tell_verdict(tx, c.met(), was_met, &payload).await?;
             out.composites.push(ClosedComposite {
                 composite: c,
                 revision,

@@ -32,16 +32,14 @@
 //! after, even if its event comes; recounts leave it out too, so rollups
 //! and a recount still agree.
 //!
-//! Lateness. Scores routinely come hours after their request, so judging
-//! them against the end of their minute plus grace, as events are, would
-//! put almost every value outside the verdict. What the grace protects is a
-//! frozen result: a period closes (and is frozen) `grace` after it ends. A
-//! value is therefore on time when it arrives within its minute, folded in
-//! late (and counted as folded) when it arrives before its period closes,
-//! and late — kept out of the verdict, counted and reported — after that.
-//! Rolling windows never close, so their values are never late. Like the
-//! events' rule it is a pure function of the value, so incremental rollups
-//! and a recount from scratch agree.
+//! Lateness. Scores routinely come hours after their request; like events
+//! (see [`slaproof_domain::minute::Arrival`]) a value is on time when it
+//! arrives within its minute, folded in late (and counted as folded) when
+//! it arrives before its period closes (the SLA's late grace after its
+//! end), and late — kept out of the verdict, counted and reported — after
+//! that. Rolling windows never close, so their values are never late. The
+//! rule is a pure function of the value, so incremental rollups and a
+//! recount from scratch agree.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -49,7 +47,7 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::budget::Tally;
 use slaproof_domain::objective::{GaugeSli, Sli};
-use slaproof_domain::window::{Period, TimeWindow};
+use slaproof_domain::window::Period;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
@@ -69,28 +67,6 @@ const SKEW: Duration = Duration::days(1);
 /// gone from events and could never be found; a value pending longer is
 /// expired by [`expire`] and never counts, even if its event comes after.
 pub const PENDING_LIMIT: Duration = Duration::days(400);
-
-/// When a value arrived relative to its minute and its period's close.
-pub fn arrival(
-    window: &TimeWindow,
-    occurred_at: DateTime<Utc>,
-    arrived_at: DateTime<Utc>,
-    grace: Duration,
-) -> Arrival {
-    if arrived_at < floor_minute(occurred_at) + Duration::minutes(1) {
-        return Arrival::OnTime;
-    }
-    match window {
-        TimeWindow::Rolling { .. } => Arrival::LateFolded,
-        TimeWindow::Calendar { .. } => {
-            if arrived_at < window.period_containing(occurred_at).end + grace {
-                Arrival::LateFolded
-            } else {
-                Arrival::Late
-            }
-        }
-    }
-}
 
 /// The gauge SLI of an objective, if it is one.
 pub fn gauge_sli(sli: &Sli) -> Option<&GaugeSli> {
@@ -139,7 +115,7 @@ fn add(
             } else {
                 slaproof_domain::objective::EventVerdict::Bad
             };
-            let arrival = arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace);
+            let arrival = sla.arrival(v.occurred_at, v.arrived_at, grace);
             rows.entry((
                 i,
                 objective.name.as_str().to_owned(),
@@ -504,7 +480,7 @@ pub async fn recount_cut_minutes(
             .await?;
             for v in values {
                 if !in_any(windows, v.occurred_at)
-                    || !arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace).counts()
+                    || !sla.arrival(v.occurred_at, v.arrived_at, grace).counts()
                 {
                     continue;
                 }
@@ -564,7 +540,7 @@ pub async fn recount(
             good: u64::from(sli.is_good(v.value)),
             total: 1,
         };
-        match arrival(&sla.definition.window, v.occurred_at, v.arrived_at, grace) {
+        match sla.arrival(v.occurred_at, v.arrived_at, grace) {
             Arrival::Late => {
                 out.late = out.late + one;
                 continue;
@@ -579,46 +555,4 @@ pub async fn recount(
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use slaproof_domain::window::CalendarUnit;
-
-    fn t(s: &str) -> DateTime<Utc> {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn a_value_is_late_only_once_its_period_has_closed() {
-        let month = TimeWindow::Calendar {
-            unit: CalendarUnit::Month,
-            time_zone: chrono_tz::UTC,
-        };
-        let grace = Duration::minutes(5);
-        let request = t("2026-11-30T23:59:10Z");
-        assert_eq!(
-            arrival(&month, request, t("2026-11-30T23:59:59Z"), grace),
-            Arrival::OnTime
-        );
-        // Hours later, still within November's close: folded in.
-        assert_eq!(
-            arrival(
-                &month,
-                t("2026-11-02T10:00:00Z"),
-                t("2026-11-29T10:00:00Z"),
-                grace
-            ),
-            Arrival::LateFolded
-        );
-        assert_eq!(
-            arrival(&month, request, t("2026-12-01T00:04:59Z"), grace),
-            Arrival::LateFolded
-        );
-        assert_eq!(
-            arrival(&month, request, t("2026-12-01T00:05:00Z"), grace),
-            Arrival::Late
-        );
-    }
 }

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::budget::Tally;
-use slaproof_domain::minute::Arrival;
 use slaproof_domain::objective::EventVerdict;
 use slaproof_domain::window::{Period, in_any};
 use slaproof_store::TenantTx;
@@ -45,7 +44,7 @@ pub(crate) async fn recount_cut_minutes(
             let event = ReadEvent::from(row);
             if !sla.scopes(&event)
                 || !in_any(windows, event.occurred_at)
-                || !Arrival::of(event.occurred_at, event.received_at, grace).counts()
+                || !sla.arrival(event.occurred_at, event.received_at, grace).counts()
             {
                 continue;
             }

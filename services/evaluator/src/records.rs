@@ -19,8 +19,10 @@ pub async fn insert_evaluation(
     sqlx::query(
         "INSERT INTO evaluations (tenant_id, id, sla_id, version, objective, as_of, period_start, period_end, \
              target_ppm, good, total, excluded, late_folded, late_total, met, compliance_ppm, budget_allowed, \
-             budget_consumed, budget_remaining, burn_rate_milli, exhaustion_secs) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+             budget_consumed, budget_remaining, burn_rate_milli, exhaustion_secs, expected_total, projected_bad, \
+             at_risk, exhausted, degrade_level) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
+             $22, $23, $24, $25, $26)",
     )
     .bind(tx.tenant().uuid())
     .bind(e.id)
@@ -43,6 +45,11 @@ pub async fn insert_evaluation(
     .bind(i64::try_from(e.budget.remaining()).unwrap_or(i64::MIN))
     .bind(count(e.burn_rate.milli()))
     .bind(e.time_to_exhaustion.map(|d| d.num_seconds()))
+    .bind(e.outlook.map(|o| count(o.expected_total)))
+    .bind(e.outlook.map(|o| count(o.projected_bad)))
+    .bind(e.outlook.is_some_and(|o| o.at_risk))
+    .bind(e.outlook.is_some_and(|o| o.exhausted))
+    .bind(i16::from(e.degrade_level))
     .execute(&mut **tx)
     .await
     .doing("recording an evaluation")?;
@@ -51,17 +58,18 @@ pub async fn insert_evaluation(
 
 /// Freezes the result of a closed period from its final evaluation (which
 /// it records too), as a new revision: the first close is revision 1, a later correction
-/// supersedes it with the next. Returns the revision written, or `None`
-/// when the latest revision already says the same.
+/// supersedes it with the next. Returns the revision written and whether
+/// the one it supersedes was met, or `None` when the latest revision
+/// already says the same.
 #[tracing::instrument(skip_all, fields(objective = %e.objective))]
 pub async fn freeze_period(
     tx: &mut TenantTx,
     e: &ObjectiveEvaluation,
-) -> Result<Option<i32>, EvaluatorError> {
+) -> Result<Option<(i32, Option<bool>)>, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let tally = e.budget.tally;
-    let previous: Option<(i32, i64, i64, i64, i64)> = sqlx::query_as(
-        "SELECT revision, good, total, excluded, late_total FROM period_results \
+    let previous: Option<(i32, i64, i64, i64, i64, bool)> = sqlx::query_as(
+        "SELECT revision, good, total, excluded, late_total, met FROM period_results \
          WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND period_start = $4 \
          ORDER BY revision DESC LIMIT 1",
     )
@@ -78,7 +86,7 @@ pub async fn freeze_period(
         count(e.excluded.total),
         count(e.late.total),
     );
-    if let Some((_, g, t, x, l)) = previous
+    if let Some((_, g, t, x, l, _)) = previous
         && (g, t, x, l) == counts
     {
         return Ok(None);
@@ -111,5 +119,5 @@ pub async fn freeze_period(
     .execute(&mut **tx)
     .await
     .doing("freezing a period result")?;
-    Ok(Some(revision))
+    Ok(Some((revision, previous.map(|p| p.5))))
 }

@@ -30,7 +30,7 @@ pub async fn recount(
             reason: format!("SLA {} has no objective {objective:?}", sla.name),
         });
     };
-    let windows = maintenance::periods(tx, sla.id, from, to).await?;
+    let windows = maintenance::periods(tx, sla.id, &sla.definition, from, to).await?;
     if let Some(gauge) = crate::gauge::gauge_sli(&objective.sli) {
         return crate::gauge::recount(tx, sla, gauge, &windows, from, to, as_of, grace).await;
     }
@@ -58,7 +58,7 @@ pub async fn recount(
             good: u64::from(verdict == EventVerdict::Good),
             total: 1,
         };
-        match Arrival::of(event.occurred_at, event.received_at, grace) {
+        match sla.arrival(event.occurred_at, event.received_at, grace) {
             Arrival::Late => {
                 out.late = out.late + one;
                 continue;

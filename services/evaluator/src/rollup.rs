@@ -23,7 +23,7 @@ use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::failures::SlaFailure;
 use crate::settings::Settings;
 use crate::tracked::{MinuteCounts, TrackedSla, coverage_start};
-use slaproof_domain::minute::{Arrival, floor_hour, floor_minute};
+use slaproof_domain::minute::{floor_hour, floor_minute};
 
 /// The start of time for a watermark that has never moved.
 fn epoch() -> DateTime<Utc> {
@@ -51,12 +51,12 @@ impl Accumulator {
         grace: Duration,
     ) {
         self.events += 1;
-        let arrival = Arrival::of(event.occurred_at, event.received_at, grace);
         let minute = floor_minute(event.occurred_at);
         for (i, sla) in tracked.iter().enumerate() {
             if only.is_some_and(|o| !o.contains(&i)) || !sla.scopes(event) {
                 continue;
             }
+            let arrival = sla.arrival(event.occurred_at, event.received_at, grace);
             if arrival.counts() {
                 self.sketches.add((i, minute), &event.fields);
             }
@@ -108,7 +108,7 @@ pub async fn track(
     tx: &mut TenantTx,
     as_of: DateTime<Utc>,
 ) -> Result<(Vec<TrackedSla>, Vec<usize>), EvaluatorError> {
-    let tracking = track_readable(tx, as_of).await?;
+    let tracking = track_readable(tx, as_of, Settings::default().grace()).await?;
     match tracking.unreadable.into_iter().next() {
         Some((_, err)) => Err(err),
         None => Ok((tracking.tracked, tracking.new)),
@@ -130,6 +130,7 @@ struct Tracking {
 async fn track_readable(
     tx: &mut TenantTx,
     as_of: DateTime<Utc>,
+    default_grace: Duration,
 ) -> Result<Tracking, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let covered: HashMap<(uuid::Uuid, i32), DateTime<Utc>> =
@@ -187,9 +188,15 @@ async fn track_readable(
         });
         // The earlier version judges its last period while that period can
         // still close or be corrected (until the next one ends, as for
-        // the version in force), if its rollups cover all of it.
+        // the version in force, and at least a day past its close), if its
+        // rollups cover all of it.
         if let Some((version, definition, period)) = earlier {
-            let horizon = definition.window.period_containing(period.end).end;
+            let grace = definition.policy.late_grace_or(default_grace);
+            let horizon = definition
+                .window
+                .period_containing(period.end)
+                .end
+                .max(period.end + grace + Duration::days(1));
             let covers = covered.get(&(key.0, version)).copied();
             if as_of < horizon
                 && let Some(covers_from) = covers.filter(|from| *from <= period.start)
@@ -331,7 +338,7 @@ pub async fn advance_to(
         tracked,
         new,
         unreadable,
-    } = track_readable(tx, as_of).await?;
+    } = track_readable(tx, as_of, settings.grace()).await?;
     let grace = settings.grace();
     let mut acc = Accumulator::default();
 

@@ -3,6 +3,9 @@
 use std::time::Duration;
 
 use serde::Deserialize;
+use slaproof_store::TenantTx;
+
+use crate::error::{Doing, EvaluatorError};
 
 /// How the evaluator runs. Read from `[evaluator]`; every field has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -29,6 +32,11 @@ pub struct Settings {
     /// Days every evaluation is kept; housekeeping thins older ones to the
     /// last of each hour per objective (see [`crate::thinning`]).
     pub evaluations_full_days: u32,
+    /// The longest any statement of a tenant's evaluation may run (or wait
+    /// on a lock) before Postgres cancels it: the round fails naming this
+    /// setting and the job is retried, instead of one pathological query
+    /// holding the tenant forever.
+    pub statement_timeout_secs: u64,
 }
 
 impl Default for Settings {
@@ -40,6 +48,7 @@ impl Default for Settings {
             lease_secs: 300,
             batch: 8,
             evaluations_full_days: 7,
+            statement_timeout_secs: 300,
         }
     }
 }
@@ -61,6 +70,19 @@ impl Settings {
         Duration::from_secs(self.lease_secs)
     }
 
+    /// Bounds every later statement of `tx` by `statement_timeout_secs`
+    /// (`SET LOCAL`: it ends with the transaction).
+    pub(crate) async fn bound_statements(&self, tx: &mut TenantTx) -> Result<(), EvaluatorError> {
+        // A number from the checked configuration, not text from outside:
+        // `SET` takes no parameters.
+        let millis = self.statement_timeout_secs.saturating_mul(1000);
+        sqlx::query(&format!("SET LOCAL statement_timeout = {millis}"))
+            .execute(&mut **tx)
+            .await
+            .doing("setting the statement timeout")?;
+        Ok(())
+    }
+
     /// Checks the rules.
     pub fn validate(&self) -> Result<(), SettingsError> {
         let check = |key: &'static str, value: u64, min: u64, max: u64| {
@@ -77,6 +99,12 @@ impl Settings {
         check("evaluator.grace_secs", self.grace_secs, 0, 7 * 86_400)?;
         check("evaluator.settle_secs", self.settle_secs, 0, 3600)?;
         check("evaluator.lease_secs", self.lease_secs, 10, 86_400)?;
+        check(
+            "evaluator.statement_timeout_secs",
+            self.statement_timeout_secs,
+            1,
+            86_400,
+        )?;
         check(
             "evaluator.evaluations_full_days",
             u64::from(self.evaluations_full_days),
@@ -111,6 +139,16 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "evaluator.batch: must be between 1 and 1000, got 0"
+        );
+        let err = Settings {
+            statement_timeout_secs: 0,
+            ..Settings::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "evaluator.statement_timeout_secs: must be between 1 and 86400, got 0"
         );
     }
 }

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::budget::Tally;
+use slaproof_domain::burn::BurnRateAlertRule;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::minute::{Arrival, floor_minute};
 use slaproof_domain::objective::{EventVerdict, Objective};
@@ -9,10 +10,6 @@ use slaproof_domain::sla::SlaDefinition;
 use slaproof_domain::window::Period;
 
 use crate::events::ReadEvent;
-
-/// The longest alert lookback (the workbook's 3 days): rollups of a new
-/// version reach back at least this far so that alerts work at once.
-pub(crate) const LONGEST_LOOKBACK_DAYS: i64 = 3;
 
 /// An SLA version the evaluator keeps rollups for.
 #[derive(Debug, Clone)]
@@ -42,6 +39,30 @@ impl TrackedSla {
             && event.fields.service.as_deref() == Some(self.definition.service.as_str())
     }
 
+    /// How long after a period's end its late telemetry counts (and the
+    /// period closes): the SLA's `policy.lateGrace`, else `default` (the
+    /// platform's `evaluator.grace_secs`).
+    pub fn grace(&self, default: Duration) -> Duration {
+        self.definition.policy.late_grace_or(default)
+    }
+
+    /// When an event (or value) arrived, judged against the close of its
+    /// period under this SLA's window and grace (`default` when the SLA
+    /// sets none).
+    pub fn arrival(
+        &self,
+        occurred_at: DateTime<Utc>,
+        received_at: DateTime<Utc>,
+        default: Duration,
+    ) -> Arrival {
+        Arrival::of(
+            &self.definition.window,
+            occurred_at,
+            received_at,
+            self.grace(default),
+        )
+    }
+
     /// The objectives that have rollups: all of them (events classify as
     /// not counted for gauges, whose rollups hold the values attributed by
     /// [`crate::gauge`]).
@@ -50,15 +71,22 @@ impl TrackedSla {
     }
 }
 
+/// The longest lookback the window's alert rules read (at least an hour,
+/// for the last-hour burn rate): 3 days for a 30-day window, 36.5 days for
+/// a year (see [`BurnRateAlertRule::workbook`]).
+pub(crate) fn longest_lookback(definition: &SlaDefinition) -> Duration {
+    BurnRateAlertRule::workbook(definition.window.nominal_duration())
+        .iter()
+        .map(|r| r.long_window)
+        .fold(Duration::hours(1), Duration::max)
+}
+
 /// Where the rollups of a newly seen version begin: the start of the
-/// current period, or the longest alert lookback if that is earlier.
+/// current period, or the longest alert lookback if that is earlier, so
+/// that alerts work at once.
 pub(crate) fn coverage_start(definition: &SlaDefinition, as_of: DateTime<Utc>) -> DateTime<Utc> {
     let period = definition.window.period_containing(as_of);
-    floor_minute(
-        period
-            .start
-            .min(as_of - Duration::days(LONGEST_LOOKBACK_DAYS)),
-    )
+    floor_minute(period.start.min(as_of - longest_lookback(definition)))
 }
 
 /// One minute of one objective.

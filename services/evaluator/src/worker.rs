@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::composite::{self, ClosedComposite, CompositeEvaluation};
 use crate::error::{Doing, EvaluatorError};
 use crate::evaluate::{ObjectiveEvaluation, evaluate_sla, record_alerts};
-use crate::facts::{ClosedPeriod, close_periods, record_budget_facts};
+use crate::facts::{ClosedPeriod, close_periods};
 use crate::failures::{self, SlaFailure, Stuck};
 use crate::records::insert_evaluation;
 use crate::rollup::{Advance, advance, advance_to};
@@ -65,16 +65,18 @@ async fn evaluate_one(
     let mut run = SlaRun::default();
     // An earlier version kept to judge its last period only closes it.
     if sla.closing.is_none() {
-        for evaluation in evaluate_sla(tx, sla, as_of, settings.grace()).await? {
+        for mut evaluation in evaluate_sla(tx, sla, as_of, settings.grace()).await? {
+            run.alerts_told +=
+                crate::signals::record(tx, &mut evaluation, &sla.definition.policy).await?;
             insert_evaluation(tx, &evaluation).await?;
             run.alerts_told += record_alerts(tx, &evaluation).await?;
-            run.alerts_told += record_budget_facts(tx, &evaluation).await?;
             run.alerts_told += record_threshold_crossings(tx, &evaluation).await?;
             run.evaluations.push(evaluation);
         }
+        run.alerts_told += crate::nodata::record(tx, sla, as_of).await?;
+        run.alerts_told += crate::removed::resolve(tx, sla, as_of).await?;
         if let Some(c) = composite::compose(sla, &run.evaluations) {
             composite::insert(tx, &c).await?;
-            run.alerts_told += composite::record_facts(tx, &c).await?;
             run.composite = Some(c);
         }
     }
@@ -138,6 +140,7 @@ pub async fn evaluate_tenant_up_to(
     settings: &Settings,
     target: Option<chrono::DateTime<Utc>>,
 ) -> Result<TenantRun, EvaluatorError> {
+    settings.bound_statements(tx).await?;
     let tenant = tx.tenant();
     let locked: bool = sqlx::query_scalar(
         "SELECT pg_try_advisory_xact_lock(hashtextextended('slaproof-evaluate:' || $1, 0))",

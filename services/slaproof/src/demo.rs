@@ -25,6 +25,15 @@ const API_SECRET_FILE: &str = "demo-api-secret";
 pub const API_KEY_ID: &str = "slaproof-demo";
 /// How long the tokens printed at start are valid.
 pub const TOKEN_HOURS: u64 = 12;
+/// When the incident of `up --loadgen` starts, counted from the start:
+/// five healthy minutes first, so that the SLA is seen met.
+pub const INCIDENT_AT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How long it lasts (a quarter of the requests failing, slow first tokens
+/// and decoding: see `slaproof_ingest::loadgen`). Ten minutes page on the
+/// availability and available-minutes objectives and put them at risk;
+/// the page resolves about five minutes after the incident ends
+/// (`tests/tests/demo_story.rs`, and "The demo" in the README).
+pub const INCIDENT_LENGTH: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// What the demo consists of.
 #[derive(Debug, Clone)]

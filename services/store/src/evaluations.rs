@@ -30,6 +30,15 @@ pub struct StoredEvaluation {
     pub budget_remaining: i64,
     pub burn_rate_milli: i64,
     pub exhaustion_secs: Option<i64>,
+    /// The events the whole period is expected to hold; `None` with none yet.
+    pub expected_total: Option<i64>,
+    pub projected_bad: Option<i64>,
+    /// The period will be missed if the rest fails at the recent rate.
+    pub at_risk: bool,
+    /// The period can no longer be met at its expected volume.
+    pub exhausted: bool,
+    /// 0 none, 1 light, 2 full (the SLA's degrade policy).
+    pub degrade_level: i16,
 }
 
 /// The latest evaluation of each objective of an SLA: what the verdict
@@ -50,7 +59,7 @@ pub async fn latest(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<StoredEvaluatio
         "SELECT e.id, e.sla_id, e.version, e.objective, e.evaluated_at, e.as_of, e.period_start, \
              e.period_end, e.target_ppm, e.good, e.total, e.excluded, e.late_folded, e.late_total, e.met, \
              e.compliance_ppm, e.budget_allowed, e.budget_consumed, e.budget_remaining, e.burn_rate_milli, \
-             e.exhaustion_secs \
+             e.exhaustion_secs, e.expected_total, e.projected_bad, e.at_risk, e.exhausted, e.degrade_level \
          FROM (SELECT DISTINCT name FROM objectives WHERE tenant_id = $1 AND sla_id = $2) AS o \
          CROSS JOIN LATERAL ( \
              SELECT * FROM evaluations \
@@ -63,6 +72,31 @@ pub async fn latest(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<StoredEvaluatio
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
     .fetch_all(&mut **tx)
+    .await
+    .map_err(StoreError::from)
+}
+
+/// Whether an SLA is missing data, as of its latest evaluation.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DataState {
+    pub no_data: bool,
+    /// The end of the last minute with an event the SLA counts.
+    pub last_event_at: Option<DateTime<Utc>>,
+    /// Since when data is missing, while it is.
+    pub no_data_since: Option<DateTime<Utc>>,
+    pub evaluated_at: DateTime<Utc>,
+}
+
+/// The SLA's data state; `None` before its first evaluation.
+#[tracing::instrument(skip(tx))]
+pub async fn data_state(tx: &mut TenantTx, sla: SlaId) -> Result<Option<DataState>, StoreError> {
+    sqlx::query_as(
+        "SELECT no_data, last_event_at, no_data_since, evaluated_at FROM sla_signals \
+         WHERE tenant_id = $1 AND sla_id = $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .fetch_optional(&mut **tx)
     .await
     .map_err(StoreError::from)
 }
@@ -173,6 +207,52 @@ pub async fn breaches(
                WHERE tenant_id = $1 AND sla_id = $2 \
                ORDER BY objective, period_start, revision DESC) AS in_force \
          WHERE NOT met AND ($3::int4[] IS NULL OR version = ANY($3)) \
+         ORDER BY period_start DESC, objective",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(versions)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// A closed period's result, met or not, in its revision in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct PeriodResultView {
+    pub objective: String,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    /// The SLA version whose terms judged the period.
+    pub version: i32,
+    /// 1 at the close; higher after a correction superseded it.
+    pub revision: i32,
+    pub target_ppm: i32,
+    pub met: bool,
+    pub compliance_ppm: Option<i32>,
+    pub good: i64,
+    pub total: i64,
+    /// Events left out by maintenance.
+    pub excluded: i64,
+    /// Events that arrived after the period closed: counted apart.
+    pub late_total: i64,
+    pub closed_at: DateTime<Utc>,
+}
+
+/// The closed periods of an SLA, met or not, each in its revision in
+/// force, newest first; of `versions` of the SLA only, when given.
+#[tracing::instrument(skip(tx))]
+pub async fn period_results(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    versions: Option<&[i32]>,
+) -> Result<Vec<PeriodResultView>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT objective, period_start, period_end, version, revision, target_ppm, met, compliance_ppm, \
+             good, total, excluded, late_total, closed_at \
+         FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
+               WHERE tenant_id = $1 AND sla_id = $2 \
+               ORDER BY objective, period_start, revision DESC) AS in_force \
+         WHERE ($3::int4[] IS NULL OR version = ANY($3)) \
          ORDER BY period_start DESC, objective",
     )
     .bind(tx.tenant().uuid())

@@ -1,7 +1,11 @@
-//! Planned maintenance windows, excluded from every SLI they cover.
+//! Maintenance windows, their acceptances by customers, and the time they
+//! exclude from an SLA's measurement (judged by
+//! `slaproof_domain::maintenance::judge`).
 
 use chrono::{DateTime, Utc};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_domain::maintenance::{Announced, Standing, judge, judged_span};
+use slaproof_domain::sla::SlaDefinition;
 use slaproof_domain::window::{Period, merge_periods};
 
 use crate::{StoreError, TenantTx};
@@ -15,7 +19,48 @@ pub struct StoredMaintenanceWindow {
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
     pub description: String,
+    /// When it was announced: what its notice is judged from.
+    pub created_at: DateTime<Utc>,
+    /// Who announced it (the caller's subject).
+    pub created_by: String,
     pub cancelled_at: Option<DateTime<Utc>>,
+    pub cancelled_by: Option<String>,
+}
+
+/// A window to record.
+#[derive(Debug, Clone)]
+pub struct Announcement<'a> {
+    /// `None`: every SLA of the tenant.
+    pub sla: Option<SlaId>,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub description: &'a str,
+    /// Who announces it: the caller's subject.
+    pub by: &'a str,
+    /// When: `None` for now (the transaction's time), which is what the
+    /// application records; only imported history (and tests) name
+    /// another instant.
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// A customer's acceptance of a window for one of its SLAs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Acceptance {
+    pub sla: SlaId,
+    pub accepted_at: DateTime<Utc>,
+    /// The subject of the customer's user who accepted.
+    pub accepted_by: String,
+}
+
+/// A window as it stands for one SLA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgedWindow {
+    pub window: StoredMaintenanceWindow,
+    /// The SLA's customer's acceptance, if given.
+    pub acceptance: Option<Acceptance>,
+    pub standing: Standing,
+    /// What the SLA's measurement leaves out on its account.
+    pub excluded: Vec<Period>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -25,7 +70,10 @@ struct Row {
     starts_at: DateTime<Utc>,
     ends_at: DateTime<Utc>,
     description: String,
+    created_at: DateTime<Utc>,
+    created_by: String,
     cancelled_at: Option<DateTime<Utc>>,
+    cancelled_by: Option<String>,
 }
 
 impl From<Row> for StoredMaintenanceWindow {
@@ -36,89 +84,48 @@ impl From<Row> for StoredMaintenanceWindow {
             starts_at: r.starts_at,
             ends_at: r.ends_at,
             description: r.description,
+            created_at: r.created_at,
+            created_by: r.created_by,
             cancelled_at: r.cancelled_at,
+            cancelled_by: r.cancelled_by,
         }
     }
 }
 
-const COLUMNS: &str = "id, sla_id, starts_at, ends_at, description, cancelled_at";
+const COLUMNS: &str = "id, sla_id, starts_at, ends_at, description, created_at, created_by, \
+                       cancelled_at, cancelled_by";
 
 /// Records a maintenance window, for one SLA or (with `None`) all of them.
 #[tracing::instrument(skip(tx))]
 pub async fn create(
     tx: &mut TenantTx,
-    sla: Option<SlaId>,
-    starts_at: DateTime<Utc>,
-    ends_at: DateTime<Utc>,
-    description: &str,
+    new: &Announcement<'_>,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
     let row: Row = sqlx::query_as(&format!(
-        "INSERT INTO maintenance_windows (tenant_id, id, sla_id, starts_at, ends_at, description) \
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+        "INSERT INTO maintenance_windows \
+             (tenant_id, id, sla_id, starts_at, ends_at, description, created_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now())) RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(MaintenanceWindowId::new().uuid())
-    .bind(sla.map(|s| s.uuid()))
-    .bind(starts_at)
-    .bind(ends_at)
-    .bind(description)
+    .bind(new.sla.map(|s| s.uuid()))
+    .bind(new.starts_at)
+    .bind(new.ends_at)
+    .bind(new.description)
+    .bind(new.by)
+    .bind(new.at)
     .fetch_one(&mut **tx)
     .await?;
     Ok(row.into())
 }
 
-/// The windows not cancelled that overlap `[from, to)` for an SLA, including
-/// the tenant-wide ones.
-pub async fn overlapping(
-    tx: &mut TenantTx,
-    sla: SlaId,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<StoredMaintenanceWindow>, StoreError> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM maintenance_windows \
-         WHERE tenant_id = $1 AND (sla_id = $2 OR sla_id IS NULL) AND cancelled_at IS NULL \
-           AND starts_at < $4 AND ends_at > $3 ORDER BY starts_at"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(sla.uuid())
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut **tx)
-    .await?;
-    Ok(rows.into_iter().map(Into::into).collect())
-}
-
-/// The time under maintenance for an SLA within `[from, to)`: its windows
-/// (and the tenant-wide ones) not cancelled, merged into disjoint, sorted
-/// periods. What the evaluator leaves out and the dashboard marks.
-#[tracing::instrument(skip(tx))]
-pub async fn periods(
-    tx: &mut TenantTx,
-    sla: SlaId,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<Period>, StoreError> {
-    let windows = overlapping(tx, sla, from, to).await?;
-    Ok(merge_periods(
-        windows
-            .into_iter()
-            .map(|w| Period {
-                start: w.starts_at,
-                end: w.ends_at,
-            })
-            .collect(),
-    ))
-}
-
-/// Cancels a window; the row stays so past evaluations stay explainable.
-pub async fn cancel(
+/// One window, cancelled or not.
+pub async fn find(
     tx: &mut TenantTx,
     id: MaintenanceWindowId,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE maintenance_windows SET cancelled_at = coalesce(cancelled_at, now()) \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+        "SELECT {COLUMNS} FROM maintenance_windows WHERE tenant_id = $1 AND id = $2"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
@@ -126,4 +133,175 @@ pub async fn cancel(
     .await?;
     row.map(Into::into)
         .ok_or_else(|| StoreError::not_found("maintenance window", id))
+}
+
+/// The windows not cancelled that overlap `[from, to)` for an SLA (its own
+/// and the tenant-wide ones), each judged for it under `definition`'s
+/// maintenance policy (notice, cap per period, acceptance), by start.
+#[tracing::instrument(skip(tx, definition))]
+pub async fn judged(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    definition: &SlaDefinition,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<JudgedWindow>, StoreError> {
+    #[derive(sqlx::FromRow)]
+    struct Judging {
+        #[sqlx(flatten)]
+        window: Row,
+        accepted_at: Option<DateTime<Utc>>,
+        accepted_by: Option<String>,
+    }
+    let policy = &definition.policy.maintenance;
+    // Under a cap, a window's share depends on the others in its periods.
+    let span = judged_span(policy, &definition.window, from, to);
+    let rows: Vec<Judging> = sqlx::query_as(
+        "SELECT m.id, m.sla_id, m.starts_at, m.ends_at, m.description, m.created_at, m.created_by, \
+                m.cancelled_at, m.cancelled_by, a.accepted_at, a.accepted_by \
+         FROM maintenance_windows m \
+         LEFT JOIN maintenance_acceptances a \
+             ON a.tenant_id = m.tenant_id AND a.window_id = m.id AND a.sla_id = $2 \
+         WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) AND m.cancelled_at IS NULL \
+           AND m.starts_at < $4 AND m.ends_at > $3 ORDER BY m.created_at, m.id",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(span.start)
+    .bind(span.end)
+    .fetch_all(&mut **tx)
+    .await?;
+    let windows: Vec<(StoredMaintenanceWindow, Option<Acceptance>)> = rows
+        .into_iter()
+        .map(|r| {
+            let acceptance = match (r.accepted_at, r.accepted_by) {
+                (Some(accepted_at), Some(accepted_by)) => Some(Acceptance {
+                    sla,
+                    accepted_at,
+                    accepted_by,
+                }),
+                _ => None,
+            };
+            (StoredMaintenanceWindow::from(r.window), acceptance)
+        })
+        .collect();
+    let announced: Vec<Announced<usize>> = windows
+        .iter()
+        .enumerate()
+        .map(|(i, (w, acceptance))| Announced {
+            key: i,
+            period: Period {
+                start: w.starts_at,
+                end: w.ends_at,
+            },
+            announced_at: w.created_at,
+            accepted: acceptance.is_some(),
+            cancelled: w.cancelled_at.is_some(),
+        })
+        .collect();
+    let judgements = judge(&announced, policy, &definition.window);
+    let mut out: Vec<JudgedWindow> = windows
+        .into_iter()
+        .zip(judgements)
+        .filter(|((w, _), _)| w.starts_at < to && w.ends_at > from)
+        .map(|((window, acceptance), j)| JudgedWindow {
+            window,
+            acceptance,
+            standing: j.standing,
+            excluded: j.excluded,
+        })
+        .collect();
+    out.sort_by_key(|j| (j.window.starts_at, j.window.id));
+    Ok(out)
+}
+
+/// The time an SLA's measurement leaves out within `[from, to)` (pieces
+/// may reach past it): the excluded parts of its windows and the
+/// tenant-wide ones, judged under `definition`'s maintenance policy (see
+/// [`judged`]), merged into disjoint, sorted periods. What the evaluator
+/// leaves out and the dashboard marks.
+#[tracing::instrument(skip(tx, definition))]
+pub async fn periods(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    definition: &SlaDefinition,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Period>, StoreError> {
+    let judged = judged(tx, sla, definition, from, to).await?;
+    Ok(merge_periods(
+        judged
+            .iter()
+            .flat_map(|j| j.excluded.iter().copied())
+            .collect(),
+    ))
+}
+
+/// Cancels a window, recording who did; the row stays so past
+/// evaluations stay explainable. Cancelling again changes nothing.
+#[tracing::instrument(skip(tx))]
+pub async fn cancel(
+    tx: &mut TenantTx,
+    id: MaintenanceWindowId,
+    by: &str,
+) -> Result<StoredMaintenanceWindow, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE maintenance_windows SET cancelled_at = coalesce(cancelled_at, now()), \
+             cancelled_by = CASE WHEN cancelled_at IS NULL THEN $3 ELSE cancelled_by END \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(by)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(Into::into)
+        .ok_or_else(|| StoreError::not_found("maintenance window", id))
+}
+
+/// Records that the customer of `sla` accepted the window `id` for it
+/// (`by`: the subject of its user), and when on the window, so that the
+/// evaluator judges the periods it covers again. Accepting again keeps
+/// the first acceptance.
+#[tracing::instrument(skip(tx))]
+pub async fn accept(
+    tx: &mut TenantTx,
+    id: MaintenanceWindowId,
+    sla: SlaId,
+    by: &str,
+) -> Result<Acceptance, StoreError> {
+    let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "INSERT INTO maintenance_acceptances (tenant_id, window_id, sla_id, accepted_by) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING accepted_at",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(sla.uuid())
+    .bind(by)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some(at) = inserted {
+        sqlx::query(
+            "UPDATE maintenance_windows SET accepted_at = $3 WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(id.uuid())
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    let (accepted_at, accepted_by): (DateTime<Utc>, String) = sqlx::query_as(
+        "SELECT accepted_at, accepted_by FROM maintenance_acceptances \
+         WHERE tenant_id = $1 AND window_id = $2 AND sla_id = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(sla.uuid())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Acceptance {
+        sla,
+        accepted_at,
+        accepted_by,
+    })
 }

@@ -231,6 +231,28 @@ pub async fn find(
     })
 }
 
+/// The version in force of the SLA called `name`, its row locked until the
+/// transaction ends, or `None` when there is no such SLA: what a new
+/// version is made from, so that two applies of the same SLA never build
+/// on the same version (and one's objectives are never lost to the other).
+#[tracing::instrument(skip(tx))]
+pub async fn find_for_update(
+    tx: &mut TenantTx,
+    name: &str,
+) -> Result<Option<StoredSla>, StoreError> {
+    let exists: Option<i32> = sqlx::query_scalar(
+        "SELECT current_version FROM slas WHERE tenant_id = $1 AND name = $2 FOR UPDATE",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(name)
+    .fetch_optional(&mut **tx)
+    .await?;
+    match exists {
+        Some(_) => find(tx, name, None).await.map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The tenant's SLAs by name, all of them (the evaluator tracks each).
 pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
     summaries(tx, None, None, None, None).await

@@ -11,8 +11,15 @@ use super::{family_name, holds_a_metric, refuse};
 
 #[derive(Debug, SimpleObject)]
 pub(super) struct BudgetStatus {
-    /// True when an objective the caller may read has no budget left.
+    /// True when an objective the caller may read has spent the budget of
+    /// its period's expected volume (never at a period's start or with no
+    /// events).
     pub(super) exhausted: bool,
+    /// The highest degrade level the SLA's policy asks for: 0 none, 1
+    /// light, 2 full.
+    pub(super) degrade_level: i16,
+    /// True when an objective the caller may read is at risk.
+    pub(super) at_risk: bool,
     pub(super) objectives: Vec<ObjectiveBudget>,
 }
 
@@ -22,6 +29,42 @@ pub(super) struct ObjectiveBudget {
     pub(super) budget_remaining: Option<i64>,
     pub(super) burn_rate_milli: Option<i64>,
     pub(super) exhausted: bool,
+    pub(super) at_risk: bool,
+    pub(super) degrade_level: i16,
+}
+
+/// A closed period's result, met or not, in its revision in force.
+#[derive(Debug, SimpleObject)]
+pub(super) struct PeriodResult {
+    pub(super) objective: String,
+    /// RFC 3339.
+    pub(super) period_start: String,
+    /// RFC 3339.
+    pub(super) period_end: String,
+    /// The SLA version whose terms judged the period.
+    pub(super) version: i32,
+    pub(super) revision: i32,
+    pub(super) target_ppm: i32,
+    pub(super) met: bool,
+    pub(super) compliance_ppm: Option<i32>,
+    pub(super) good: i64,
+    pub(super) total: i64,
+    /// Events left out by maintenance.
+    pub(super) excluded: i64,
+    /// Events that arrived after the period closed: counted apart.
+    pub(super) late_total: i64,
+    /// RFC 3339.
+    pub(super) closed_at: String,
+}
+
+/// Whether an SLA's service is sending data.
+#[derive(Debug, SimpleObject)]
+pub(super) struct DataState {
+    pub(super) no_data: bool,
+    /// RFC 3339: the end of the last minute with an event the SLA counts.
+    pub(super) last_event_at: Option<String>,
+    /// RFC 3339: since when data is missing, while it is.
+    pub(super) no_data_since: Option<String>,
 }
 
 #[derive(Debug, SimpleObject)]
@@ -86,6 +129,27 @@ impl ObjectiveCompliance {
     #[graphql(visible = "holds_a_metric")]
     async fn burn_rate_milli(&self) -> async_graphql::Result<Option<i64>> {
         Ok(self.numbers()?.map(|n| n.burn_rate_milli))
+    }
+    /// The events the whole period is expected to hold; `null` with none yet.
+    #[graphql(visible = "holds_a_metric")]
+    async fn expected_total(&self) -> async_graphql::Result<Option<i64>> {
+        Ok(self.numbers()?.and_then(|n| n.expected_total))
+    }
+    /// The period will be missed if the rest fails at the recent rate (not
+    /// a breach: a breach is a closed period not met).
+    #[graphql(visible = "holds_a_metric")]
+    async fn at_risk(&self) -> async_graphql::Result<Option<bool>> {
+        Ok(self.numbers()?.map(|n| n.at_risk))
+    }
+    /// The period's budget at its expected volume is spent.
+    #[graphql(visible = "holds_a_metric")]
+    async fn exhausted(&self) -> async_graphql::Result<Option<bool>> {
+        Ok(self.numbers()?.map(|n| n.exhausted))
+    }
+    /// 0 none, 1 light degrade, 2 full degrade.
+    #[graphql(visible = "holds_a_metric")]
+    async fn degrade_level(&self) -> async_graphql::Result<Option<i16>> {
+        Ok(self.numbers()?.map(|n| n.degrade_level))
     }
 }
 

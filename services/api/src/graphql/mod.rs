@@ -7,6 +7,7 @@
 //! `Query` and `Mutation` (merged here) and the types it answers; `limits`
 //! holds what one query may ask and spend, and what each field costs.
 
+mod audit;
 mod compliance;
 mod customers;
 mod dashboard;
@@ -142,6 +143,10 @@ fn holds_a_metric(ctx: &Context<'_>) -> bool {
 
 fn holds_maintenance(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::MaintenanceRead)
+}
+
+fn holds_audit(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadAudit)
 }
 
 fn page(first: Option<i32>, after: Option<String>) -> async_graphql::Result<PageRequest> {

@@ -9,17 +9,21 @@ use chrono::Utc;
 use slaproof_app::AppError;
 use slaproof_app::Scope;
 use slaproof_app::compliance::ComplianceView;
-use slaproof_app::slas::{ExportFormat, ObjectiveView, SlaSummaryView, SlaView};
+use slaproof_app::slas::{
+    AppliedView, ApplyOptions, ExportFormat, ObjectiveView, SlaSummaryView, SlaView,
+};
 
+use super::audit::AuditRecord;
 use super::compliance::{
-    Alert, Breach, BudgetStatus, ObjectiveBudget, ObjectiveCompliance, SeriesPoint,
+    Alert, Breach, BudgetStatus, DataState, ObjectiveBudget, ObjectiveCompliance, PeriodResult,
+    SeriesPoint,
 };
 use super::dashboard::{Dashboard, dashboard};
 use super::limits::{page_cost, read_cost, unpaged_cost};
 use super::maintenance::MaintenanceWindow;
 use super::{
-    family_name, holds, holds_a_metric, holds_history, holds_maintenance, instant, paged, parts,
-    refuse,
+    family_name, holds, holds_a_metric, holds_audit, holds_history, holds_maintenance, instant,
+    paged, parts, refuse,
 };
 
 fn holds_export(ctx: &Context<'_>) -> bool {
@@ -68,16 +72,27 @@ pub(super) struct SlaMutation;
 
 #[Object]
 impl SlaMutation {
-    /// Creates an SLA or a new version from a native or OpenSLO document;
-    /// answers `created`, `updated` or `unchanged`.
+    /// Creates an SLA or a new version from a native or OpenSLO document.
+    /// OpenSLO SLOs merge into an SLA that exists (each replaces the
+    /// objective of its name) unless `replace`; a version that would drop
+    /// objectives is refused naming them unless `dropObjectives`.
     async fn apply_sla(
         &self,
         ctx: &Context<'_>,
         document: String,
-    ) -> async_graphql::Result<String> {
+        replace: Option<bool>,
+        drop_objectives: Option<bool>,
+    ) -> async_graphql::Result<AppliedSla> {
         let (app, caller) = parts(ctx)?;
-        let applied = app.apply_sla(caller, &document).await.map_err(refuse)?;
-        Ok(applied.outcome.to_owned())
+        let options = ApplyOptions {
+            replace: replace.unwrap_or(false),
+            drop_objectives: drop_objectives.unwrap_or(false),
+        };
+        let applied = app
+            .apply_sla(caller, &document, options)
+            .await
+            .map_err(refuse)?;
+        Ok(AppliedSla(applied))
     }
 
     /// Changes one objective's target as a new version; answers `updated`
@@ -95,6 +110,32 @@ impl SlaMutation {
             .await
             .map_err(refuse)?;
         Ok(applied.outcome.to_owned())
+    }
+}
+
+/// What applying a document did.
+#[derive(Debug)]
+struct AppliedSla(AppliedView);
+
+#[Object]
+impl AppliedSla {
+    async fn id(&self) -> String {
+        self.0.id.to_string()
+    }
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn version(&self) -> i32 {
+        self.0.version
+    }
+    /// `created`, `updated` or `unchanged`.
+    async fn outcome(&self) -> &str {
+        self.0.outcome
+    }
+    /// Objectives of the version that was in force which this one no
+    /// longer has.
+    async fn dropped(&self) -> &[String] {
+        &self.0.dropped
     }
 }
 
@@ -147,6 +188,23 @@ impl Sla {
         self.0.objectives.iter().cloned().map(Objective).collect()
     }
 
+    /// Whether the SLA's service is sending data (no events for the SLA's
+    /// `policy.noData.after` is missing data); `null` before the first
+    /// evaluation.
+    #[graphql(complexity = "read_cost(child_complexity)")]
+    async fn data_state(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<DataState>> {
+        let (app, caller) = parts(ctx)?;
+        let view = app
+            .sla_compliance(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view.data.map(|d| DataState {
+            no_data: d.no_data,
+            last_event_at: d.last_event_at.map(|t| t.to_rfc3339()),
+            no_data_since: d.no_data_since.map(|t| t.to_rfc3339()),
+        }))
+    }
+
     /// Compliance and error budgets now, per objective.
     #[graphql(complexity = "read_cost(child_complexity)")]
     async fn compliance(
@@ -179,6 +237,8 @@ impl Sla {
             .map_err(refuse)?;
         Ok(BudgetStatus {
             exhausted: view.exhausted,
+            degrade_level: view.degrade_level,
+            at_risk: view.at_risk,
             objectives: view
                 .objectives
                 .into_iter()
@@ -187,6 +247,8 @@ impl Sla {
                     budget_remaining: o.budget_remaining,
                     burn_rate_milli: o.burn_rate_milli,
                     exhausted: o.exhausted,
+                    at_risk: o.at_risk,
+                    degrade_level: o.degrade_level,
                 })
                 .collect(),
         })
@@ -207,6 +269,36 @@ impl Sla {
                 changed_at: a.changed_at.to_rfc3339(),
                 long_burn_milli: a.long_burn_milli,
                 short_burn_milli: a.short_burn_milli,
+            })
+            .collect())
+    }
+
+    /// Closed periods, met and not met, in their revision in force, of the
+    /// objectives the caller may read: the verdicts credits are paid on.
+    #[graphql(complexity = "unpaged_cost(child_complexity)")]
+    async fn periods(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<PeriodResult>> {
+        let (app, caller) = parts(ctx)?;
+        let view = app
+            .sla_periods(caller, &self.0.name)
+            .await
+            .map_err(refuse)?;
+        Ok(view
+            .periods
+            .into_iter()
+            .map(|p| PeriodResult {
+                objective: p.objective,
+                period_start: p.period_start.to_rfc3339(),
+                period_end: p.period_end.to_rfc3339(),
+                version: p.version,
+                revision: p.revision,
+                target_ppm: p.target_ppm,
+                met: p.met,
+                compliance_ppm: p.compliance_ppm,
+                good: p.good,
+                total: p.total,
+                excluded: p.excluded,
+                late_total: p.late_total,
+                closed_at: p.closed_at.to_rfc3339(),
             })
             .collect())
     }
@@ -307,6 +399,30 @@ impl Sla {
             .await
             .map_err(refuse)?;
         Ok(windows.into_iter().map(Into::into).collect())
+    }
+
+    /// The verdict audit trail, oldest first: every maintenance window
+    /// announced, cancelled or accepted and every version applied, who
+    /// did it and when (`sla:read:audit`).
+    #[graphql(
+        visible = "holds_audit",
+        complexity = "page_cost(first, child_complexity)"
+    )]
+    async fn audit(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<String, AuditRecord>> {
+        let name = self.0.name.clone();
+        paged(
+            ctx,
+            (first, after),
+            async |app, caller, page| app.sla_audit(caller, &name, page).await,
+            |it| &it.id,
+            AuditRecord::from,
+        )
+        .await
     }
 
     /// Every version, newest first, as it was applied (what the SLA

@@ -1,4 +1,4 @@
-//! `/v1/maintenance-windows` and `/v1/slas/{name}/maintenance-windows`.
+//! `/v1/maintenance-windows` and `/v1/slas/{name}/maintenance-windows`: providers announce and cancel windows, customers accept emergency ones for their SLAs.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -10,8 +10,9 @@ use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use slaproof_app::idempotency::Creating;
-use slaproof_app::maintenance::StoredMaintenanceWindow;
+use slaproof_app::maintenance::{SlaStanding, WindowView};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_domain::maintenance::Standing;
 
 use super::{ApiProblem, ApiState, ProblemResponses, created, invalid, parse_body};
 use slaproof_app::maintenance::NewWindow;
@@ -22,6 +23,10 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/v1/maintenance-windows", post(create))
         .route("/v1/maintenance-windows/{id}/cancel", post(cancel))
         .route("/v1/slas/{name}/maintenance-windows", get(list))
+        .route(
+            "/v1/slas/{name}/maintenance-windows/{id}/accept",
+            post(accept),
+        )
 }
 
 /// A window to plan.
@@ -36,6 +41,55 @@ pub(crate) struct MaintenanceWindowIn {
     pub description: String,
 }
 
+/// How a window stands for an SLA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MaintenanceStatus {
+    /// Announced with the SLA's notice and within its cap per period:
+    /// excluded from the SLA's measurement.
+    Planned,
+    /// Announced with the notice, but beyond the SLA's cap per period in
+    /// part or whole: that part counts against the provider.
+    BeyondCap,
+    /// Announced with less than the SLA's notice, or once it had started:
+    /// counts against the provider unless the customer accepts it.
+    Emergency,
+    /// Accepted by the SLA's customer: excluded whole.
+    Accepted,
+    Cancelled,
+}
+
+impl From<Standing> for MaintenanceStatus {
+    fn from(s: Standing) -> Self {
+        match s {
+            Standing::Planned => Self::Planned,
+            Standing::BeyondCap => Self::BeyondCap,
+            Standing::Emergency => Self::Emergency,
+            Standing::Accepted => Self::Accepted,
+            Standing::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// How a window stands for one SLA it covers.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub(crate) struct MaintenanceSlaOut {
+    #[schema(value_type = String)]
+    pub sla: SlaId,
+    pub name: String,
+    pub status: MaintenanceStatus,
+}
+
+impl From<SlaStanding> for MaintenanceSlaOut {
+    fn from(s: SlaStanding) -> Self {
+        Self {
+            sla: s.sla,
+            name: s.name,
+            status: s.standing.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub(crate) struct MaintenanceWindowOut {
     #[schema(value_type = String, example = "mw_0190c0f5c6a07d3e8e3f4a1b2c3d4e5f")]
@@ -47,19 +101,47 @@ pub(crate) struct MaintenanceWindowOut {
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
     pub description: String,
+    /// When the window was announced: its notice is judged from this.
+    pub created_at: DateTime<Utc>,
+    /// Who announced it (the subject of the caller's token).
+    pub created_by: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancelled_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<String>,
+    /// How the window stands for the SLA it was read, accepted or
+    /// cancelled for, or for its one SLA when announced; absent for a
+    /// tenant-wide window just announced (see `slas`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<MaintenanceStatus>,
+    /// When the SLA's customer accepted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_at: Option<DateTime<Utc>>,
+    /// Who accepted it (the subject of the customer's user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_by: Option<String>,
+    /// When announced or cancelled: how it stands for each SLA it covers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slas: Vec<MaintenanceSlaOut>,
 }
 
-impl From<StoredMaintenanceWindow> for MaintenanceWindowOut {
-    fn from(w: StoredMaintenanceWindow) -> Self {
+impl From<WindowView> for MaintenanceWindowOut {
+    fn from(v: WindowView) -> Self {
+        let w = v.window;
         Self {
             id: w.id,
             sla: w.sla,
             starts_at: w.starts_at,
             ends_at: w.ends_at,
             description: w.description,
+            created_at: w.created_at,
+            created_by: w.created_by,
             cancelled_at: w.cancelled_at,
+            cancelled_by: w.cancelled_by,
+            status: v.standing.map(Into::into),
+            accepted_at: v.acceptance.as_ref().map(|a| a.accepted_at),
+            accepted_by: v.acceptance.map(|a| a.accepted_by),
+            slas: v.slas.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -82,7 +164,8 @@ pub(crate) struct RangeQuery {
     path = "/v1/maintenance-windows",
     operation_id = "maintenance_windows_create",
     tag = "maintenance",
-    summary = "Plan a maintenance window",
+    summary = "Announce a maintenance window",
+    description = "Announced now, by the caller: for each SLA it covers, planned when it starts at least the SLA's notice from now (and excluded within the SLA's cap per period), an emergency otherwise (counted against the provider unless the customer accepts it). Tells `maintenance.scheduled`; each SLA's audit trail records `maintenance.created`.",
     params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key and body get the first answer again")),
     request_body = MaintenanceWindowIn,
     responses(
@@ -123,6 +206,7 @@ pub(crate) async fn create(
     operation_id = "maintenance_windows_cancel",
     tag = "maintenance",
     summary = "Cancel a maintenance window",
+    description = "Records who cancelled it; tells `maintenance.cancelled` and records it on each covered SLA's audit trail. Cancelling again changes nothing.",
     params(("id" = String, Path, description = "`mw_…`")),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowOut),
@@ -150,6 +234,7 @@ pub(crate) async fn cancel(
     operation_id = "maintenance_windows_list",
     tag = "maintenance",
     summary = "Maintenance windows of an SLA in a range",
+    description = "Each with how it stands for the SLA (`status`): planned, beyond_cap, emergency or accepted.",
     params(("name" = String, Path, description = "The SLA's name"), RangeQuery),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowsOut),
@@ -171,4 +256,37 @@ pub(crate) async fn list(
     Ok(Json(MaintenanceWindowsOut {
         data: windows.into_iter().map(Into::into).collect(),
     }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/slas/{name}/maintenance-windows/{id}/accept",
+    operation_id = "maintenance_windows_accept",
+    tag = "maintenance",
+    summary = "Accept an emergency maintenance window for an SLA",
+    description = "The SLA's customer agrees to a window announced with less than the SLA's notice (or beyond its cap): it is then excluded whole. Needs `maintenance:accept`, held by a customer's users only (`customer_admin`); a provider is refused whatever its roles. 409 for a planned or cancelled window; accepting again answers the first acceptance. Tells `maintenance.accepted` and records it on the SLA's audit trail.",
+    params(
+        ("name" = String, Path, description = "The SLA's name"),
+        ("id" = String, Path, description = "`mw_…`"),
+    ),
+    responses(
+        (status = 200, description = "OK", body = MaintenanceWindowOut),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn accept(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<MaintenanceWindowOut>, ApiProblem> {
+    let Path((name, id)) = path.map_err(|e| invalid("id", e.body_text()))?;
+    let id: MaintenanceWindowId = id.parse().map_err(|_| {
+        ApiProblem::from(AppError::NotFound {
+            what: "maintenance window",
+            key: id.clone(),
+        })
+    })?;
+    Ok(Json(
+        state.app.accept_window(&caller, &name, id).await?.into(),
+    ))
 }

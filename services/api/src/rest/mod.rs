@@ -9,6 +9,7 @@
 //! `scope` member. Both come from the service layer, so GraphQL applies the
 //! same rule.
 
+pub(crate) mod audit;
 pub(crate) mod customers;
 pub(crate) mod embed;
 pub(crate) mod evaluation_status;
@@ -37,6 +38,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(customers::router())
         .merge(slas::router())
         .merge(maintenance::router())
+        .merge(audit::router())
         .merge(ingest_keys::router())
         .merge(embed::router())
         .merge(tenants::router())
@@ -209,10 +211,13 @@ impl utoipa::Modify for BearerAuth {
         slas::dashboard,
         slas::alerts,
         slas::breaches,
+        slas::periods,
         slas::change_target,
         maintenance::create,
         maintenance::cancel,
         maintenance::list,
+        maintenance::accept,
+        audit::list,
         ingest_keys::create,
         ingest_keys::list,
         ingest_keys::revoke,

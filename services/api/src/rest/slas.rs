@@ -17,9 +17,9 @@ use super::{
 use slaproof_app::Caller;
 use slaproof_app::compliance::{BudgetStatusView, ComplianceView};
 use slaproof_app::dashboard::DashboardView;
-use slaproof_app::history::{AlertsView, BreachesView, SeriesView};
+use slaproof_app::history::{AlertsView, BreachesView, PeriodsView, SeriesView};
 use slaproof_app::idempotency::Creating;
-use slaproof_app::slas::{AppliedView, ExportFormat, SlaSummaryView, SlaView};
+use slaproof_app::slas::{AppliedView, ApplyOptions, ExportFormat, SlaSummaryView, SlaView};
 
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
@@ -33,6 +33,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/v1/slas/{name}/dashboard", get(dashboard))
         .route("/v1/slas/{name}/alerts", get(alerts))
         .route("/v1/slas/{name}/breaches", get(breaches))
+        .route("/v1/slas/{name}/periods", get(periods))
         .route(
             "/v1/slas/{name}/objectives/{objective}/target",
             axum::routing::put(change_target),
@@ -40,11 +41,21 @@ pub(crate) fn router() -> Router<ApiState> {
 }
 
 /// An SLA document to apply: native `slaproof/v1` or OpenSLO v1, YAML or
-/// JSON, as text. Applying an equal document again changes nothing.
+/// JSON, as text. Applying an equal document again changes nothing. To an
+/// SLA that exists, a native document is the whole SLA; OpenSLO SLOs merge
+/// into it (each replaces the objective of its name, the others are kept)
+/// unless `replace`. A version that would drop objectives is refused (409
+/// naming them) unless `drop_objectives`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SlaIn {
     pub document: String,
+    /// An OpenSLO document replaces the whole SLA instead of merging into it.
+    #[serde(default)]
+    pub replace: bool,
+    /// Confirms a version that drops objectives of the one in force.
+    #[serde(default)]
+    pub drop_objectives: bool,
 }
 
 /// The service layer's views are already the wire shapes; these aliases
@@ -128,7 +139,14 @@ pub(crate) async fn apply(
         &headers,
         Creating::SLA,
         (route, &bytes),
-        async |tx| app.apply_sla_in(tx, &caller, &input.document).await,
+        async |tx| {
+            let options = ApplyOptions {
+                replace: input.replace,
+                drop_objectives: input.drop_objectives,
+            };
+            app.apply_sla_in(tx, &caller, &input.document, options)
+                .await
+        },
         |applied| {
             let status = if applied.outcome == "created" {
                 StatusCode::CREATED
@@ -417,6 +435,27 @@ pub(crate) async fn breaches(
 ) -> Result<Json<BreachesView>, ApiProblem> {
     let name = name(path)?;
     Ok(Json(state.app.sla_breaches(&caller, &name).await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/slas/{name}/periods",
+    operation_id = "slas_periods",
+    tag = "slas",
+    summary = "Closed periods, met and not met, in their revision in force",
+    params(("name" = String, Path, description = "The SLA's name")),
+    responses(
+        (status = 200, description = "OK", body = PeriodsView),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn periods(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<PeriodsView>, ApiProblem> {
+    let name = name(path)?;
+    Ok(Json(state.app.sla_periods(&caller, &name).await?))
 }
 
 /// A new target for one objective.

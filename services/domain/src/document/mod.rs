@@ -9,7 +9,7 @@ mod tree;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::sla::SlaDefinition;
+use crate::sla::{DocumentFormat, SlaDefinition};
 use error::DefinitionError;
 
 /// The longest document accepted (1 MiB): an SLA is a page, not a data set.
@@ -67,14 +67,24 @@ impl SlaDefinition {
     /// On error, every problem found is reported with the path of its field
     /// and the rule that failed.
     pub fn from_document(text: &str) -> Result<Self, DefinitionError> {
+        Self::read_document(text).map(|(sla, _)| sla)
+    }
+
+    /// [`SlaDefinition::from_document`], also telling which format the
+    /// document was in: a native document is a whole SLA, OpenSLO `SLO`s
+    /// may be only some of its objectives.
+    pub fn read_document(text: &str) -> Result<(Self, DocumentFormat), DefinitionError> {
         let docs = load(text)?;
         let versions: Vec<Option<&str>> = docs.iter().map(api_version).collect();
         if versions.iter().all(|v| *v == Some(openslo::API_VERSION)) {
-            return openslo::read(&docs);
+            let sets_policy = openslo::sets_policy(&docs);
+            return openslo::read(&docs).map(|sla| (sla, DocumentFormat::OpenSlo { sets_policy }));
         }
         if let [doc] = docs.as_slice() {
             return match api_version(doc) {
-                Some(native::API_VERSION) => native::read(doc),
+                Some(native::API_VERSION) => {
+                    native::read(doc).map(|sla| (sla, DocumentFormat::Native))
+                }
                 Some(other) => Err(DefinitionError::single(
                     "apiVersion",
                     format!(

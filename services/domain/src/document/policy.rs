@@ -62,13 +62,12 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
                 None => p.push(&n.path, "must be a whole number from 1 to 1000"),
             }
         }
-        if let Some(n) = d.get("fullBudgetRemaining") {
-            if let Some(share) = n
+        if let Some(n) = d.get("fullBudgetRemaining")
+            && let Some(share) = n
                 .number_text(p)
                 .and_then(|t| p.check(&n.path, SliceTarget::parse(&t)))
-            {
-                policy.degrade.full_remaining_ppm = share.ppm();
-            }
+        {
+            policy.degrade.full_remaining_ppm = share.ppm();
         }
         if policy.degrade.full_burn_milli < policy.degrade.light_burn_milli {
             p.push(

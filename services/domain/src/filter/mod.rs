@@ -25,7 +25,9 @@
 //!
 //! An event that lacks a field (no `error_class` on a success) fails every
 //! comparison on it except `!=`: a success *is* not a timeout, so
-//! `error_class != "timeout"` holds for it.
+//! `error_class != "timeout"` holds for it. (A ratio's `bad:` filter adds
+//! one rule on top: an event that got no answer is bad whatever the filter
+//! says; see [`crate::objective::no_answer`].)
 
 mod parse;
 #[cfg(test)]

@@ -72,7 +72,9 @@ pub enum IngestKeyCommand {
 #[derive(Debug, Subcommand)]
 pub enum SlaCommand {
     /// Apply an SLA document (native slaproof/v1 or OpenSLO v1 YAML/JSON).
-    /// An unchanged document makes no new version.
+    /// An unchanged document makes no new version. OpenSLO SLOs merge into
+    /// an SLA that exists (each replaces the objective of its name, the
+    /// others are kept); a native document is the whole SLA.
     Apply {
         #[command(flatten)]
         tenant: TenantArg,
@@ -82,6 +84,14 @@ pub enum SlaCommand {
         /// Validate only; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// An OpenSLO document replaces the whole SLA instead of merging
+        /// into it.
+        #[arg(long)]
+        replace: bool,
+        /// Confirm a version that drops objectives of the one in force
+        /// (refused, naming them, without it).
+        #[arg(long)]
+        drop_objectives: bool,
     },
     /// List the tenant's SLAs.
     List {
@@ -334,6 +344,8 @@ pub(super) async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<
             tenant,
             file,
             dry_run,
+            replace,
+            drop_objectives,
         } => {
             // Validate before touching the database: an invalid document
             // writes nothing, and needs no database to be refused.
@@ -353,11 +365,18 @@ pub(super) async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<
             }
             let app = application(config).await?;
             let admin = app.operator_in(&tenant.tenant).await?;
-            let applied = app.apply_sla(&admin, &text).await?;
+            let options = slaproof_app::slas::ApplyOptions {
+                replace,
+                drop_objectives,
+            };
+            let applied = app.apply_sla(&admin, &text, options).await?;
             println!(
                 "SLA \"{}\" {}: version {} ({})",
                 applied.name, applied.outcome, applied.version, applied.id
             );
+            if !applied.dropped.is_empty() {
+                println!("dropped objectives: {}", applied.dropped.join(", "));
+            }
         }
         SlaCommand::List { tenant } => {
             let app = application(config).await?;
@@ -503,3 +522,4 @@ pub(super) async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Res
     }
     Ok(())
 }
+

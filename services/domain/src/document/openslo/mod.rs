@@ -52,6 +52,17 @@ const ANNOTATION_CUSTOMER: &str = "slaproof.dev/customer";
 /// The SLA's policy as a JSON object of the native `spec.policy` shape.
 const ANNOTATION_POLICY: &str = "slaproof.dev/policy";
 
+/// Whether an `SLO` among `docs` carries the SLA's policy annotation.
+pub(crate) fn sets_policy(docs: &[Value]) -> bool {
+    docs.iter().any(|doc| {
+        doc.get("kind").and_then(Value::as_str) == Some("SLO")
+            && doc
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(ANNOTATION_POLICY))
+                .is_some()
+    })
+}
+
 /// The `metadata` of an SLO or SLI document, as far as slaproof reads it.
 struct Metadata<'a> {
     name: Option<&'a str>,

@@ -1,0 +1,200 @@
+//! The evaluator's test scenario: a tenant under one SLA document, events
+//! inserted with chosen times and statuses, rounds run at chosen instants,
+//! and what they told through the outbox — so that evaluator tests state
+//! their traffic and their expectations, not the plumbing.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use slaproof_domain::ids::TenantId;
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_evaluator::{Settings, TenantRun, evaluate_tenant_up_to};
+use slaproof_store::{Database, customers, partitions, slas, tenants};
+
+use crate::TestDatabase;
+
+/// An instant from RFC 3339 text.
+pub fn at(text: &str) -> DateTime<Utc> {
+    text.parse().expect("an RFC 3339 instant")
+}
+
+/// The evaluator's settings for tests: 5 minutes of grace, no settling.
+pub fn settings() -> Settings {
+    Settings {
+        grace_secs: 300,
+        settle_secs: 0,
+        ..Settings::default()
+    }
+}
+
+/// One `chat` request: when it occurred, when it was received, its status.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    pub occurred_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    pub status: i32,
+}
+
+impl Request {
+    /// Received when it occurred; good (200) or failed (503).
+    pub fn at(occurred_at: DateTime<Utc>, good: bool) -> Self {
+        Self {
+            occurred_at,
+            received_at: occurred_at,
+            status: if good { 200 } else { 503 },
+        }
+    }
+}
+
+/// A tenant under one SLA, on a database of its own.
+#[derive(Debug)]
+pub struct Scenario {
+    pub db: Database,
+    pub tenant: TenantId,
+    // Dropped last: the database goes with it.
+    _database: TestDatabase,
+}
+
+impl Scenario {
+    /// A tenant `acme` (with the customer `acme-corp`) under `document`,
+    /// with event partitions for the days `from` to `to`.
+    pub async fn new(document: &str, from: &str, to: &str) -> Self {
+        let database = TestDatabase::create().await;
+        let db = database.service_database().await;
+        let (from, to): (NaiveDate, NaiveDate) =
+            (from.parse().expect("a date"), to.parse().expect("a date"));
+        partitions::ensure(&db, from, to).await.unwrap();
+        let tenant = tenants::create(&db, "acme", "Acme AI").await.unwrap().id;
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        customers::create(&mut tx, "acme-corp", "Acme Corp")
+            .await
+            .unwrap();
+        slas::apply(&mut tx, &SlaDefinition::from_document(document).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        Self {
+            db,
+            tenant,
+            _database: database,
+        }
+    }
+
+    /// Stores `chat` requests of model `big` (latency 1 ms).
+    pub async fn insert(&self, requests: &[Request]) {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        for chunk in requests.chunks(10_000) {
+            let occurred: Vec<_> = chunk.iter().map(|r| r.occurred_at).collect();
+            let received: Vec<_> = chunk.iter().map(|r| r.received_at).collect();
+            let status: Vec<_> = chunk.iter().map(|r| r.status).collect();
+            let ids: Vec<_> = chunk.iter().map(|_| uuid::Uuid::now_v7()).collect();
+            sqlx::query(
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us) \
+                 SELECT $1, o, i, r, 'provider', 'chat', 'big', s, 1000 \
+                 FROM UNNEST($2::timestamptz[], $3::uuid[], $4::timestamptz[], $5::int4[]) AS t(o, i, r, s)",
+            )
+            .bind(self.tenant.uuid())
+            .bind(&occurred)
+            .bind(&ids)
+            .bind(&received)
+            .bind(&status)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+
+    /// Stores events with every field as ingest validated them (latency,
+    /// TTFT, tokens, streaming…), each received at the instant paired with
+    /// it — when the request finished, say — so that simulated traffic
+    /// reaches the evaluator in the order it would have arrived.
+    pub async fn insert_events(
+        &self,
+        events: &[(slaproof_store::events::StoredEvent, DateTime<Utc>)],
+    ) {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        for chunk in events.chunks(10_000) {
+            let column = |f: &dyn Fn(&slaproof_store::events::StoredEvent) -> Option<i64>| {
+                chunk.iter().map(|(e, _)| f(e)).collect::<Vec<_>>()
+            };
+            let text = |f: &dyn Fn(&slaproof_store::events::StoredEvent) -> Option<String>| {
+                chunk.iter().map(|(e, _)| f(e)).collect::<Vec<_>>()
+            };
+            sqlx::query(
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, \
+                     request_id, status, error_class, latency_us, ttft_us, tpot_us, input_tokens, \
+                     output_tokens, streaming, attributes) \
+                 SELECT $1, o, i, r, src, svc, m, rid, s::int4, ec, l, tt, tp, it::int4, ot::int4, st, a \
+                 FROM UNNEST($2::timestamptz[], $3::uuid[], $4::timestamptz[], $5::text[], $6::text[], \
+                     $7::text[], $8::text[], $9::int8[], $10::text[], $11::int8[], $12::int8[], \
+                     $13::int8[], $14::int8[], $15::int8[], $16::bool[], $17::jsonb[]) \
+                     AS t(o, i, r, src, svc, m, rid, s, ec, l, tt, tp, it, ot, st, a)",
+            )
+            .bind(self.tenant.uuid())
+            .bind(chunk.iter().map(|(e, _)| e.occurred_at).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|(e, _)| e.id.uuid()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|(_, r)| *r).collect::<Vec<_>>())
+            .bind(text(&|e| Some(e.source.as_str().to_owned())))
+            .bind(text(&|e| Some(e.service.clone())))
+            .bind(text(&|e| e.model.clone()))
+            .bind(text(&|e| e.request_id.clone()))
+            .bind(column(&|e| e.status.map(i64::from)))
+            .bind(text(&|e| e.error_class.clone()))
+            .bind(column(&|e| e.latency_us))
+            .bind(column(&|e| e.ttft_us))
+            .bind(column(&|e| e.tpot_us))
+            .bind(column(&|e| e.input_tokens.map(i64::from)))
+            .bind(column(&|e| e.output_tokens.map(i64::from)))
+            .bind(chunk.iter().map(|(e, _)| e.streaming).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|(e, _)| e.attributes.clone()).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+
+    /// Runs a round with the watermark moved to `as_of`; no SLA may fail.
+    pub async fn run(&self, as_of: &str) -> TenantRun {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert!(run.failed_slas.is_empty(), "{:?}", run.failed_slas);
+        run
+    }
+
+    /// The application layer over this database, and a provider admin of
+    /// the tenant: reads as REST and GraphQL make them.
+    pub async fn app(&self) -> (slaproof_app::App, slaproof_app::Caller) {
+        let app = slaproof_app::App::with_default_policy(self.db.clone())
+            .await
+            .expect("the shipped authorization policy");
+        let admin = app
+            .caller(slaproof_app::Principal::provider_admin(self.tenant))
+            .await
+            .expect("a provider admin's scopes");
+        (app, admin)
+    }
+
+    /// Everything told through the outbox so far, in order: (type, payload).
+    pub async fn told(&self) -> Vec<(String, serde_json::Value)> {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        let rows = sqlx::query_as("SELECT event_type, payload FROM outbox ORDER BY seq")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        rows
+    }
+
+    /// The outbox messages of `event_type` told so far.
+    pub async fn told_of(&self, event_type: &str) -> Vec<serde_json::Value> {
+        self.told()
+            .await
+            .into_iter()
+            .filter(|(t, _)| t == event_type)
+            .map(|(_, p)| p)
+            .collect()
+    }
+}

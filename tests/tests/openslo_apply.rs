@@ -1,0 +1,277 @@
+//! Applying documents to an SLA that exists: OpenSLO files of one service,
+//! one SLO per file, each keep their objective; a document that would drop
+//! objectives (native, or an OpenSLO `replace`) is refused naming them
+//! unless the caller confirms, and the answer lists what it dropped.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_tests::world::{DEMO_SLA, World, world};
+
+/// An availability SLO of `chat-api` over a rolling 28 days.
+fn availability(target_percent: &str) -> String {
+    format!(
+        r#"
+apiVersion: openslo/v1
+kind: SLO
+metadata:
+  name: availability
+spec:
+  service: chat-api
+  indicator:
+    metadata:
+      name: chat-errors
+    spec:
+      ratioMetric:
+        counter: true
+        bad:
+          metricSource:
+            type: slaproof
+            spec:
+              filter: status >= 500
+        total:
+          metricSource:
+            type: slaproof
+            spec:
+              filter: source == "provider"
+  timeWindow:
+    - duration: 28d
+      isRolling: true
+  budgetingMethod: Occurrences
+  objectives:
+    - targetPercent: {target_percent}
+"#
+    )
+}
+
+/// A time-to-first-token SLO of `chat-api` over a rolling `window`.
+fn ttft(window: &str) -> String {
+    format!(
+        r#"
+apiVersion: openslo/v1
+kind: SLO
+metadata:
+  name: ttft-p95
+spec:
+  service: chat-api
+  indicator:
+    metadata:
+      name: chat-ttft
+    spec:
+      thresholdMetric:
+        metricSource:
+          type: slaproof
+          spec:
+            field: ttft_ms
+  timeWindow:
+    - duration: {window}
+      isRolling: true
+  budgetingMethod: Occurrences
+  objectives:
+    - op: lte
+      value: 800
+      target: 0.95
+"#
+    )
+}
+
+async fn apply(w: &World, body: Value) -> (StatusCode, Value) {
+    let admin = w.token(&["provider_admin"], None);
+    w.call("POST", "/v1/slas", &admin, Some(body)).await
+}
+
+/// The objectives of the SLA in force, by name, with their targets.
+async fn objectives(w: &World, sla: &str) -> (i64, Vec<(String, u64)>) {
+    let admin = w.token(&["provider_admin"], None);
+    let (status, body) = w
+        .call("GET", &format!("/v1/slas/{sla}"), &admin, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let objectives = body["objectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_owned(),
+                o["target_ppm"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    (body["version"].as_i64().unwrap(), objectives)
+}
+
+fn named(list: &[(&str, u64)]) -> Vec<(String, u64)> {
+    list.iter().map(|(n, t)| ((*n).to_owned(), *t)).collect()
+}
+
+#[tokio::test]
+async fn openslo_files_of_one_service_each_keep_their_objective() {
+    let w = world().await;
+    let (status, body) = apply(&w, json!({ "document": availability("99.9") })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["name"], "chat-api");
+    assert_eq!(body["dropped"], json!([]));
+
+    // The TTFT file adds its objective; availability stays.
+    let (status, body) = apply(&w, json!({ "document": ttft("28d") })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (body["outcome"].as_str(), body["version"].as_i64()),
+        (Some("updated"), Some(2))
+    );
+    assert_eq!(body["dropped"], json!([]));
+    assert_eq!(
+        objectives(&w, "chat-api").await,
+        (
+            2,
+            named(&[("availability", 999_000), ("ttft-p95", 950_000)])
+        )
+    );
+
+    // The availability file again, with a new target: it replaces its own
+    // objective only.
+    let (status, body) = apply(&w, json!({ "document": availability("99.5") })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["version"], 3);
+    assert_eq!(
+        objectives(&w, "chat-api").await,
+        (
+            3,
+            named(&[("availability", 995_000), ("ttft-p95", 950_000)])
+        )
+    );
+    // And once more unchanged: nothing new.
+    let (status, body) = apply(&w, json!({ "document": availability("99.5") })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (body["outcome"].as_str(), body["version"].as_i64()),
+        (Some("unchanged"), Some(3))
+    );
+}
+
+#[tokio::test]
+async fn replacing_with_an_openslo_file_that_drops_objectives_needs_confirming() {
+    let w = world().await;
+    for document in [availability("99.9"), ttft("28d")] {
+        let (status, body) = apply(&w, json!({ "document": document })).await;
+        assert!(status.is_success(), "{body}");
+    }
+    let (status, body) = apply(&w, json!({ "document": ttft("28d"), "replace": true })).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("\"availability\""), "{detail}");
+    assert!(detail.contains("drop_objectives"), "{detail}");
+    assert_eq!(objectives(&w, "chat-api").await.0, 2);
+
+    let (status, body) = apply(
+        &w,
+        json!({ "document": ttft("28d"), "replace": true, "drop_objectives": true }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["dropped"], json!(["availability"]));
+    assert_eq!(
+        objectives(&w, "chat-api").await,
+        (3, named(&[("ttft-p95", 950_000)]))
+    );
+}
+
+#[tokio::test]
+async fn a_native_document_that_drops_an_objective_is_refused_unless_confirmed() {
+    let w = world().await;
+    // The demo SLA without its last objective (minutes-available).
+    let cut = DEMO_SLA
+        .find("  - name: minutes-available")
+        .expect("the demo SLA's last objective");
+    let fewer = &DEMO_SLA[..cut];
+    let (status, body) = apply(&w, json!({ "document": fewer })).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("\"minutes-available\""),
+        "{body}"
+    );
+    assert_eq!(objectives(&w, "acme-enterprise").await.1.len(), 4);
+
+    let (status, body) = apply(&w, json!({ "document": fewer, "drop_objectives": true })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["dropped"], json!(["minutes-available"]));
+    assert_eq!(objectives(&w, "acme-enterprise").await.1.len(), 3);
+}
+
+#[tokio::test]
+async fn a_merged_slo_must_keep_the_slas_window_and_service() {
+    let w = world().await;
+    let (status, body) = apply(&w, json!({ "document": availability("99.9") })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = apply(&w, json!({ "document": ttft("7d") })).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("rolling 28d") && detail.contains("rolling 7d"),
+        "{detail}"
+    );
+    // The SLA named after another service: the annotation names it.
+    let other = ttft("28d")
+        .replace("service: chat-api", "service: embeddings")
+        .replace(
+            "  name: ttft-p95\n",
+            "  name: ttft-p95\n  annotations:\n    slaproof.dev/sla: chat-api\n",
+        );
+    let (status, body) = apply(&w, json!({ "document": other })).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("\"chat-api\"") && detail.contains("\"embeddings\""),
+        "{detail}"
+    );
+    // Replacing the whole SLA may change its window.
+    let (status, body) = apply(
+        &w,
+        json!({ "document": ttft("7d"), "replace": true, "drop_objectives": true }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["dropped"], json!(["availability"]));
+}
+
+#[tokio::test]
+async fn graphql_applies_with_the_same_rules() {
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let gql = async |variables: Value| {
+        let (status, body) = w
+            .call(
+                "POST",
+                "/graphql",
+                &admin,
+                Some(json!({
+                    "query": "mutation($document: String!, $replace: Boolean, $drop: Boolean) { \
+                        applySla(document: $document, replace: $replace, dropObjectives: $drop) \
+                        { name version outcome dropped } }",
+                    "variables": variables,
+                })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    };
+    gql(json!({ "document": availability("99.9") })).await;
+    let merged = gql(json!({ "document": ttft("28d") })).await;
+    assert_eq!(
+        merged["data"]["applySla"],
+        json!({"name": "chat-api", "version": 2, "outcome": "updated", "dropped": []}),
+        "{merged}"
+    );
+    let refused = gql(json!({ "document": ttft("28d"), "replace": true })).await;
+    let message = refused["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("\"availability\""), "{refused}");
+    let replaced = gql(json!({ "document": ttft("28d"), "replace": true, "drop": true })).await;
+    assert_eq!(
+        replaced["data"]["applySla"]["dropped"],
+        json!(["availability"]),
+        "{replaced}"
+    );
+}
