@@ -1357,8 +1357,8 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     .await
     .unwrap();
     assert_eq!(hour.len(), 1);
-    assert_eq!(hour[0].latency.count, 111);
-    assert_eq!(hour[0].latency.quantiles[1], 9_000_000.0);
+    assert_eq!(hour[0].latency.count, 112);
+    assert_eq!(hour[0].latency.quantiles[1], 20_000_000.0);
     let halves = chart(
         "2026-11-10T10:00:00Z",
         "2026-11-10T11:00:00Z",
@@ -1643,7 +1643,7 @@ async fn applied_at(database: &TestDatabase, tenant: TenantId, version: i32, whe
 }
 
 #[tokio::test]
-async fn a_period_is_closed_once_by_the_version_in_force_at_its_end_when_a_new_one_comes_in_its_grace()
+async fn a_period_is_closed_once_by_the_version_in_force_at_its_start_when_a_new_one_comes_in_its_grace()
  {
     let database = TestDatabase::create().await;
     let db = database.service_database().await;
@@ -1702,14 +1702,15 @@ async fn a_period_is_closed_once_by_the_version_in_force_at_its_end_when_a_new_o
     insert_events(&db, tenant, std::slice::from_ref(&late)).await;
     events.push(late);
 
-    // Still in the grace: nothing closes; the current verdicts are v2's.
+    // Still in the grace: nothing closes. Applied in December, version 2
+    // takes effect in January: December's verdicts are still version 1's.
     let run = evaluate("2026-12-01T00:04:00Z").await;
     assert!(run.closed.is_empty(), "{:?}", run.closed);
     assert!(!run.evaluations.is_empty());
-    assert!(run.evaluations.iter().all(|e| e.version == 2));
+    assert!(run.evaluations.iter().all(|e| e.version == 1));
 
     // Past the grace: November closes once, judged by version 1 (in
-    // force at its end) with the event folded in during the grace.
+    // force at its start) with the event folded in during the grace.
     let run = evaluate("2026-12-01T00:10:00Z").await;
     assert_eq!(run.closed.len(), 2, "{:?}", run.closed);
     assert!(
@@ -1717,7 +1718,7 @@ async fn a_period_is_closed_once_by_the_version_in_force_at_its_end_when_a_new_o
             .iter()
             .all(|c| c.revision == 1 && c.evaluation.version == 1)
     );
-    assert!(run.evaluations.iter().all(|e| e.version == 2));
+    assert!(run.evaluations.iter().all(|e| e.version == 1));
     let availability = run
         .closed
         .iter()
@@ -1942,7 +1943,7 @@ async fn old_evaluations_are_thinned_to_the_last_of_each_hour_and_named_ones_kep
 }
 
 #[tokio::test]
-async fn a_version_applied_mid_period_judges_the_whole_period_once() {
+async fn a_version_applied_mid_period_takes_effect_at_the_next_period() {
     let database = TestDatabase::create().await;
     let db = database.service_database().await;
     ensure_days(
@@ -1985,15 +1986,21 @@ async fn a_version_applied_mid_period_judges_the_whole_period_once() {
         .unwrap();
     tx.commit().await.unwrap();
     applied_at(&database, tenant, 2, "2026-11-20T00:00:00Z").await;
-    assert!(evaluate("2026-11-25T00:00:00Z").await.closed.is_empty());
+    // The target lowered on the 20th does not judge November: version 1
+    // keeps evaluating it.
+    let run = evaluate("2026-11-25T00:00:00Z").await;
+    assert!(run.closed.is_empty());
+    assert!(run.evaluations.iter().all(|e| e.version == 1));
     let run = evaluate("2026-12-01T00:10:00Z").await;
     assert_eq!(run.closed.len(), 2, "{:?}", run.closed);
+    // December is version 2's.
+    assert!(run.evaluations.iter().all(|e| e.version == 2));
     let availability = run
         .closed
         .iter()
         .find(|c| c.evaluation.objective == "availability")
         .unwrap();
-    assert_eq!(availability.evaluation.version, 2);
+    assert_eq!(availability.evaluation.version, 1);
     assert_eq!(
         availability.evaluation.period.start,
         at("2026-11-01T00:00:00Z")
@@ -2005,7 +2012,9 @@ async fn a_version_applied_mid_period_judges_the_whole_period_once() {
             total: 1000
         }
     );
-    assert!(availability.evaluation.budget.met());
+    // 98% misses version 1's 99%: November is breached.
+    assert!(!availability.evaluation.budget.met());
+    assert_eq!(availability.evaluation.budget.target.ppm(), 990_000);
     assert!(evaluate("2026-12-01T00:20:00Z").await.closed.is_empty());
     let closed: Vec<serde_json::Value> = outbox_types(&db, tenant)
         .await
@@ -2014,5 +2023,5 @@ async fn a_version_applied_mid_period_judges_the_whole_period_once() {
         .map(|(_, p)| p)
         .collect();
     assert_eq!(closed.len(), 2, "{closed:?}");
-    assert!(closed.iter().all(|p| p["version"] == 2));
+    assert!(closed.iter().all(|p| p["version"] == 1));
 }

@@ -122,13 +122,11 @@ pub(crate) struct Closed {
 /// [`due_periods`]) and not closed yet, oldest first and at most
 /// [`MAX_CLOSES_PER_ROUND`] a round, and supersedes a closed one with a new
 /// revision when a maintenance window covering it was added or cancelled
-/// since. A period is judged by the version that was in force at its end
-/// (see [`TrackedSla::closing`]) and closed once — a version applied in its
-/// grace neither closes it again nor leaves it open: the version in force
-/// judges the periods from the one it was applied in (its `hands_over`
-/// period and those before are earlier versions'), an earlier version only
-/// its `closing` period, each only where its rollups cover the whole
-/// period. Tells `sla.period_closed` each time. The composite (when the SLA
+/// since. A period is judged by the version that was in force at its start
+/// (see [`crate::versions`]) and closed once: the version in force judges
+/// the periods from when it took effect (`judges_from`; those before are
+/// earlier versions'), an earlier version only its `closing` period, each
+/// only where its rollups cover the whole period. Tells `sla.period_closed` each time. The composite (when the SLA
 /// has one) is frozen from the same evaluations, its parts naming the
 /// objectives' frozen evaluations, and told as `sla.period_closed` with
 /// `"composite": true`.
@@ -149,8 +147,8 @@ pub(crate) async fn close_periods(
             .collect(),
         None => {
             let from = sla
-                .hands_over
-                .map_or(sla.covers_from, |p| sla.covers_from.max(p.end));
+                .judges_from
+                .map_or(sla.covers_from, |t| sla.covers_from.max(t));
             due_periods(window, from, as_of, closes_after)
         }
     };

@@ -22,6 +22,7 @@ mod sketch;
 pub mod thinning;
 mod thresholds;
 mod tracked;
+mod versions;
 mod worker;
 
 pub use error::EvaluatorError;

@@ -14,8 +14,6 @@ use std::collections::HashMap;
 use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
 use slaproof_domain::objective::EventVerdict;
-use slaproof_domain::sla::SlaDefinition;
-use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
@@ -23,6 +21,7 @@ use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::failures::SlaFailure;
 use crate::settings::Settings;
 use crate::tracked::{MinuteCounts, TrackedSla, coverage_start};
+use crate::versions;
 use slaproof_domain::minute::{floor_hour, floor_minute};
 
 /// The start of time for a watermark that has never moved.
@@ -148,8 +147,9 @@ async fn track_readable(
     let mut new = Vec::new();
     let mut unreadable = Vec::new();
     for summary in slas::list(tx).await? {
-        let (stored, earlier) = match read_sla(tx, &summary.name).await {
-            Ok(read) => read,
+        let all = match versions::read(tx, summary.id).await {
+            Ok(all) if !all.is_empty() => all,
+            Ok(_) => continue,
             Err(err) if err.is_unreadable() => {
                 let failure =
                     SlaFailure::new(summary.id, &summary.name, summary.current_version, &err);
@@ -158,57 +158,73 @@ async fn track_readable(
             }
             Err(err) => return Err(err),
         };
-        let key = (stored.id.uuid(), stored.version);
-        let covers_from = match covered.get(&key) {
-            Some(from) => *from,
-            None => {
-                let from = coverage_start(&stored.definition, as_of);
-                sqlx::query(
-                    "INSERT INTO evaluator_coverage (tenant_id, sla_id, version, covers_from) VALUES ($1, $2, $3, $4)",
-                )
-                .bind(tenant)
-                .bind(key.0)
-                .bind(key.1)
-                .bind(from)
-                .execute(&mut **tx)
-                .await
-                .doing("recording rollup coverage")?;
-                new.push(tracked.len());
-                from
-            }
-        };
-        tracked.push(TrackedSla {
-            id: stored.id,
-            name: summary.name.clone(),
-            version: stored.version,
-            definition: stored.definition,
-            covers_from,
-            closing: None,
-            hands_over: earlier.as_ref().map(|e| e.2),
-        });
-        // The earlier version judges its last period while that period can
-        // still close or be corrected (until the next one ends, as for
-        // the version in force, and at least a day past its close), if its
-        // rollups cover all of it.
-        if let Some((version, definition, period)) = earlier {
-            let grace = definition.policy.late_grace_or(default_grace);
-            let horizon = definition
+        let judges = versions::judges(&all, as_of);
+        // The version in force, and the newest while it waits for its
+        // period: both rolled up, from when first seen.
+        let (live, live_from) = judges.live;
+        let roles = std::iter::once((live, live_from, None)).chain(
+            judges
+                .pending
+                .map(|(pending, from)| (pending, Some(from), Some(from))),
+        );
+        for (i, judges_from, dormant_until) in roles {
+            let v = &all[i];
+            let key = (summary.id.uuid(), v.version);
+            let covers_from = match covered.get(&key) {
+                Some(from) => *from,
+                None => {
+                    let from = coverage_start(&v.definition, as_of);
+                    sqlx::query(
+                        "INSERT INTO evaluator_coverage (tenant_id, sla_id, version, covers_from) VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(tenant)
+                    .bind(key.0)
+                    .bind(key.1)
+                    .bind(from)
+                    .execute(&mut **tx)
+                    .await
+                    .doing("recording rollup coverage")?;
+                    new.push(tracked.len());
+                    from
+                }
+            };
+            tracked.push(TrackedSla {
+                id: summary.id,
+                name: summary.name.clone(),
+                version: v.version,
+                definition: v.definition.clone(),
+                covers_from,
+                closing: None,
+                judges_from,
+                dormant_until,
+            });
+        }
+        // The version that judged the last period before the one in force
+        // took effect closes it while it can still close or be corrected
+        // (until the next one ends, and at least a day past its close), if
+        // its rollups cover all of it.
+        if let Some((i, period)) = judges.closing {
+            let v = &all[i];
+            let grace = v.definition.policy.late_grace_or(default_grace);
+            let horizon = v
+                .definition
                 .window
                 .period_containing(period.end)
                 .end
                 .max(period.end + grace + Duration::days(1));
-            let covers = covered.get(&(key.0, version)).copied();
+            let covers = covered.get(&(summary.id.uuid(), v.version)).copied();
             if as_of < horizon
                 && let Some(covers_from) = covers.filter(|from| *from <= period.start)
             {
                 tracked.push(TrackedSla {
-                    id: stored.id,
-                    name: summary.name,
-                    version,
-                    definition,
+                    id: summary.id,
+                    name: summary.name.clone(),
+                    version: v.version,
+                    definition: v.definition.clone(),
                     covers_from,
                     closing: Some(period),
-                    hands_over: None,
+                    judges_from: None,
+                    dormant_until: None,
                 });
             }
         }
@@ -218,60 +234,6 @@ async fn track_readable(
         new,
         unreadable,
     })
-}
-
-/// An SLA's version in force and the earlier version that judges its last
-/// period, if any (see [`in_force_at_last_end`]).
-async fn read_sla(
-    tx: &mut TenantTx,
-    name: &str,
-) -> Result<(slas::StoredSla, Option<(i32, SlaDefinition, Period)>), EvaluatorError> {
-    let stored = slas::find(tx, name, None).await?;
-    let earlier = in_force_at_last_end(tx, &stored).await?;
-    Ok((stored, earlier))
-}
-
-/// The earlier version that was in force at the end of the last period
-/// that ended before `current` was applied, with that period: the version
-/// whose terms judge it. `None` when `current` was already in force then
-/// (applied mid-period, it judges the whole period), when it is the first
-/// version (a period before it existed is judged by it, as backfilled), or
-/// for rolling windows, which have no periods to close.
-async fn in_force_at_last_end(
-    tx: &mut TenantTx,
-    current: &slas::StoredSla,
-) -> Result<Option<(i32, SlaDefinition, Period)>, EvaluatorError> {
-    if matches!(current.definition.window, TimeWindow::Rolling { .. }) {
-        return Ok(None);
-    }
-    let earlier: Vec<(i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT version, definition, created_at FROM sla_versions \
-         WHERE tenant_id = $1 AND sla_id = $2 AND version < $3 ORDER BY version DESC",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(current.id.uuid())
-    .bind(current.version)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading earlier SLA versions")?;
-    for (version, definition, created_at) in earlier {
-        let definition: SlaDefinition =
-            serde_json::from_value(definition).map_err(|e| EvaluatorError::Corrupt {
-                what: "SLA definition",
-                reason: e.to_string(),
-            })?;
-        let window = definition.window;
-        if matches!(window, TimeWindow::Rolling { .. }) {
-            return Ok(None);
-        }
-        let applied = window.period_containing(current.created_at);
-        let last = window.period_containing(applied.start - Duration::seconds(1));
-        if created_at < last.end {
-            // The newest version applied before that period ended.
-            return Ok(Some((version, definition, last)));
-        }
-    }
-    Ok(None)
 }
 
 /// Advances the tenant's rollups to the last minute boundary at least

@@ -21,14 +21,19 @@ pub struct TrackedSla {
     /// Its rollups count every event that occurred at or after this instant.
     pub covers_from: DateTime<Utc>,
     /// `Some(period)` for an earlier version kept only to judge the last
-    /// period that ended while it was in force (a period is judged by the
-    /// terms in force at its end): it is rolled up — so events folded in
-    /// during the grace count — and closes that period, but is not
-    /// evaluated otherwise. Kept while that period can still be corrected.
+    /// period it was in force for (a period is judged by the terms in force
+    /// at its start): it is rolled up — so events folded in during the
+    /// grace count — and closes that period, but is not evaluated
+    /// otherwise. Kept while that period can still be corrected.
     pub closing: Option<Period>,
-    /// For the version in force: the period it leaves to the earlier
-    /// version that was in force at that period's end, never closing it.
-    pub hands_over: Option<Period>,
+    /// When it took effect (see [`crate::versions`]): it judges the
+    /// periods from then on, earlier ones being earlier versions'. `None`
+    /// for the first version, which judges from its coverage.
+    pub judges_from: Option<DateTime<Utc>>,
+    /// `Some(t)` for the newest version while it waits for the period
+    /// in which it was applied to end: rolled up, so that it has its data
+    /// at `t`, but neither evaluated nor closing anything yet.
+    pub dormant_until: Option<DateTime<Utc>>,
 }
 
 impl TrackedSla {

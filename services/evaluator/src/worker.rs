@@ -63,6 +63,10 @@ async fn evaluate_one(
     settings: &Settings,
 ) -> Result<SlaRun, EvaluatorError> {
     let mut run = SlaRun::default();
+    // A version waiting for its period does nothing yet but roll up.
+    if sla.dormant_until.is_some() {
+        return Ok(run);
+    }
     // An earlier version kept to judge its last period only closes it.
     if sla.closing.is_none() {
         for mut evaluation in evaluate_sla(tx, sla, as_of, settings.grace()).await? {
