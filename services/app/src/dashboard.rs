@@ -42,8 +42,10 @@ pub struct DashboardView {
     /// `sla:read:history`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<Vec<PercentilePoint>>,
-    /// The maintenance windows overlapping the range (merged where they
-    /// touch); absent without `maintenance:read`.
+    /// The maintenance excluded from the verdict that overlaps the range:
+    /// planned windows within the SLA's cap and accepted ones, merged where
+    /// they touch (emergency windows and time beyond the cap count, and are
+    /// not here); absent without `maintenance:read`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<Vec<MaintenanceSpan>>,
     pub redacted: Vec<Redaction>,

@@ -14,9 +14,10 @@ pub struct Settings {
     /// Seconds between two rounds: each round asks for an evaluation of every
     /// tenant and works through the due ones.
     pub interval_secs: u64,
-    /// How long after its minute ends an event may arrive and still be
-    /// folded into the verdict. Later events are counted as late and
-    /// reported, never silently dropped, but left out of the verdict.
+    /// The late grace of SLAs that set none (`spec.policy.lateGrace`): a
+    /// period closes this long after its end, and its events arriving
+    /// before then count. Later events are counted as late and reported,
+    /// never silently dropped, but left out of the verdict.
     pub grace_secs: u64,
     /// How far behind the clock the watermark stays, so that an ingest
     /// transaction that started (and stamped `received_at`) before the
