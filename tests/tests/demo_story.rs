@@ -52,6 +52,7 @@ fn started_in(
         .collect()
 }
 
+/// The event as filters and objectives read it.
 fn view(e: &StoredEvent) -> EventView {
     let unsigned = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
     EventView {

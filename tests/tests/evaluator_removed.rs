@@ -2,11 +2,12 @@
 //! in-period signals are resolved at the next round, told once with the
 //! reason, instead of firing forever.
 
-use chrono::Duration;
+use chrono::{Days, Duration, Utc};
 use serde_json::Value;
+use slaproof_domain::minute::floor_minute;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_store::slas;
-use slaproof_tests::scenario::{Request, Scenario, at};
+use slaproof_tests::scenario::{Request, Scenario};
 
 const TWO_OBJECTIVES: &str = r#"
 apiVersion: slaproof/v1
@@ -34,18 +35,24 @@ fn alerts_of<'a>(told: &'a [Value], objective: &str) -> Vec<&'a Value> {
 
 #[tokio::test]
 async fn alerts_of_a_removed_objective_are_resolved_once() {
-    let s = Scenario::new(TWO_OBJECTIVES, "2026-11-09", "2026-11-11").await;
+    // A version takes effect when it is applied (at once, for a rolling
+    // window): the rounds run around the real clock.
+    let now = floor_minute(Utc::now());
+    let today = now.date_naive();
+    let s = Scenario::new(
+        TWO_OBJECTIVES,
+        &(today - Days::new(1)).to_string(),
+        &(today + Days::new(1)).to_string(),
+    )
+    .await;
+    let round = |at: chrono::DateTime<Utc>| at.to_rfc3339();
     // An hour of failures: every page rule fires for both objectives.
+    let start = now - Duration::hours(2);
     let failing: Vec<Request> = (0..120)
-        .map(|i| {
-            Request::at(
-                at("2026-11-10T10:00:00Z") + Duration::seconds(30 * i),
-                false,
-            )
-        })
+        .map(|i| Request::at(start + Duration::seconds(30 * i), false))
         .collect();
     s.insert(&failing).await;
-    s.run("2026-11-10T11:00:00Z").await;
+    s.run(&round(start + Duration::hours(1))).await;
     let told = s.told_of("slo.burn_rate_alert").await;
     let fired = alerts_of(&told, "served");
     assert!(!fired.is_empty(), "{told:?}");
@@ -71,7 +78,7 @@ async fn alerts_of_a_removed_objective_are_resolved_once() {
         .unwrap();
     tx.commit().await.unwrap();
 
-    s.run("2026-11-10T11:01:00Z").await;
+    s.run(&round(now + Duration::minutes(1))).await;
     let told = s.told_of("slo.burn_rate_alert").await;
     let resolved: Vec<&Value> = alerts_of(&told, "served")
         .into_iter()
@@ -129,7 +136,7 @@ async fn alerts_of_a_removed_objective_are_resolved_once() {
 
     // Told once: later rounds say nothing more about it.
     let before = s.told().await.len();
-    s.run("2026-11-10T11:02:00Z").await;
+    s.run(&round(now + Duration::minutes(2))).await;
     let after = s.told().await;
     assert!(
         after[before..]

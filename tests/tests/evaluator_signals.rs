@@ -267,3 +267,56 @@ spec:
     // Ignored (the default): the mean is over the hours with data.
     assert_eq!(tallies, [(2, 2), (2, 5), (5, 5)]);
 }
+
+#[tokio::test]
+async fn an_emergency_window_over_a_closed_month_is_judged_once_not_every_round() {
+    let s = Scenario::new(MONTHLY, "2026-11-01", "2026-12-02").await;
+    // Tracked from November's start.
+    s.run("2026-11-01T00:00:00Z").await;
+    s.insert(&every(
+        Duration::minutes(1),
+        "2026-11-10T00:00:00Z",
+        "2026-11-10T10:00:00Z",
+        |i| i % 50 == 0,
+    ))
+    .await;
+    let run = s.run("2026-12-01T00:10:00Z").await;
+    assert_eq!(run.closed.len(), 1);
+    // Announced now, over November: an emergency window, which changes no
+    // number. The next round judges November again (and writes nothing);
+    // the rounds after it leave November alone.
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    slaproof_tests::maintenance::announced(
+        &mut tx,
+        Some(sla.id),
+        at("2026-11-10T00:00:00Z"),
+        at("2026-11-10T01:00:00Z"),
+        "late notice",
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let judged = |s: &Scenario| {
+        let db = s.db.clone();
+        let tenant = s.tenant;
+        async move {
+            let mut tx = db.tenant_tx(tenant).await.unwrap();
+            let at: Option<chrono::DateTime<chrono::Utc>> =
+                sqlx::query_scalar("SELECT checked_at FROM period_checks")
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .unwrap();
+            tx.commit().await.unwrap();
+            at
+        }
+    };
+    let before = judged(&s).await;
+    assert!(s.run("2026-12-01T00:11:00Z").await.closed.is_empty());
+    let after_change = judged(&s).await;
+    assert_ne!(before, after_change, "judged again after the change");
+    s.run("2026-12-01T00:12:00Z").await;
+    s.run("2026-12-01T00:13:00Z").await;
+    assert_eq!(judged(&s).await, after_change, "and not again");
+}

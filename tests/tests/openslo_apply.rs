@@ -238,6 +238,60 @@ async fn a_merged_slo_must_keep_the_slas_window_and_service() {
 }
 
 #[tokio::test]
+async fn a_merged_slo_keeps_what_the_file_does_not_say_of_the_sla() {
+    let w = world().await;
+    let native = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-api
+  displayName: Chat API for Acme
+spec:
+  service: chat-api
+  customer: acme-corp
+  window: {rolling: 28d}
+  policy:
+    lateGrace: 2h
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {good: status < 500}
+"#;
+    let (status, body) = apply(&w, json!({ "document": native })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = apply(&w, json!({ "document": ttft("28d") })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let admin = w.token(&["provider_admin"], None);
+    let (status, sla) = w.call("GET", "/v1/slas/chat-api", &admin, None).await;
+    assert_eq!(status, StatusCode::OK, "{sla}");
+    assert_eq!(
+        (&sla["display_name"], &sla["customer_ref"], &sla["version"]),
+        (&json!("Chat API for Acme"), &json!("acme-corp"), &json!(2)),
+        "{sla}"
+    );
+    let (status, exported) = w
+        .call("GET", "/v1/slas/chat-api/export", &admin, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{exported}");
+    let exported = exported.as_str().unwrap();
+    assert!(exported.contains("lateGrace: 2h"), "{exported}");
+    // The file's policy annotation, when it has one, is the SLA's.
+    let with_policy = ttft("28d").replace(
+        "  name: ttft-p95\n",
+        "  name: ttft-p95\n  annotations:\n    slaproof.dev/policy: '{\"lateGrace\": \"30m\"}'\n",
+    );
+    let (status, body) = apply(&w, json!({ "document": with_policy })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, exported) = w
+        .call("GET", "/v1/slas/chat-api/export", &admin, None)
+        .await;
+    assert!(
+        exported.as_str().unwrap().contains("lateGrace: 30m"),
+        "{exported}"
+    );
+}
+
+#[tokio::test]
 async fn graphql_applies_with_the_same_rules() {
     let w = world().await;
     let admin = w.token(&["provider_admin"], None);

@@ -159,15 +159,18 @@ pub(crate) async fn close_periods(
     let starts: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.start).collect();
     let ends: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.end).collect();
     // Each due period still to close (no result yet), or closed and since
-    // covered by a maintenance window added or cancelled.
+    // covered by a maintenance window added, cancelled or accepted after it
+    // was last judged (closed, or judged again: `period_checks`).
     let open: Vec<DateTime<Utc>> = sqlx::query_scalar(
         "SELECT p.s FROM unnest($3::timestamptz[], $4::timestamptz[]) AS p(s, e) \
          LEFT JOIN LATERAL (SELECT max(closed_at) AS closed_at FROM period_results \
              WHERE tenant_id = $1 AND sla_id = $2 AND period_start = p.s) r ON true \
+         LEFT JOIN period_checks c ON c.tenant_id = $1 AND c.sla_id = $2 AND c.period_start = p.s \
          WHERE r.closed_at IS NULL OR EXISTS (SELECT 1 FROM maintenance_windows m \
              WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
                AND m.starts_at < p.e AND m.ends_at > p.s \
-               AND greatest(m.created_at, m.cancelled_at, m.accepted_at) > r.closed_at) \
+               AND greatest(m.created_at, m.cancelled_at, m.accepted_at) \
+                   > greatest(r.closed_at, c.checked_at)) \
          ORDER BY p.s LIMIT $5",
     )
     .bind(tx.tenant().uuid())
@@ -180,6 +183,16 @@ pub(crate) async fn close_periods(
     .doing("reading closed periods")?;
     for period in candidates.into_iter().filter(|p| open.contains(&p.start)) {
         close_period(tx, sla, period, as_of, grace, &mut out).await?;
+        sqlx::query(
+            "INSERT INTO period_checks (tenant_id, sla_id, period_start) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant_id, sla_id, period_start) DO UPDATE SET checked_at = now()",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(sla.id.uuid())
+        .bind(period.start)
+        .execute(&mut **tx)
+        .await
+        .doing("noting a period judged")?;
     }
     Ok(out)
 }

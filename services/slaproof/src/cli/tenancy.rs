@@ -522,4 +522,3 @@ pub(super) async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Res
     }
     Ok(())
 }
-
