@@ -33,7 +33,12 @@ async fn an_event_counts_until_its_period_closes_and_the_close_waits_for_the_sla
     let s = Scenario::new(MONTHLY_WITH_GRACE, "2026-11-01", "2026-12-02").await;
     // A day of good requests, one a minute.
     let good: Vec<_> = (0..1440)
-        .map(|m| Request::at(at("2026-11-10T00:00:00Z") + chrono::Duration::minutes(m), true))
+        .map(|m| {
+            Request::at(
+                at("2026-11-10T00:00:00Z") + chrono::Duration::minutes(m),
+                true,
+            )
+        })
         .collect();
     s.insert(&good).await;
     s.insert(&[
@@ -48,7 +53,13 @@ async fn an_event_counts_until_its_period_closes_and_the_close_waits_for_the_sla
     .await;
     let run = s.run("2026-11-20T00:00:00Z").await;
     let e = &run.evaluations[0];
-    assert_eq!(e.budget.tally, Tally { good: 1440, total: 1441 });
+    assert_eq!(
+        e.budget.tally,
+        Tally {
+            good: 1440,
+            total: 1441
+        }
+    );
     assert_eq!(e.late_folded, 1);
     assert_eq!(e.late.total, 0);
 
@@ -63,10 +74,19 @@ async fn an_event_counts_until_its_period_closes_and_the_close_waits_for_the_sla
     let run = s.run("2026-12-01T01:00:00Z").await;
     assert_eq!(run.closed.len(), 1);
     let closed = &run.closed[0].evaluation;
-    assert_eq!(closed.budget.tally, Tally { good: 1440, total: 1442 });
+    assert_eq!(
+        closed.budget.tally,
+        Tally {
+            good: 1440,
+            total: 1442
+        }
+    );
     assert_eq!(closed.late_folded, 2);
     let run = s.run("2026-12-01T01:31:00Z").await;
-    assert!(run.closed.is_empty(), "a late event does not reopen the month");
+    assert!(
+        run.closed.is_empty(),
+        "a late event does not reopen the month"
+    );
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
     let late_total: i64 = sqlx::query_scalar(
         "SELECT sum(late_total)::int8 FROM evaluator_rollups WHERE objective = 'availability'",

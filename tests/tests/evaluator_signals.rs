@@ -49,7 +49,9 @@ async fn a_months_first_failure_is_no_breach_and_the_breach_is_told_once_at_the_
     // read used to say `exhausted` at every period's start).
     s.run("2026-11-01T00:00:00Z").await;
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None)
+        .await
+        .unwrap();
     let latest = evaluations::latest(&mut tx, sla.id).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(latest[0].total, 0);
@@ -97,7 +99,10 @@ async fn a_months_first_failure_is_no_breach_and_the_breach_is_told_once_at_the_
     assert_eq!(breaches[0]["periodStart"], "2026-11-01T00:00:00Z");
     assert_eq!(breaches[0]["periodEnd"], "2026-12-01T00:00:00Z");
     assert_eq!(breaches[0]["revision"], 1);
-    assert_eq!((breaches[0]["good"].clone(), breaches[0]["total"].clone()), (599.into(), 600.into()));
+    assert_eq!(
+        (breaches[0]["good"].clone(), breaches[0]["total"].clone()),
+        (599.into(), 600.into())
+    );
     // Told once.
     s.run("2026-12-01T00:11:00Z").await;
     assert_eq!(s.told_of("sla.breached").await.len(), 1);
@@ -106,7 +111,10 @@ async fn a_months_first_failure_is_no_breach_and_the_breach_is_told_once_at_the_
     assert_eq!(periods.len(), 1);
     assert_eq!(periods[0].period_start, at("2026-11-01T00:00:00Z"));
     assert!(!periods[0].met);
-    assert_eq!((periods[0].good, periods[0].total, periods[0].revision), (599, 600, 1));
+    assert_eq!(
+        (periods[0].good, periods[0].total, periods[0].revision),
+        (599, 600, 1)
+    );
 }
 
 #[tokio::test]
@@ -139,7 +147,10 @@ async fn signals_belong_to_their_period_and_degrade_levels_rise_and_fall() {
     // Every request of the last 5 minutes failed: burn 1,000, full degrade.
     let degrade = s.told_of("slo.degrade_level_changed").await;
     assert_eq!(degrade.len(), 1);
-    assert_eq!((degrade[0]["from"].clone(), degrade[0]["to"].clone()), (0.into(), 2.into()));
+    assert_eq!(
+        (degrade[0]["from"].clone(), degrade[0]["to"].clone()),
+        (0.into(), 2.into())
+    );
     // No breach while the month runs.
     assert!(s.told_of("sla.breached").await.is_empty());
 
@@ -162,7 +173,12 @@ async fn signals_belong_to_their_period_and_degrade_levels_rise_and_fall() {
     let at_risk = s.told_of("slo.at_risk").await;
     let states: Vec<_> = at_risk
         .iter()
-        .map(|p| (p["state"].as_str().unwrap(), p["periodStart"].as_str().unwrap()))
+        .map(|p| {
+            (
+                p["state"].as_str().unwrap(),
+                p["periodStart"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         states,
@@ -206,8 +222,13 @@ async fn silence_is_told_as_missing_data_and_its_end_as_recovery() {
     s.run("2026-11-01T10:20:00Z").await;
     assert_eq!(s.told_of("sla.no_data").await.len(), 1);
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None).await.unwrap();
-    let state = evaluations::data_state(&mut tx, sla.id).await.unwrap().unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None)
+        .await
+        .unwrap();
+    let state = evaluations::data_state(&mut tx, sla.id)
+        .await
+        .unwrap()
+        .unwrap();
     tx.commit().await.unwrap();
     assert!(state.no_data);
     assert_eq!(state.last_event_at, Some(at("2026-11-01T10:00:00Z")));
@@ -257,7 +278,11 @@ spec:
         |_| false,
     );
     let mut tallies = Vec::new();
-    for policy in ["", "  policy:\n    noData: {slices: bad}\n", "  policy:\n    noData: {slices: good}\n"] {
+    for policy in [
+        "",
+        "  policy:\n    noData: {slices: bad}\n",
+        "  policy:\n    noData: {slices: good}\n",
+    ] {
         let s = Scenario::new(&hourly(policy), "2026-11-01", "2026-11-02").await;
         s.insert(&traffic).await;
         let run = s.run("2026-11-01T05:30:00Z").await;
@@ -286,7 +311,9 @@ async fn an_emergency_window_over_a_closed_month_is_judged_once_not_every_round(
     // number. The next round judges November again (and writes nothing);
     // the rounds after it leave November alone.
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "chat-sla", None)
+        .await
+        .unwrap();
     slaproof_tests::maintenance::announced(
         &mut tx,
         Some(sla.id),

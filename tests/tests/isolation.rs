@@ -232,12 +232,14 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         .await
         .unwrap();
     // A closed period judged again, as the evaluator notes it.
-    sqlx::query("INSERT INTO period_checks (tenant_id, sla_id, period_start) VALUES ($1, $2, now())")
-        .bind(tenant.uuid())
-        .bind(applied.sla.uuid())
-        .execute(&mut *tx)
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO period_checks (tenant_id, sla_id, period_start) VALUES ($1, $2, now())",
+    )
+    .bind(tenant.uuid())
+    .bind(applied.sla.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     // An SLA whose evaluation failed, as the evaluator records it (after
     // the run above, which would clear it).
     sqlx::query(

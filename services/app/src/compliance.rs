@@ -259,7 +259,11 @@ impl App {
         Ok(BudgetStatusView {
             sla: view.sla,
             exhausted: objectives.iter().any(|o| o.exhausted),
-            degrade_level: objectives.iter().map(|o| o.degrade_level).max().unwrap_or(0),
+            degrade_level: objectives
+                .iter()
+                .map(|o| o.degrade_level)
+                .max()
+                .unwrap_or(0),
             at_risk: objectives.iter().any(|o| o.at_risk),
             objectives,
             redacted: view.redacted,

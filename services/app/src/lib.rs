@@ -22,8 +22,8 @@ pub mod ingest_keys;
 pub mod maintenance;
 pub mod page;
 pub mod probes;
-pub mod slas;
 mod sla_apply;
+pub mod slas;
 pub mod tenants;
 pub mod thresholds;
 

@@ -129,7 +129,9 @@ pub async fn attribute(
         let event = ReadEvent::from(row.event);
         if !sla.scopes(&event)
             || in_any(&windows, event.occurred_at)
-            || !sla.arrival(event.occurred_at, event.received_at, grace).counts()
+            || !sla
+                .arrival(event.occurred_at, event.received_at, grace)
+                .counts()
         {
             continue;
         }

@@ -57,7 +57,9 @@ pub(crate) async fn tell_verdict(
     payload: &serde_json::Value,
 ) -> Result<(), EvaluatorError> {
     match (met, was_met) {
-        (Some(false), _) => outbox::enqueue(tx, "sla.breached", payload).await.map(drop)?,
+        (Some(false), _) => outbox::enqueue(tx, "sla.breached", payload)
+            .await
+            .map(drop)?,
         (Some(true), Some(false)) => {
             outbox::enqueue(tx, "sla.breach_withdrawn", payload)
                 .await
@@ -141,10 +143,15 @@ pub(crate) async fn close_periods(
     // The SLA's own late grace, when it sets one.
     let closes_after = sla.grace(grace);
     let candidates: Vec<Period> = match sla.closing {
-        Some(closing) => due_periods(window, sla.covers_from.max(closing.start), as_of, closes_after)
-            .into_iter()
-            .filter(|p| p.start == closing.start)
-            .collect(),
+        Some(closing) => due_periods(
+            window,
+            sla.covers_from.max(closing.start),
+            as_of,
+            closes_after,
+        )
+        .into_iter()
+        .filter(|p| p.start == closing.start)
+        .collect(),
         None => {
             let from = sla
                 .judges_from

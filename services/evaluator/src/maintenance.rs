@@ -44,7 +44,9 @@ pub(crate) async fn recount_cut_minutes(
             let event = ReadEvent::from(row);
             if !sla.scopes(&event)
                 || !in_any(windows, event.occurred_at)
-                || !sla.arrival(event.occurred_at, event.received_at, grace).counts()
+                || !sla
+                    .arrival(event.occurred_at, event.received_at, grace)
+                    .counts()
             {
                 continue;
             }

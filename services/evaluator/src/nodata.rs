@@ -68,14 +68,13 @@ pub(crate) async fn record(
         as_of,
         after,
     );
-    let was: Option<bool> = sqlx::query_scalar(
-        "SELECT no_data FROM sla_signals WHERE tenant_id = $1 AND sla_id = $2",
-    )
-    .bind(tenant)
-    .bind(sla.id.uuid())
-    .fetch_optional(&mut **tx)
-    .await
-    .doing("reading an SLA's data state")?;
+    let was: Option<bool> =
+        sqlx::query_scalar("SELECT no_data FROM sla_signals WHERE tenant_id = $1 AND sla_id = $2")
+            .bind(tenant)
+            .bind(sla.id.uuid())
+            .fetch_optional(&mut **tx)
+            .await
+            .doing("reading an SLA's data state")?;
     let missing = now.no_data_since.is_some();
     let changed = was.unwrap_or(false) != missing;
     let mut told = 0;

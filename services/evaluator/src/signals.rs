@@ -47,15 +47,18 @@ pub(crate) async fn record(
     .fetch_optional(&mut **tx)
     .await
     .doing("reading an objective's signals")?;
-    let before = stored.map_or(State::default(), |(start, at_risk, exhausted, level, streak)| {
-        let same_period = start == e.period.start;
-        State {
-            at_risk: at_risk && same_period,
-            exhausted: exhausted && same_period,
-            degrade_level: DegradeLevel::try_from(level).unwrap_or(0),
-            light_streak: u32::try_from(streak).unwrap_or(0),
-        }
-    });
+    let before = stored.map_or(
+        State::default(),
+        |(start, at_risk, exhausted, level, streak)| {
+            let same_period = start == e.period.start;
+            State {
+                at_risk: at_risk && same_period,
+                exhausted: exhausted && same_period,
+                degrade_level: DegradeLevel::try_from(level).unwrap_or(0),
+                light_streak: u32::try_from(streak).unwrap_or(0),
+            }
+        },
+    );
     // The shortest lookback any alert rule checks: the page rule's short one.
     let short_burn = e
         .alerts
@@ -80,7 +83,12 @@ pub(crate) async fn record(
     }
     if now.exhausted != before.exhausted {
         let mut payload = summary(e);
-        payload["state"] = if now.exhausted { "exhausted" } else { "recovered" }.into();
+        payload["state"] = if now.exhausted {
+            "exhausted"
+        } else {
+            "recovered"
+        }
+        .into();
         outbox::enqueue(tx, "slo.budget_exhausted", &payload).await?;
         told += 1;
     }

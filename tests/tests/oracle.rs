@@ -1,0 +1,631 @@
+//! An oracle for the evaluator: a Berlin month across the DST change, with
+//! maintenance and late telemetry, judged by plain SQL over the raw events
+//! written from the contract's rules (sharing no code with the evaluator),
+//! must give the very numbers the evaluator froze when the month closed.
+
+use chrono::{DateTime, Duration, Utc};
+use slaproof_domain::budget::Tally;
+use slaproof_store::events::{EventSource, StoredEvent};
+use slaproof_store::{maintenance, slas};
+use slaproof_tests::maintenance::{announced, planned};
+use slaproof_tests::scenario::{Scenario, at};
+
+/// The SLA as a customer signs it: three objectives over calendar months
+/// in Berlin, two hours for late telemetry, 48 hours' notice for planned
+/// maintenance (not the 72-hour default) and no cap on it.
+const SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: Europe/Berlin}
+  objectives:
+  - name: availability
+    target: 94%
+    ratio: {good: status < 500}
+  - name: latency
+    target: 93.5%
+    threshold: {field: latency, op: lte, value: 800ms}
+  - name: good-days
+    target: 90%
+    timeSlices:
+      sliceLength: 1d
+      budgeting: Timeslices
+      sliceTarget: 95%
+      ratio: {good: status < 500}
+  policy:
+    lateGrace: 2h
+    maintenance: {notice: 48h}
+"#;
+
+/// October 2026 in Berlin: from midnight CEST to midnight CET, 31 days and
+/// one hour (the clocks went back at 03:00 on the 25th).
+const START: &str = "2026-09-30T22:00:00Z";
+const END: &str = "2026-10-31T23:00:00Z";
+/// The end plus the SLA's late grace: what is received from then on is late.
+const CLOSE: &str = "2026-11-01T01:00:00Z";
+
+/// The rounds the evaluator runs, each after the events received before it
+/// have arrived: through the month (one inside maintenance, one inside the
+/// emergency, one inside the repeated hour of the DST change), just before
+/// the close, and two hours after it, when it closes the month with the
+/// late telemetry of those two hours in hand.
+const ROUNDS: [&str; 8] = [
+    "2026-10-01T00:00:00Z",
+    "2026-10-05T12:00:00Z",
+    "2026-10-13T23:00:00Z",
+    "2026-10-20T09:00:00Z",
+    "2026-10-25T01:30:00Z",
+    "2026-10-31T22:30:00Z",
+    "2026-11-01T00:59:00Z",
+    "2026-11-01T03:00:00Z",
+];
+
+/// The contract, read with SQL: the events of the SLA's service in the
+/// period; late when received from the period's end plus the grace on;
+/// excluded when inside a window agreed for the SLA (announced with the
+/// SLA's notice, or accepted by its customer) and not cancelled; counted
+/// otherwise. The three objectives over the counted events: a ratio, a
+/// latency threshold (events without a latency are not measured by it),
+/// and Berlin days good at 95% (days without counted events weigh
+/// nothing). Met when good × 10⁶ ≥ target (ppm) × total. A request with no
+/// answer (no status) is bad: `status < 500` does not hold for it. No event
+/// is both late and excluded (the windows are over before the month's last
+/// night), so the oracle need not say which it would be.
+///
+/// The marked lines are the rules the mutations below replace.
+const ORACLE: &str = "
+WITH contract AS (
+    SELECT $1::timestamptz AS period_start, $2::timestamptz AS period_end,
+           interval '2 hours' AS late_grace, interval '48 hours' AS notice, $3::uuid AS sla_id
+),
+agreed AS (
+    SELECT w.starts_at, w.ends_at
+    FROM maintenance_windows w, contract c
+    WHERE w.cancelled_at IS NULL
+      AND (w.sla_id IS NULL OR w.sla_id = c.sla_id)
+      AND (w.starts_at - w.created_at >= c.notice -- AGREEMENT
+           OR EXISTS (SELECT 1 FROM maintenance_acceptances a
+                      WHERE a.window_id = w.id AND a.sla_id = c.sla_id))
+),
+judged AS (
+    SELECT e.occurred_at, e.status, e.latency_us,
+           EXISTS (SELECT 1 FROM agreed m
+                   WHERE e.occurred_at >= m.starts_at AND e.occurred_at < m.ends_at) AS excluded,
+           e.received_at >= c.period_end + c.late_grace AS late -- LATENESS
+    FROM events e, contract c
+    WHERE e.service = 'chat' AND e.occurred_at >= c.period_start AND e.occurred_at < c.period_end
+),
+counted AS (
+    SELECT * FROM judged WHERE NOT excluded AND NOT late
+),
+days AS (
+    SELECT count(*) FILTER (WHERE status < 500) AS good, count(*) AS total
+    FROM counted
+    GROUP BY date_trunc('day', occurred_at AT TIME ZONE 'Europe/Berlin') -- DAYS
+),
+objectives AS (
+    SELECT 'availability' AS objective,
+           (SELECT count(*) FILTER (WHERE status < 500) FROM counted) AS good,
+           (SELECT count(*) FROM counted) AS total,
+           (SELECT count(*) FILTER (WHERE status < 500) FROM judged WHERE excluded) AS excluded_good,
+           (SELECT count(*) FROM judged WHERE excluded) AS excluded,
+           (SELECT count(*) FILTER (WHERE status < 500) FROM judged WHERE late AND NOT excluded) AS late_good,
+           (SELECT count(*) FROM judged WHERE late AND NOT excluded) AS late
+    UNION ALL
+    SELECT 'latency',
+           (SELECT count(*) FILTER (WHERE latency_us <= 800000) FROM counted WHERE latency_us IS NOT NULL),
+           (SELECT count(*) FROM counted WHERE latency_us IS NOT NULL),
+           (SELECT count(*) FILTER (WHERE latency_us <= 800000) FROM judged WHERE excluded AND latency_us IS NOT NULL),
+           (SELECT count(*) FROM judged WHERE excluded AND latency_us IS NOT NULL),
+           (SELECT count(*) FILTER (WHERE latency_us <= 800000) FROM judged WHERE late AND NOT excluded AND latency_us IS NOT NULL),
+           (SELECT count(*) FROM judged WHERE late AND NOT excluded AND latency_us IS NOT NULL)
+    UNION ALL
+    SELECT 'good-days',
+           (SELECT count(*) FILTER (WHERE good * 100 >= 95 * total) FROM days),
+           (SELECT count(*) FROM days),
+           (SELECT count(*) FILTER (WHERE status < 500) FROM judged WHERE excluded),
+           (SELECT count(*) FROM judged WHERE excluded),
+           (SELECT count(*) FILTER (WHERE status < 500) FROM judged WHERE late AND NOT excluded),
+           (SELECT count(*) FROM judged WHERE late AND NOT excluded)
+)
+SELECT o.objective, o.good, o.total, o.excluded_good, o.excluded, o.late_good, o.late,
+       o.good * 1000000 >= t.target_ppm * o.total AS met
+FROM objectives o
+JOIN (VALUES ('availability', 940000), ('latency', 935000), ('good-days', 900000))
+    AS t (objective, target_ppm) USING (objective)
+ORDER BY o.objective
+";
+
+/// The rules a careless reading would apply instead, each one line of
+/// [`ORACLE`] replaced: lateness judged per minute (an event counts when
+/// received within the grace of its own minute), slices of UTC days, every
+/// window excluded however late it was announced, the platform's 72-hour
+/// notice instead of the SLA's, and notice required to exceed rather than
+/// reach the SLA's. The generated traffic must tell each from the contract.
+const MUTATIONS: [(&str, &str, &str); 5] = [
+    (
+        "lateness per minute",
+        "e.received_at >= c.period_end + c.late_grace AS late -- LATENESS",
+        "e.received_at >= date_trunc('minute', e.occurred_at) + interval '1 minute' + c.late_grace AS late",
+    ),
+    (
+        "slices of UTC days",
+        "GROUP BY date_trunc('day', occurred_at AT TIME ZONE 'Europe/Berlin') -- DAYS",
+        "GROUP BY date_trunc('day', occurred_at AT TIME ZONE 'UTC')",
+    ),
+    (
+        "every window excluded",
+        "AND (w.starts_at - w.created_at >= c.notice -- AGREEMENT",
+        "AND (true",
+    ),
+    (
+        "the default notice",
+        "AND (w.starts_at - w.created_at >= c.notice -- AGREEMENT",
+        "AND (w.starts_at - w.created_at >= interval '72 hours'",
+    ),
+    (
+        "notice exceeded, not reached",
+        "AND (w.starts_at - w.created_at >= c.notice -- AGREEMENT",
+        "AND (w.starts_at - w.created_at > c.notice",
+    ),
+];
+
+/// One objective's figures at the close, as the oracle and the evaluator
+/// state them. `late_folded` is left out: the contract says nothing of it
+/// (and the evaluator counts there events it then excludes for
+/// maintenance, which its documentation says are part of the tally).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Figures {
+    objective: String,
+    /// Counted: good and total events (slices, for `good-days`).
+    tally: Tally,
+    /// Left out for agreed maintenance (events).
+    excluded: Tally,
+    /// Received after the close: not counted (events).
+    late: Tally,
+    met: bool,
+}
+
+/// A tiny xorshift: the same traffic on every run, with no crate for it.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: i64) -> i64 {
+        (self.next() % n.unsigned_abs()) as i64
+    }
+
+    /// True `per_mille` times in a thousand.
+    fn chance(&mut self, per_mille: i64) -> bool {
+        self.below(1000) < per_mille
+    }
+}
+
+fn micros(n: i64) -> Duration {
+    Duration::microseconds(n)
+}
+
+/// A request to `service` and when it was received.
+fn request(
+    service: &str,
+    occurred_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+    status: Option<i32>,
+    latency_us: Option<i64>,
+) -> (StoredEvent, DateTime<Utc>) {
+    let event = StoredEvent {
+        id: Default::default(),
+        occurred_at,
+        source: EventSource::Provider,
+        service: service.to_owned(),
+        model: Some("big".to_owned()),
+        request_id: None,
+        status,
+        // A request that got no answer timed out.
+        error_class: status.is_none().then(|| "timeout".to_owned()),
+        latency_us,
+        ttft_us: None,
+        tpot_us: None,
+        input_tokens: None,
+        output_tokens: None,
+        streaming: None,
+        attributes: serde_json::json!({}),
+    };
+    (event, received_at)
+}
+
+/// Traffic: who answered what, how fast, and how long its telemetry took.
+struct Traffic {
+    rng: Xorshift,
+    events: Vec<(StoredEvent, DateTime<Utc>)>,
+}
+
+impl Traffic {
+    /// Most telemetry arrives within a second and a half; one request in
+    /// twenty is reported between a minute and three hours late.
+    fn delay(&mut self) -> Duration {
+        if self.rng.chance(50) {
+            micros(60_000_000 + self.rng.below(3 * 3_600_000_000 - 60_000_000))
+        } else {
+            micros(self.rng.below(1_500_000))
+        }
+    }
+
+    /// A `chat` request at `occurred_at`, failing `bad_per_mille` times in
+    /// a thousand (a few with no answer at all), slow (over 800 ms)
+    /// `slow_per_mille` times; received `received_at`, or after
+    /// [`Self::delay`].
+    fn chat(
+        &mut self,
+        occurred_at: DateTime<Utc>,
+        bad_per_mille: i64,
+        slow_per_mille: i64,
+        received_at: Option<DateTime<Utc>>,
+    ) {
+        let status = if self.rng.chance(bad_per_mille) {
+            // One failure in eight got no answer.
+            (!self.rng.chance(125)).then(|| [500, 502, 503][self.rng.below(3) as usize])
+        } else if self.rng.chance(40) {
+            Some([404, 429][self.rng.below(2) as usize])
+        } else {
+            Some(200)
+        };
+        let latency_us = match status {
+            None => None,
+            // A failed request sometimes reports no latency.
+            Some(s) if s >= 500 && self.rng.chance(300) => None,
+            _ if self.rng.chance(slow_per_mille) => Some(800_001 + self.rng.below(5_000_000)),
+            // Exactly at the threshold: good.
+            _ if self.rng.chance(10) => Some(800_000),
+            _ => Some(20_000 + self.rng.below(780_001)),
+        };
+        let received_at = match received_at {
+            Some(r) => r,
+            None => occurred_at + self.delay(),
+        };
+        self.events.push(request(
+            "chat",
+            occurred_at,
+            received_at,
+            status,
+            latency_us,
+        ));
+    }
+
+    /// `chat` requests over `[from, to)`, one at a random instant of each
+    /// `step`.
+    fn stretch(
+        &mut self,
+        from: &str,
+        to: &str,
+        step: Duration,
+        bad_per_mille: i64,
+        slow_per_mille: i64,
+    ) {
+        let (mut t, to) = (at(from), at(to));
+        while t < to {
+            let jitter = micros(self.rng.below(step.num_microseconds().unwrap_or(1)));
+            self.chat(t + jitter, bad_per_mille, slow_per_mille, None);
+            t += step;
+        }
+    }
+
+    /// A request received promptly at exactly `occurred_at`.
+    fn exact(&mut self, occurred_at: DateTime<Utc>, status: i32) {
+        self.events.push(request(
+            "chat",
+            occurred_at,
+            occurred_at + micros(300_000),
+            Some(status),
+            Some(120_000),
+        ));
+    }
+}
+
+/// The month's traffic, deterministic: steady requests with 2% failures,
+/// bad stretches (some inside maintenance, one during an emergency that was
+/// announced too late), the repeated hour of the DST change, the period's
+/// first and last microseconds, telemetry held up over the month's last
+/// night (some of it arriving after the close), and another service.
+fn october() -> Vec<(StoredEvent, DateTime<Utc>)> {
+    let mut t = Traffic {
+        rng: Xorshift(0x5eed_0c70_2026_1025),
+        events: Vec::new(),
+    };
+    let (start, end) = (at(START), at(END));
+    let month_us = (end - start).num_microseconds().unwrap_or(0);
+    for _ in 0..6000 {
+        let occurred_at = start + micros(t.rng.below(month_us));
+        t.chat(occurred_at, 20, 40, None);
+    }
+    // An incident on the night of the 13th, partly inside the planned
+    // window.
+    t.stretch(
+        "2026-10-13T20:00:00Z",
+        "2026-10-14T05:00:00Z",
+        Duration::seconds(60),
+        400,
+        500,
+    );
+    // The outage the emergency window was announced for, too late.
+    t.stretch(
+        "2026-10-20T08:00:00Z",
+        "2026-10-20T10:30:00Z",
+        Duration::seconds(30),
+        600,
+        300,
+    );
+    // Failures inside the other windows: excluded only where agreed.
+    for (from, to) in [
+        ("2026-10-08T12:00:00Z", "2026-10-08T13:00:00Z"),
+        ("2026-10-17T14:00:00Z", "2026-10-17T14:45:00Z"),
+        ("2026-10-22T06:00:00Z", "2026-10-22T07:00:00Z"),
+        ("2026-10-27T01:00:00Z", "2026-10-27T02:30:00Z"),
+    ] {
+        t.stretch(from, to, Duration::seconds(60), 500, 500);
+    }
+    // Both runs of 02:00–03:00 local on the 25th (CEST, then CET): a shaky
+    // hour, twice.
+    t.stretch(
+        "2026-10-25T00:00:00Z",
+        "2026-10-25T02:00:00Z",
+        Duration::seconds(90),
+        120,
+        80,
+    );
+    // The month's last night: its telemetry is held up and arrives in two
+    // batches, one before the close and one after it.
+    let (mut occurred_at, last) = (at("2026-10-31T21:30:00Z"), end);
+    while occurred_at < last {
+        let received_at = if occurred_at < at("2026-10-31T22:15:00Z") {
+            at("2026-11-01T00:40:00Z")
+        } else {
+            at("2026-11-01T01:30:00Z")
+        };
+        let jittered = occurred_at + micros(t.rng.below(60_000_000));
+        t.chat(jittered, 100, 60, Some(received_at));
+        occurred_at += Duration::seconds(60);
+    }
+    // The period's edges, to the microsecond: its first instants and last
+    // count, the instant before it and the one it ends at do not.
+    t.exact(start, 200);
+    t.exact(start + micros(1), 503);
+    t.exact(end - micros(1), 503);
+    t.exact(end - Duration::seconds(1), 200);
+    t.exact(start - micros(1), 503);
+    t.exact(end, 503);
+    // At the close, to the microsecond: just before it counts, at it is late.
+    t.chat(
+        at("2026-10-31T22:10:00Z"),
+        1000,
+        0,
+        Some(at(CLOSE) - micros(1)),
+    );
+    t.chat(at("2026-10-31T22:11:00Z"), 1000, 0, Some(at(CLOSE)));
+    // The planned window's edges: its start is inside, its end is not.
+    let (w_start, w_end) = planned_window();
+    for instant in [w_start - micros(1), w_start, w_end - micros(1), w_end] {
+        t.exact(instant, 503);
+    }
+    // Another service's failures: not this SLA's.
+    for _ in 0..300 {
+        let occurred_at = start + micros(t.rng.below(month_us));
+        t.events.push(request(
+            "embed",
+            occurred_at,
+            occurred_at,
+            Some(503),
+            Some(9_000_000),
+        ));
+    }
+    t.events.sort_by_key(|(_, received_at)| *received_at);
+    t.events
+}
+
+/// The planned window over the incident of the 13th: the whole Berlin day
+/// of the 13th and the small hours of the 14th, ending mid-second.
+fn planned_window() -> (DateTime<Utc>, DateTime<Utc>) {
+    (
+        at("2026-10-12T22:00:00Z"),
+        at("2026-10-14T03:17:42.123456Z"),
+    )
+}
+
+/// Records the month's maintenance windows, announced at chosen instants,
+/// for the SLA or for every SLA of the tenant.
+async fn announce_windows(s: &Scenario) {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    let (w_start, w_end) = planned_window();
+    // Planned: announced 30 days ahead.
+    planned(&mut tx, Some(sla), w_start, w_end, "database upgrade")
+        .await
+        .unwrap();
+    let window = |start: &str, end: &str, notice: Duration| {
+        let (start, end) = (at(start), at(end));
+        (start, end, start - notice)
+    };
+    // An emergency: announced a second short of the SLA's 48 hours, never
+    // accepted. It counts against the provider.
+    let (start, end, when) = window(
+        "2026-10-20T08:00:00Z",
+        "2026-10-20T10:30:00Z",
+        Duration::hours(48) - Duration::seconds(1),
+    );
+    announced(&mut tx, None, start, end, "failover", when)
+        .await
+        .unwrap();
+    // Announced exactly 48 hours ahead: planned.
+    let (start, end, when) = window(
+        "2026-10-27T01:00:00Z",
+        "2026-10-27T02:30:00Z",
+        Duration::hours(48),
+    );
+    announced(&mut tx, Some(sla), start, end, "kernel patch", when)
+        .await
+        .unwrap();
+    // Announced 60 hours ahead: planned under this SLA's 48 hours, though
+    // not under the platform's default 72.
+    let (start, end, when) = window(
+        "2026-10-08T12:00:00Z",
+        "2026-10-08T13:00:00Z",
+        Duration::hours(60),
+    );
+    announced(&mut tx, None, start, end, "network change", when)
+        .await
+        .unwrap();
+    // An emergency announced an hour ahead, which the customer accepted.
+    let (start, end, when) = window(
+        "2026-10-17T14:00:00Z",
+        "2026-10-17T14:45:00Z",
+        Duration::hours(1),
+    );
+    let accepted = announced(&mut tx, Some(sla), start, end, "hotfix", when)
+        .await
+        .unwrap();
+    maintenance::accept(&mut tx, accepted.id, sla, "cto@acme")
+        .await
+        .unwrap();
+    // A planned window, cancelled: the provider did not take it.
+    let (start, end, when) = window(
+        "2026-10-22T06:00:00Z",
+        "2026-10-22T07:00:00Z",
+        Duration::days(10),
+    );
+    let cancelled = announced(&mut tx, Some(sla), start, end, "migration", when)
+        .await
+        .unwrap();
+    maintenance::cancel(&mut tx, cancelled.id, "ops@provider")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// The oracle's figures (with `sql`, the contract's or a mutation of it).
+async fn oracle(s: &Scenario, sql: &str) -> Vec<Figures> {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    type Row = (String, i64, i64, i64, i64, i64, i64, bool);
+    let rows: Vec<Row> = sqlx::query_as(sql)
+        .bind(at(START))
+        .bind(at(END))
+        .bind(sla.uuid())
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let count = |n: i64| u64::try_from(n).expect("a count");
+    let tally = |good: i64, total: i64| Tally {
+        good: count(good),
+        total: count(total),
+    };
+    rows.into_iter()
+        .map(
+            |(objective, good, total, excluded_good, excluded, late_good, late, met)| Figures {
+                objective,
+                tally: tally(good, total),
+                excluded: tally(excluded_good, excluded),
+                late: tally(late_good, late),
+                met,
+            },
+        )
+        .collect()
+}
+
+#[tokio::test]
+async fn a_berlin_month_across_dst_with_maintenance_and_late_events_closes_as_plain_sql_counts_it()
+{
+    let s = Scenario::new(SLA, "2026-09-30", "2026-11-02").await;
+    announce_windows(&s).await;
+    let traffic = october();
+
+    // Each round sees what was received before it.
+    let mut sent = 0;
+    let mut closing = None;
+    for round in ROUNDS {
+        let arrived = traffic.partition_point(|(_, received_at)| *received_at < at(round));
+        s.insert_events(&traffic[sent..arrived]).await;
+        sent = arrived;
+        let run = s.run(round).await;
+        if at(round) < at(CLOSE) {
+            assert!(run.closed.is_empty(), "closed at {round}: {:?}", run.closed);
+        } else {
+            closing = Some(run);
+        }
+    }
+    assert_eq!(sent, traffic.len(), "all of it arrived by the close");
+    let closing = closing.expect("a round after the close");
+
+    let mut evaluator: Vec<Figures> = closing
+        .closed
+        .iter()
+        .map(|c| {
+            let e = &c.evaluation;
+            assert_eq!(c.revision, 1, "{}", e.objective);
+            assert_eq!(
+                (e.period.start, e.period.end),
+                (at(START), at(END)),
+                "{}",
+                e.objective
+            );
+            Figures {
+                objective: e.objective.clone(),
+                tally: e.budget.tally,
+                excluded: e.excluded,
+                late: e.late,
+                met: e.budget.met(),
+            }
+        })
+        .collect();
+    evaluator.sort_by(|a, b| a.objective.cmp(&b.objective));
+    let expected = oracle(&s, ORACLE).await;
+    assert_eq!(evaluator, expected);
+
+    // Not vacuous: every rule had events to act on, the 13th (a Berlin day
+    // wholly in planned maintenance) is no slice of the 31, and the
+    // verdicts differ: the emergency breaches availability, good days meet
+    // their target exactly (27 of 30 is 90%).
+    for f in &expected {
+        assert!(
+            f.tally.total > 0 && f.excluded.total > 0 && f.late.total > 0,
+            "{f:?}"
+        );
+    }
+    let verdicts: Vec<_> = expected
+        .iter()
+        .map(|f| (f.objective.as_str(), f.tally.total, f.met))
+        .collect();
+    assert_eq!(verdicts[1], ("good-days", 30, true));
+    assert!(!verdicts[0].2 && verdicts[2].2, "{verdicts:?}");
+
+    // The data tells the contract from each careless reading of it.
+    for (name, rule, replacement) in MUTATIONS {
+        assert!(ORACLE.contains(rule), "{name}: the rule is in the oracle");
+        let mutated = oracle(&s, &ORACLE.replace(rule, replacement)).await;
+        assert_ne!(mutated, expected, "{name} gives the same figures");
+    }
+
+    // Telemetry arriving later still does not reopen the month.
+    let straggler = request(
+        "chat",
+        at("2026-10-15T12:00:00Z"),
+        at("2026-11-02T09:00:00Z"),
+        Some(503),
+        Some(100_000),
+    );
+    s.insert_events(&[straggler]).await;
+    let run = s.run("2026-11-02T12:00:00Z").await;
+    assert!(run.closed.is_empty(), "{:?}", run.closed);
+}
