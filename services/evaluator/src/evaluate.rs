@@ -38,8 +38,10 @@ pub struct ObjectiveEvaluation {
     pub budget: ErrorBudget,
     /// Events left out because they occurred during maintenance.
     pub excluded: Tally,
-    /// Events that arrived after their minute but within the grace period,
-    /// and are part of `budget.tally`.
+    /// Events that arrived after their minute but before their period
+    /// closed, and were folded in: part of `budget.tally`, or of
+    /// `excluded` when maintenance took them out (`tests/tests/oracle.rs`
+    /// pins this).
     pub late_folded: u64,
     /// Events that arrived after the grace period: reported, not counted.
     pub late: Tally,
