@@ -97,3 +97,61 @@ async fn an_event_counts_until_its_period_closes_and_the_close_waits_for_the_sla
     tx.commit().await.unwrap();
     assert_eq!(late_total, 1);
 }
+
+#[tokio::test]
+async fn with_late_corrections_telemetry_after_the_close_corrects_the_month_with_a_new_revision() {
+    let document = MONTHLY_WITH_GRACE.replace(
+        "    lateGrace: 1h\n",
+        "    lateGrace: 1h\n    lateCorrections: true\n",
+    );
+    let s = Scenario::new(&document, "2026-11-01", "2026-12-31").await;
+    s.run("2026-11-01T00:00:00Z").await;
+    // 99 good requests and one failed: exactly 99%, met.
+    let mut requests: Vec<_> = (0..99)
+        .map(|m| {
+            Request::at(
+                at("2026-11-10T00:00:00Z") + chrono::Duration::minutes(m),
+                true,
+            )
+        })
+        .collect();
+    requests.push(Request::at(at("2026-11-10T02:00:00Z"), false));
+    s.insert(&requests).await;
+    let run = s.run("2026-12-01T01:00:00Z").await;
+    assert_eq!(run.closed.len(), 1);
+    assert!(run.closed[0].evaluation.budget.met());
+
+    // A failed request of November reported on December 3rd, after the
+    // close but before December ends: it counts, and corrects November.
+    s.insert(&[late("2026-11-10T03:00:00Z", "2026-12-03T00:00:00Z", false)])
+        .await;
+    let run = s.run("2026-12-03T00:01:00Z").await;
+    assert_eq!(run.closed.len(), 1, "{:?}", run.closed);
+    let corrected = &run.closed[0];
+    assert_eq!(corrected.revision, 2);
+    assert_eq!(
+        corrected.evaluation.budget.tally,
+        Tally {
+            good: 99,
+            total: 101
+        }
+    );
+    assert!(!corrected.evaluation.budget.met());
+    let breaches = s.told_of("sla.breached").await;
+    assert_eq!(breaches.len(), 1);
+    assert_eq!(breaches[0]["revision"], 2);
+    // Nothing new: nothing judged again.
+    assert!(s.run("2026-12-03T00:02:00Z").await.closed.is_empty());
+
+    // After December ends, November is final: later telemetry is late.
+    s.insert(&[late("2026-11-10T04:00:00Z", "2027-01-01T00:30:00Z", true)])
+        .await;
+    let run = s.run("2027-01-01T00:31:00Z").await;
+    assert!(
+        run.closed
+            .iter()
+            .all(|c| c.evaluation.period.start != at("2026-11-01T00:00:00Z")),
+        "{:?}",
+        run.closed
+    );
+}

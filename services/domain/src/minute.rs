@@ -70,13 +70,27 @@ impl Arrival {
         received_at: DateTime<Utc>,
         grace: Duration,
     ) -> Self {
+        Self::counted_until(window, occurred_at, received_at, |_| grace)
+    }
+
+    /// [`Arrival::of`] with the time an event counts after its period's
+    /// end given by `until(next_end − end)`: the policy's
+    /// [`crate::policy::SlaPolicy::counts_until`].
+    pub fn counted_until(
+        window: &TimeWindow,
+        occurred_at: DateTime<Utc>,
+        received_at: DateTime<Utc>,
+        until: impl Fn(Duration) -> Duration,
+    ) -> Self {
         if received_at < floor_minute(occurred_at) + Duration::minutes(1) {
             return Self::OnTime;
         }
         match window {
             TimeWindow::Rolling { .. } => Self::LateFolded,
             TimeWindow::Calendar { .. } => {
-                if received_at < window.period_containing(occurred_at).end + grace {
+                let period = window.period_containing(occurred_at);
+                let to_next_end = window.next_period(&period).end - period.end;
+                if received_at < period.end + until(to_next_end) {
                     Self::LateFolded
                 } else {
                     Self::Late

@@ -15,12 +15,32 @@ pub struct SlaPolicy {
     /// period closes (and its result is frozen) this long after its end.
     /// `None`: the platform's default (`evaluator.grace_secs`).
     pub late_grace: Option<Span>,
+    /// Whether telemetry of a closed period arriving until the next period
+    /// ends still counts, correcting the frozen result with a new revision
+    /// (`lateCorrections: true`). Off: it is counted apart as late.
+    pub late_corrections: bool,
     pub maintenance: MaintenancePolicy,
     pub degrade: DegradePolicy,
     pub no_data: NoDataPolicy,
 }
 
 impl SlaPolicy {
+    /// How long after its period's end an event of a calendar period still
+    /// counts: the late grace, or with late corrections until the next
+    /// period ends (`next_end − end`), whichever is longer.
+    pub fn counts_until(
+        &self,
+        default: chrono::Duration,
+        end_to_next_end: chrono::Duration,
+    ) -> chrono::Duration {
+        let grace = self.late_grace_or(default);
+        if self.late_corrections {
+            grace.max(end_to_next_end)
+        } else {
+            grace
+        }
+    }
+
     /// The late grace: the SLA's own, else `default` (the platform's).
     pub fn late_grace_or(&self, default: chrono::Duration) -> chrono::Duration {
         self.late_grace.map_or(default, |g| {

@@ -215,6 +215,7 @@ fn policy() -> impl Strategy<Value = SlaPolicy> {
             move |(grace, notice, cap, (light, evaluations, extra, remaining), after, slices)| {
                 SlaPolicy {
                     late_grace: grace.map(hours),
+                    late_corrections: grace.is_some_and(|g| g % 2 == 0),
                     maintenance: MaintenancePolicy {
                         notice: hours(notice),
                         max_per_period: cap.map(hours),

@@ -165,11 +165,24 @@ pub(crate) async fn close_periods(
     }
     let starts: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.start).collect();
     let ends: Vec<DateTime<Utc>> = candidates.iter().map(|p| p.end).collect();
+    // Under late corrections, a closed period's late telemetry counts until
+    // the next period ends.
+    let corrects_until: Vec<DateTime<Utc>> = candidates
+        .iter()
+        .map(|p| {
+            if sla.definition.policy.late_corrections {
+                window.next_period(p).end
+            } else {
+                p.end
+            }
+        })
+        .collect();
     // Each due period still to close (no result yet), or closed and since
     // covered by a maintenance window added, cancelled or accepted after it
-    // was last judged (closed, or judged again: `period_checks`).
+    // was last judged (closed, or judged again: `period_checks`), or, under
+    // late corrections and until they end, with counts rolled up since.
     let open: Vec<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT p.s FROM unnest($3::timestamptz[], $4::timestamptz[]) AS p(s, e) \
+        "SELECT p.s FROM unnest($3::timestamptz[], $4::timestamptz[], $6::timestamptz[]) AS p(s, e, u) \
          LEFT JOIN LATERAL (SELECT max(closed_at) AS closed_at FROM period_results \
              WHERE tenant_id = $1 AND sla_id = $2 AND period_start = p.s) r ON true \
          LEFT JOIN period_checks c ON c.tenant_id = $1 AND c.sla_id = $2 AND c.period_start = p.s \
@@ -178,6 +191,10 @@ pub(crate) async fn close_periods(
                AND m.starts_at < p.e AND m.ends_at > p.s \
                AND greatest(m.created_at, m.cancelled_at, m.accepted_at) \
                    > greatest(r.closed_at, c.checked_at)) \
+            OR (p.u > $8 AND EXISTS (SELECT 1 FROM evaluator_rollups_hourly h \
+             WHERE h.tenant_id = $1 AND h.sla_id = $2 AND h.version = $7 \
+               AND h.hour > p.s - interval '1 hour' AND h.hour < p.e \
+               AND h.updated_at > greatest(r.closed_at, c.checked_at))) \
          ORDER BY p.s LIMIT $5",
     )
     .bind(tx.tenant().uuid())
@@ -185,6 +202,9 @@ pub(crate) async fn close_periods(
     .bind(&starts)
     .bind(&ends)
     .bind(i64::try_from(MAX_CLOSES_PER_ROUND).unwrap_or(i64::MAX))
+    .bind(&corrects_until)
+    .bind(sla.version)
+    .bind(as_of)
     .fetch_all(&mut **tx)
     .await
     .doing("reading closed periods")?;

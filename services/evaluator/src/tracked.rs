@@ -60,11 +60,12 @@ impl TrackedSla {
         received_at: DateTime<Utc>,
         default: Duration,
     ) -> Arrival {
-        Arrival::of(
+        let policy = &self.definition.policy;
+        Arrival::counted_until(
             &self.definition.window,
             occurred_at,
             received_at,
-            self.grace(default),
+            |to_next_end| policy.counts_until(default, to_next_end),
         )
     }
 

@@ -13,9 +13,24 @@ use crate::quantity::{SliceTarget, Span};
 
 /// Reads a policy object; keys left out keep their defaults.
 pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
-    let o = node.object(&["lateGrace", "maintenance", "degrade", "noData"], false, p)?;
+    let o = node.object(
+        &[
+            "lateGrace",
+            "lateCorrections",
+            "maintenance",
+            "degrade",
+            "noData",
+        ],
+        false,
+        p,
+    )?;
     let mut policy = SlaPolicy::default();
     let before = p.0.len();
+    if let Some(n) = o.get("lateCorrections")
+        && let Some(on) = n.bool(p)
+    {
+        policy.late_corrections = on;
+    }
     if let Some(n) = o.get("lateGrace") {
         policy.late_grace = span_in(n, 0, limits::MAX_LATE_GRACE_SECS, p);
     }
@@ -160,6 +175,8 @@ fn milli_text(milli: u64) -> Value {
 pub(crate) struct PolicyDoc {
     #[serde(skip_serializing_if = "Option::is_none")]
     late_grace: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    late_corrections: bool,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     maintenance: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
@@ -171,6 +188,7 @@ pub(crate) struct PolicyDoc {
 pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
     let mut doc = PolicyDoc {
         late_grace: policy.late_grace.map(|s| s.to_string()),
+        late_corrections: policy.late_corrections,
         ..PolicyDoc::default()
     };
     let (m, dm) = (policy.maintenance, MaintenancePolicy::default());
@@ -238,11 +256,12 @@ mod tests {
     #[test]
     fn a_stated_policy_is_read_and_written_back() {
         let text = doc(
-            "  policy:\n    lateGrace: 2h\n    maintenance: {notice: 48h, maxPerPeriod: 8h}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
+            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    maintenance: {notice: 48h, maxPerPeriod: 8h}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
         );
         let sla = SlaDefinition::from_document(&text).unwrap();
         let p = sla.policy;
         assert_eq!(p.late_grace, Some(Span::parse("2h").unwrap()));
+        assert!(p.late_corrections);
         assert_eq!(p.maintenance.notice, Span::parse("48h").unwrap());
         assert_eq!(
             p.maintenance.max_per_period,
