@@ -26,14 +26,14 @@ pub struct SlaPolicy {
 
 impl SlaPolicy {
     /// How long after its period's end an event of a calendar period still
-    /// counts: the late grace, or with late corrections until the next
-    /// period ends (`next_end − end`), whichever is longer.
+    /// counts, given the SLA's late grace (`SlaDefinition::late_grace_or`):
+    /// that grace, or with late corrections until the next period ends
+    /// (`end_to_next_end`), whichever is longer.
     pub fn counts_until(
         &self,
-        default: chrono::Duration,
+        grace: chrono::Duration,
         end_to_next_end: chrono::Duration,
     ) -> chrono::Duration {
-        let grace = self.late_grace_or(default);
         if self.late_corrections {
             grace.max(end_to_next_end)
         } else {

@@ -49,6 +49,9 @@ pub enum DocumentFormat {
     OpenSlo { sets_policy: bool },
 }
 
+/// The least late grace of an SLA with a gauge objective that sets none.
+pub const GAUGE_LATE_GRACE: chrono::Duration = chrono::Duration::days(1);
+
 /// Limits on free text, so that a document cannot carry a novel.
 pub(crate) const MAX_DISPLAY_NAME: usize = 200;
 pub(crate) const MAX_DESCRIPTION: usize = 1050;
@@ -65,6 +68,24 @@ impl SlaDefinition {
     /// The objective with this name.
     pub fn objective(&self, name: &str) -> Option<&Objective> {
         self.objectives.iter().find(|o| o.name.as_str() == name)
+    }
+
+    /// How long after a period's end the period closes: the SLA's own
+    /// `policy.lateGrace`; else, for an SLA with a gauge objective, at least
+    /// a day (quality scores come hours after their requests: the last
+    /// hours' scores would otherwise always miss the close); else
+    /// `default` (the platform's `evaluator.grace_secs`).
+    pub fn late_grace_or(&self, default: chrono::Duration) -> chrono::Duration {
+        let has_gauge = self
+            .objectives
+            .iter()
+            .any(|o| matches!(o.sli, crate::objective::Sli::Gauge(_)));
+        let default = if has_gauge {
+            default.max(GAUGE_LATE_GRACE)
+        } else {
+            default
+        };
+        self.policy.late_grace_or(default)
     }
 
     /// Whether the SLA has a composite (some objective carries a weight).
@@ -125,4 +146,31 @@ pub(crate) fn cross_check(objectives: &[Objective]) -> Vec<(Option<usize>, &'sta
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_sla_with_a_gauge_waits_a_day_for_its_scores_unless_it_says_otherwise() {
+        let five_minutes = chrono::Duration::minutes(5);
+        let every_field =
+            SlaDefinition::from_document(include_str!("../fixtures/native-every-field.yaml"))
+                .unwrap();
+        let mut with_gauge = every_field.clone();
+        with_gauge.policy.late_grace = None;
+        assert_eq!(with_gauge.late_grace_or(five_minutes), GAUGE_LATE_GRACE);
+        let mut without = with_gauge.clone();
+        without
+            .objectives
+            .retain(|o| !matches!(o.sli, crate::objective::Sli::Gauge(_)));
+        assert_eq!(without.late_grace_or(five_minutes), five_minutes);
+        // The SLA's own grace wins.
+        with_gauge.policy.late_grace = Some(crate::quantity::Span::parse("2h").unwrap());
+        assert_eq!(
+            with_gauge.late_grace_or(five_minutes),
+            chrono::Duration::hours(2)
+        );
+    }
 }

@@ -205,7 +205,7 @@ async fn track_readable(
         // its rollups cover all of it.
         if let Some((i, period)) = judges.closing {
             let v = &all[i];
-            let grace = v.definition.policy.late_grace_or(default_grace);
+            let grace = v.definition.late_grace_or(default_grace);
             let horizon = v
                 .definition
                 .window

@@ -48,7 +48,7 @@ impl TrackedSla {
     /// period closes): the SLA's `policy.lateGrace`, else `default` (the
     /// platform's `evaluator.grace_secs`).
     pub fn grace(&self, default: Duration) -> Duration {
-        self.definition.policy.late_grace_or(default)
+        self.definition.late_grace_or(default)
     }
 
     /// When an event (or value) arrived, judged against the close of its
@@ -61,11 +61,12 @@ impl TrackedSla {
         default: Duration,
     ) -> Arrival {
         let policy = &self.definition.policy;
+        let grace = self.grace(default);
         Arrival::counted_until(
             &self.definition.window,
             occurred_at,
             received_at,
-            |to_next_end| policy.counts_until(default, to_next_end),
+            |to_next_end| policy.counts_until(grace, to_next_end),
         )
     }
 
