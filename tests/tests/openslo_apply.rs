@@ -329,3 +329,47 @@ async fn graphql_applies_with_the_same_rules() {
         "{replaced}"
     );
 }
+
+#[tokio::test]
+async fn a_new_version_says_when_it_takes_effect() {
+    let s = slaproof_tests::scenario::Scenario::new(
+        r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata: {name: chat-sla}
+spec:
+  service: chat
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - {name: availability, target: 99%, ratio: {good: status < 500}}
+"#,
+        "2026-12-01",
+        "2026-12-01",
+    )
+    .await;
+    let (app, admin) = s.app().await;
+    let lowered = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata: {name: chat-sla}
+spec:
+  service: chat
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - {name: availability, target: 95%, ratio: {good: status < 500}}
+"#;
+    let applied = app
+        .apply_sla(&admin, lowered, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(applied.version, 2);
+    // Applied this month, it takes effect when the month ends.
+    let now = chrono::Utc::now();
+    let next_month = slaproof_domain::window::TimeWindow::Calendar {
+        unit: slaproof_domain::window::CalendarUnit::Month,
+        time_zone: "UTC".parse().unwrap(),
+    }
+    .period_containing(now)
+    .end;
+    assert_eq!(applied.takes_effect_at, Some(next_month));
+}

@@ -2,6 +2,7 @@
 //! holding the scope of its metric family, and a customer's users confined
 //! to that customer's SLAs.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::objective::{MeasuredField, Objective, Sli, SliceIndicator};
@@ -109,6 +110,11 @@ pub struct AppliedView {
     /// Objectives of the version that was in force which this version no
     /// longer has (only with `drop_objectives` confirmed).
     pub dropped: Vec<String>,
+    /// When this version takes effect, if not yet: a contract change takes
+    /// effect at the end of the period it was made in (every period is
+    /// judged by the terms in force at its start). Absent when it is in
+    /// force already (a first version, or after a rolling window).
+    pub takes_effect_at: Option<DateTime<Utc>>,
 }
 
 /// The document formats an SLA exports to.
@@ -359,6 +365,8 @@ impl App {
         let outcome = slas::apply(tx, &definition).await?;
         let changed = (!dropped.is_empty()).then(|| serde_json::json!({ "dropped": dropped }));
         audit_applied(tx, caller, &outcome, &definition, changed).await?;
+        let takes_effect_at =
+            slas::takes_effect_at(tx, outcome.sla, outcome.version, Utc::now()).await?;
         Ok(AppliedView {
             id: outcome.sla,
             name: definition.name.as_str().to_owned(),
@@ -369,6 +377,7 @@ impl App {
                 Applied::Unchanged => "unchanged",
             },
             dropped,
+            takes_effect_at,
         })
     }
 }
@@ -408,6 +417,8 @@ impl App {
         let outcome = slas::apply(&mut tx, &definition).await?;
         let changed = serde_json::json!({ "objective": objective, "target_ppm": target_ppm });
         audit_applied(&mut tx, caller, &outcome, &definition, Some(changed)).await?;
+        let takes_effect_at =
+            slas::takes_effect_at(&mut tx, outcome.sla, outcome.version, Utc::now()).await?;
         tx.commit().await?;
         Ok(AppliedView {
             id: outcome.sla,
@@ -419,6 +430,7 @@ impl App {
                 Applied::Unchanged => "unchanged",
             },
             dropped: Vec::new(),
+            takes_effect_at,
         })
     }
 }

@@ -22,6 +22,7 @@ pub mod sketch;
 pub mod sla;
 pub mod slice_grid;
 pub mod slices;
+pub mod versions;
 pub mod window;
 
 pub use budget::{ErrorBudget, Tally};

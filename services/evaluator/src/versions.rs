@@ -1,19 +1,14 @@
-//! Which version of an SLA judges which period: a contract change takes effect at the next period, never in the one it was made in.
+//! Which version of an SLA judges which period, and which versions the evaluator tracks for it: the rule (a contract change takes effect at the next period, every period judged by the version in force at its start) is [`slaproof_domain::versions`].
 //!
 //! A provider that lowers a target on the 28th must not have the whole
 //! month judged by the lower one; nor may a customer find a month judged
-//! by terms that did not hold when it began. So each version takes effect
-//! at the end of the period (in the window of the version then in force)
-//! in which it was applied, and every period is judged by the version in
-//! force at its start. The first version judges from the start: it is
-//! backfilled over the period it was applied in. A rolling window has no
-//! periods, so a version replacing one takes effect at once; and a version
-//! overtaken by a newer one before it took effect judges nothing.
+//! by terms that did not hold when it began.
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::sla::SlaDefinition;
-use slaproof_domain::window::{Period, TimeWindow};
+use slaproof_domain::versions::in_force;
+use slaproof_domain::window::Period;
 use slaproof_store::TenantTx;
 
 use crate::error::{Doing, EvaluatorError};
@@ -54,34 +49,14 @@ pub(crate) async fn read(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<Version>, 
         .collect()
 }
 
-/// When each version (oldest first) takes effect: `None` for the first
-/// (in force from the start), else the end of the period, in the window
-/// of the version in force then, in which it was applied (at once after a
-/// rolling window).
-pub(crate) fn effective_from(versions: &[Version]) -> Vec<Option<DateTime<Utc>>> {
-    let mut out: Vec<Option<DateTime<Utc>>> = Vec::with_capacity(versions.len());
-    for (i, v) in versions.iter().enumerate() {
-        if i == 0 {
-            out.push(None);
-            continue;
-        }
-        let prior = in_force(&out, v.created_at);
-        let effective = match versions[prior].definition.window {
-            TimeWindow::Rolling { .. } => v.created_at,
-            window => window.period_containing(v.created_at).end,
-        };
-        out.push(Some(effective));
-    }
-    out
-}
-
-/// The index of the version in force at `at`: the newest that took effect
-/// by then.
-fn in_force(effective: &[Option<DateTime<Utc>>], at: DateTime<Utc>) -> usize {
-    effective
+/// When each version (oldest first) takes effect (see
+/// [`slaproof_domain::versions::effective_from`]).
+fn effective_from(versions: &[Version]) -> Vec<Option<DateTime<Utc>>> {
+    let schedule: Vec<_> = versions
         .iter()
-        .rposition(|e| e.is_none_or(|from| from <= at))
-        .unwrap_or(0)
+        .map(|v| (v.definition.window, v.created_at))
+        .collect();
+    slaproof_domain::versions::effective_from(&schedule)
 }
 
 /// Who judges what as of an instant.

@@ -336,3 +336,38 @@ async fn summaries(
         })
         .collect())
 }
+
+/// When the version `version` of an SLA takes effect (see
+/// [`slaproof_domain::versions`]): `None` when it is in force already at
+/// `now` (or is the first), else the instant the period it was applied in
+/// ends. Reads the window and time of every version up to it.
+#[tracing::instrument(skip(tx))]
+pub async fn takes_effect_at(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let rows: Vec<(serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT definition -> 'spec' -> 'window', created_at FROM sla_versions \
+         WHERE tenant_id = $1 AND sla_id = $2 AND version <= $3 ORDER BY version",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut schedule = Vec::with_capacity(rows.len());
+    for (window, created_at) in rows {
+        let window =
+            slaproof_domain::window::TimeWindow::from_native_json(&window).map_err(|reason| {
+                StoreError::Corrupt {
+                    what: "SLA window",
+                    reason,
+                }
+            })?;
+        schedule.push((window, created_at));
+    }
+    let effective = slaproof_domain::versions::effective_from(&schedule);
+    Ok(effective.last().copied().flatten().filter(|t| *t > now))
+}

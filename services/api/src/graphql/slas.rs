@@ -137,6 +137,11 @@ impl AppliedSla {
     async fn dropped(&self) -> &[String] {
         &self.0.dropped
     }
+    /// RFC 3339: when this version takes effect, if not yet (a contract
+    /// change takes effect at the end of the period it was made in).
+    async fn takes_effect_at(&self) -> Option<String> {
+        self.0.takes_effect_at.map(|t| t.to_rfc3339())
+    }
 }
 
 #[derive(Debug)]

@@ -104,6 +104,16 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
     })
 }
 
+impl TimeWindow {
+    /// Reads a native document's `spec.window` (as stored), for callers
+    /// that need only the window of a version.
+    pub fn from_native_json(value: &Value) -> Result<Self, String> {
+        let mut p = Problems::default();
+        let window = read_window(&Node::root(value, "spec.window"), &mut p);
+        p.finish(window).map_err(|e| e.to_string())
+    }
+}
+
 /// `{calendar: month, timeZone: Europe/Berlin}` or `{rolling: 28d}`.
 fn read_window(node: &Node<'_>, p: &mut Problems) -> Option<TimeWindow> {
     let w = node.object(&["calendar", "timeZone", "rolling"], false, p)?;

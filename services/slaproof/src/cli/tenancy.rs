@@ -377,6 +377,11 @@ pub(super) async fn sla(config: &Config, command: SlaCommand) -> anyhow::Result<
             if !applied.dropped.is_empty() {
                 println!("dropped objectives: {}", applied.dropped.join(", "));
             }
+            if let Some(at) = applied.takes_effect_at {
+                println!(
+                    "takes effect at {at}: the period it was applied in stays judged by the terms in force when it began"
+                );
+            }
         }
         SlaCommand::List { tenant } => {
             let app = application(config).await?;
