@@ -347,3 +347,72 @@ async fn an_emergency_window_over_a_closed_month_is_judged_once_not_every_round(
     s.run("2026-12-01T00:13:00Z").await;
     assert_eq!(judged(&s).await, after_change, "and not again");
 }
+
+#[tokio::test]
+async fn a_gauges_alerts_look_back_from_before_its_scores_delay() {
+    let document = |delay: &str| {
+        format!(
+            r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata: {{name: chat-sla}}
+spec:
+  service: chat
+  window: {{calendar: month, timeZone: UTC}}
+  objectives:
+  - name: quality
+    target: 90%
+    gauge: {{metric: quality_score, op: gte, value: 0.7}}
+{delay}"#
+        )
+    };
+    let mut fired = Vec::new();
+    for delay in ["", "  policy:\n    gaugeDelay: 2h\n"] {
+        let s = Scenario::new(&document(delay), "2026-11-01", "2026-11-02").await;
+        s.run("2026-11-01T00:00:00Z").await;
+        // A request a minute from 08:00 to 12:00; every score arrives two
+        // hours after its request; from 11:00 to 12:00 all scores are bad.
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        for m in 0..240i64 {
+            let occurred = at("2026-11-01T08:00:00Z") + Duration::minutes(m);
+            let request = format!("r{m}");
+            sqlx::query(
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, request_id, status) \
+                 VALUES ($1, $2, $3, $2, 'provider', 'chat', 'big', $4, 200)",
+            )
+            .bind(s.tenant.uuid())
+            .bind(occurred)
+            .bind(uuid::Uuid::now_v7())
+            .bind(&request)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            sqlx::query(
+                "INSERT INTO gauge_values (tenant_id, metric, service, request_id, value, received_at) \
+                 VALUES ($1, 'quality_score', 'chat', $2, $3, $4)",
+            )
+            .bind(s.tenant.uuid())
+            .bind(&request)
+            .bind(if m >= 180 { 0.1 } else { 0.9 })
+            .bind(occurred + Duration::hours(2))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+        // The bad hour's scores arrive from 13:00 to 13:59.
+        let run = s.run("2026-11-01T14:00:00Z").await;
+        let quality = &run.evaluations[0];
+        fired.push(
+            quality
+                .alerts
+                .iter()
+                .any(|a| a.rule.name == "page-1h" && a.fires),
+        );
+    }
+    // Looking back from 14:00 (or, by default, from an hour before) the
+    // hours hold no scored request: the page never sees the bad hour.
+    // Looking back from two hours before, as the SLA says its scores
+    // take, it does.
+    assert_eq!(fired, [false, true]);
+}

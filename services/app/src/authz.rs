@@ -45,6 +45,11 @@ pub enum Scope {
     AttestationRead,
     /// Synthetic probes: define, change, run and delete them.
     ProbeManage,
+    /// Webhook endpoints and their deliveries: seeing them.
+    WebhookRead,
+    /// Webhook endpoints: creating, enabling, disabling, deleting, and
+    /// rotating their secrets.
+    WebhookWrite,
     /// Operators of slaproof itself: every tenant.
     TenantAdmin,
 }
@@ -70,6 +75,8 @@ impl Scope {
         Scope::AlertRead,
         Scope::AttestationRead,
         Scope::ProbeManage,
+        Scope::WebhookRead,
+        Scope::WebhookWrite,
         Scope::TenantAdmin,
     ];
 
@@ -94,6 +101,8 @@ impl Scope {
             Scope::AlertRead => "alert:read",
             Scope::AttestationRead => "attestation:read",
             Scope::ProbeManage => "probe:manage",
+            Scope::WebhookRead => "webhook:read",
+            Scope::WebhookWrite => "webhook:write",
             Scope::TenantAdmin => "tenant:admin",
         }
     }

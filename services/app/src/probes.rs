@@ -291,7 +291,7 @@ pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, AppError> {
 /// runner checks again at each connection); answers it normalised. A
 /// refusal names the host and the class of address, never an address the
 /// host resolved to (the policy's messages are written so).
-async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppError> {
+pub(crate) async fn check_url(outbound: &OutboundPolicy, url: &str) -> Result<String, AppError> {
     let url = url.trim();
     if url.len() > 2048 {
         return Err(AppError::invalid("url", "must be at most 2048 characters"));

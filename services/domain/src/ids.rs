@@ -57,6 +57,8 @@ id_kinds! {
     ProbeKind => ProbeId, "prb", "probe";
     /// A record of an action that changed an SLA's verdict.
     AuditRecordKind => AuditRecordId, "aud", "audit record";
+    /// A URL a tenant receives webhooks at.
+    WebhookEndpointKind => WebhookEndpointId, "ep", "webhook endpoint";
 }
 
 /// A typed id: a UUID shown as `prefix_<32 hex digits>`.

@@ -9,7 +9,7 @@
 use crate::quantity::{Span, SpanUnit};
 
 /// An SLA's policy. `Default` is the policy of a document that gives none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlaPolicy {
     /// How long after a period ends its late telemetry still counts: the
     /// period closes (and its result is frozen) this long after its end.
@@ -22,6 +22,24 @@ pub struct SlaPolicy {
     pub maintenance: MaintenancePolicy,
     pub degrade: DegradePolicy,
     pub no_data: NoDataPolicy,
+    /// How long quality scores (gauge values) typically take to arrive
+    /// after their request: a gauge objective's burn-rate lookbacks end
+    /// this long before the evaluation, so that a 5-minute window is not
+    /// judged on the few scores that came that fast.
+    pub gauge_delay: Span,
+}
+
+impl Default for SlaPolicy {
+    fn default() -> Self {
+        Self {
+            late_grace: None,
+            late_corrections: false,
+            maintenance: MaintenancePolicy::default(),
+            degrade: DegradePolicy::default(),
+            no_data: NoDataPolicy::default(),
+            gauge_delay: span(1, SpanUnit::Hour),
+        }
+    }
 }
 
 impl SlaPolicy {
@@ -169,4 +187,6 @@ pub(crate) mod limits {
     pub(crate) const MAX_NO_DATA_SECS: u64 = 7 * 86_400;
     /// Shortest no-data wait: a minute is the rollup unit.
     pub(crate) const MIN_NO_DATA_SECS: u64 = 60;
+    /// Longest gauge delay.
+    pub(crate) const MAX_GAUGE_DELAY_SECS: u64 = 7 * 86_400;
 }

@@ -230,6 +230,7 @@ fn policy() -> impl Strategy<Value = SlaPolicy> {
                         after: Span::new(after, SpanUnit::Minute).unwrap(),
                         slices,
                     },
+                    gauge_delay: Span::new(after, SpanUnit::Minute).unwrap(),
                 }
             },
         )

@@ -363,7 +363,22 @@ pub async fn evaluate_period(
         .iter()
         .map(|r| r.long_window)
         .fold(Duration::hours(1), Duration::max);
-    let recent = (as_of - longest_lookback).max(sla.covers_from);
+    // Gauge objectives look back from `policy.gaugeDelay` before `as_of`:
+    // their scores arrive late, and the last minutes hold only the few
+    // that came fast.
+    let has_gauge = sla
+        .definition
+        .objectives
+        .iter()
+        .any(|o| matches!(o.sli, Sli::Gauge(_)));
+    let gauge_delay = if has_gauge {
+        Duration::seconds(
+            i64::try_from(sla.definition.policy.gauge_delay.seconds()).unwrap_or(i64::MAX / 1000),
+        )
+    } else {
+        Duration::zero()
+    };
+    let recent = (as_of - gauge_delay - longest_lookback).max(sla.covers_from);
     let windows =
         maintenance::periods(tx, sla.id, &sla.definition, period_start.min(recent), as_of).await?;
     let counts = period_counts(tx, sla, &windows, period_start, until, as_of, grace).await?;
@@ -375,10 +390,17 @@ pub async fn evaluate_period(
     lookbacks.sort();
     lookbacks.dedup();
     let mut recent_counts: HashMap<Duration, HashMap<String, PeriodCounts>> = HashMap::new();
+    let mut delayed_counts: HashMap<Duration, HashMap<String, PeriodCounts>> = HashMap::new();
     for lookback in lookbacks {
         let from = (as_of - lookback).max(sla.covers_from);
         let c = period_counts(tx, sla, &windows, from, as_of, as_of, grace).await?;
         recent_counts.insert(lookback, c);
+        if has_gauge {
+            let to = (as_of - gauge_delay).max(sla.covers_from);
+            let from = (to - lookback).max(sla.covers_from);
+            let c = period_counts(tx, sla, &windows, from, to, as_of, grace).await?;
+            delayed_counts.insert(lookback, c);
+        }
     }
     // Time-slice objectives count slices, over the period and each lookback.
     let mut slice_counts: HashMap<(String, Option<Duration>), Tally> = HashMap::new();
@@ -406,11 +428,23 @@ pub async fn evaluate_period(
             slice_counts.insert((name.to_owned(), Some(lookback)), t);
         }
     }
+    let gauges: Vec<&str> = sla
+        .definition
+        .objectives
+        .iter()
+        .filter(|o| matches!(o.sli, Sli::Gauge(_)))
+        .map(|o| o.name.as_str())
+        .collect();
     let over = |lookback: Duration, objective: &str| {
         if let Some(t) = slice_counts.get(&(objective.to_owned(), Some(lookback))) {
             return *t;
         }
-        recent_counts
+        let counts = if gauges.contains(&objective) {
+            &delayed_counts
+        } else {
+            &recent_counts
+        };
+        counts
             .get(&lookback)
             .and_then(|c| c.get(objective))
             .map_or(Tally::default(), |c| c.tally)

@@ -29,6 +29,7 @@ pub mod probes;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;
+pub mod webhooks;
 
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;

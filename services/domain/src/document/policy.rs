@@ -20,6 +20,7 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
             "maintenance",
             "degrade",
             "noData",
+            "gaugeDelay",
         ],
         false,
         p,
@@ -30,6 +31,11 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
         && let Some(on) = n.bool(p)
     {
         policy.late_corrections = on;
+    }
+    if let Some(n) = o.get("gaugeDelay")
+        && let Some(delay) = span_in(n, 60, limits::MAX_GAUGE_DELAY_SECS, p)
+    {
+        policy.gauge_delay = delay;
     }
     if let Some(n) = o.get("lateGrace") {
         policy.late_grace = span_in(n, 0, limits::MAX_LATE_GRACE_SECS, p);
@@ -177,6 +183,8 @@ pub(crate) struct PolicyDoc {
     late_grace: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     late_corrections: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gauge_delay: Option<String>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     maintenance: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
@@ -189,6 +197,8 @@ pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
     let mut doc = PolicyDoc {
         late_grace: policy.late_grace.map(|s| s.to_string()),
         late_corrections: policy.late_corrections,
+        gauge_delay: (policy.gauge_delay != SlaPolicy::default().gauge_delay)
+            .then(|| policy.gauge_delay.to_string()),
         ..PolicyDoc::default()
     };
     let (m, dm) = (policy.maintenance, MaintenancePolicy::default());
@@ -256,12 +266,13 @@ mod tests {
     #[test]
     fn a_stated_policy_is_read_and_written_back() {
         let text = doc(
-            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    maintenance: {notice: 48h, maxPerPeriod: 8h}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
+            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    gaugeDelay: 3h\n    maintenance: {notice: 48h, maxPerPeriod: 8h}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
         );
         let sla = SlaDefinition::from_document(&text).unwrap();
         let p = sla.policy;
         assert_eq!(p.late_grace, Some(Span::parse("2h").unwrap()));
         assert!(p.late_corrections);
+        assert_eq!(p.gauge_delay, Span::parse("3h").unwrap());
         assert_eq!(p.maintenance.notice, Span::parse("48h").unwrap());
         assert_eq!(
             p.maintenance.max_per_period,

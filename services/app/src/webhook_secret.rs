@@ -1,0 +1,178 @@
+//! Webhook signing secrets: made (`whsec_` + base64 of 32 random bytes),
+//! sealed at rest with AES-256-GCM under the platform's webhook key, and
+//! opened by the worker that signs with them.
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use slaproof_domain::ids::{TenantId, WebhookEndpointId};
+
+/// The prefix Standard Webhooks gives secrets.
+pub const SECRET_PREFIX: &str = "whsec_";
+
+const NONCE_LEN: usize = 12;
+
+/// A signing secret in the clear: the bytes HMAC keys with. `Debug` never
+/// shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningSecret(Vec<u8>);
+
+impl std::fmt::Debug for SigningSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningSecret(<redacted>)")
+    }
+}
+
+impl SigningSecret {
+    /// A fresh secret of 32 random bytes.
+    pub fn generate() -> Self {
+        Self(rand::random::<[u8; 32]>().to_vec())
+    }
+
+    /// The bytes HMAC-SHA256 keys with.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The form shown to the provider once: `whsec_` + base64.
+    pub fn reveal(&self) -> String {
+        format!("{SECRET_PREFIX}{}", STANDARD.encode(&self.0))
+    }
+
+    /// Parses `whsec_…` (or bare base64), as receivers do.
+    pub fn parse(text: &str) -> Option<Self> {
+        let encoded = text.strip_prefix(SECRET_PREFIX).unwrap_or(text);
+        STANDARD.decode(encoded).ok().map(Self)
+    }
+}
+
+/// The key endpoint secrets are sealed under (32 bytes). `Debug` never
+/// shows it.
+#[derive(Clone)]
+pub struct WebhookKey([u8; 32]);
+
+impl std::fmt::Debug for WebhookKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookKey(<redacted>)")
+    }
+}
+
+/// Why a sealed secret could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error("the webhook key must be 32 bytes, base64-encoded (got {0} bytes)")]
+    KeyLength(usize),
+    #[error("the webhook key is not base64: {0}")]
+    KeyEncoding(String),
+    #[error("the sealed secret does not open under the webhook key (a different key, or altered)")]
+    Open,
+}
+
+impl WebhookKey {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SealError> {
+        let key: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| SealError::KeyLength(bytes.len()))?;
+        Ok(Self(key))
+    }
+
+    /// A key as configured: base64 of 32 bytes.
+    pub fn from_base64(text: &str) -> Result<Self, SealError> {
+        let bytes = STANDARD
+            .decode(text.trim())
+            .map_err(|e| SealError::KeyEncoding(e.to_string()))?;
+        Self::from_bytes(&bytes)
+    }
+
+    fn cipher(&self) -> Aes256Gcm {
+        Aes256Gcm::new((&self.0).into())
+    }
+
+    /// Seals `secret` for one endpoint: the tenant and endpoint are bound in
+    /// as associated data, so a sealed secret copied onto another
+    /// endpoint's row does not open.
+    pub fn seal(
+        &self,
+        tenant: TenantId,
+        endpoint: WebhookEndpointId,
+        secret: &SigningSecret,
+    ) -> Vec<u8> {
+        let nonce = rand::random::<[u8; NONCE_LEN]>();
+        let aad = associated(tenant, endpoint);
+        let sealed = self
+            .cipher()
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: secret.bytes(),
+                    aad: &aad,
+                },
+            )
+            // AES-GCM fails only on inputs of gigabytes.
+            .unwrap_or_default();
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    /// Opens what [`seal`](Self::seal) made for this endpoint.
+    pub fn open(
+        &self,
+        tenant: TenantId,
+        endpoint: WebhookEndpointId,
+        sealed: &[u8],
+    ) -> Result<SigningSecret, SealError> {
+        if sealed.len() < NONCE_LEN {
+            return Err(SealError::Open);
+        }
+        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+        let aad = associated(tenant, endpoint);
+        self.cipher()
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: &aad,
+                },
+            )
+            .map(SigningSecret)
+            .map_err(|_| SealError::Open)
+    }
+}
+
+fn associated(tenant: TenantId, endpoint: WebhookEndpointId) -> Vec<u8> {
+    let mut aad = tenant.uuid().as_bytes().to_vec();
+    aad.extend_from_slice(endpoint.uuid().as_bytes());
+    aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_secret_opens_only_for_its_endpoint_under_its_key() {
+        let key = WebhookKey::from_bytes(&[7; 32]).unwrap();
+        let (tenant, endpoint) = (TenantId::new(), WebhookEndpointId::new());
+        let secret = SigningSecret::generate();
+        let sealed = key.seal(tenant, endpoint, &secret);
+        assert_eq!(key.open(tenant, endpoint, &sealed).unwrap(), secret);
+        assert!(key.open(tenant, WebhookEndpointId::new(), &sealed).is_err());
+        let other = WebhookKey::from_bytes(&[8; 32]).unwrap();
+        assert!(other.open(tenant, endpoint, &sealed).is_err());
+        let mut altered = sealed.clone();
+        altered[20] ^= 1;
+        assert!(key.open(tenant, endpoint, &altered).is_err());
+    }
+
+    #[test]
+    fn secrets_read_back_from_their_shown_form_and_never_debug() {
+        let secret = SigningSecret::generate();
+        let shown = secret.reveal();
+        assert!(shown.starts_with("whsec_"));
+        assert_eq!(SigningSecret::parse(&shown).unwrap(), secret);
+        assert!(!format!("{secret:?}").contains(&shown[6..]));
+        assert!(WebhookKey::from_base64("c2hvcnQ=").is_err());
+    }
+}

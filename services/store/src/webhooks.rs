@@ -1,0 +1,468 @@
+//! Webhook endpoints, their deliveries (one per outbox message and
+//! endpoint) and every attempt: the rows the webhook worker and the
+//! application layer share.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::{OutboxMessageId, TenantId, WebhookEndpointId};
+
+use crate::{Database, StoreError, TenantTx};
+
+/// A tenant's endpoint as stored; the secret stays sealed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredEndpoint {
+    pub id: WebhookEndpointId,
+    pub url: String,
+    pub description: String,
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    /// Nonce, ciphertext and tag (see the migration): not a secret by
+    /// itself, but left out of `Debug` all the same.
+    pub secret_sealed: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for StoredEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredEndpoint")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("event_types", &self.event_types)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+type Row = (
+    uuid::Uuid,
+    String,
+    String,
+    Vec<String>,
+    bool,
+    Option<String>,
+    Vec<u8>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
+const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
+                       created_at, updated_at";
+
+fn endpoint(row: Row) -> StoredEndpoint {
+    let (
+        id,
+        url,
+        description,
+        event_types,
+        enabled,
+        disabled_reason,
+        secret_sealed,
+        created,
+        updated,
+    ) = row;
+    StoredEndpoint {
+        id: WebhookEndpointId::from_uuid(id),
+        url,
+        description,
+        event_types,
+        enabled,
+        disabled_reason,
+        secret_sealed,
+        created_at: created,
+        updated_at: updated,
+    }
+}
+
+/// What a new endpoint is made of, its secret already sealed.
+#[derive(Clone)]
+pub struct NewEndpoint {
+    pub id: WebhookEndpointId,
+    pub url: String,
+    pub description: String,
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    pub secret_sealed: Vec<u8>,
+}
+
+impl std::fmt::Debug for NewEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewEndpoint")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many endpoints the tenant has, under a per-tenant lock held to the
+/// end of the transaction (so a cap checked with it holds).
+pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended('slaproof.webhook_endpoints:' || $1::text, 0))",
+    )
+    .bind(tx.tenant().uuid())
+    .execute(&mut **tx)
+    .await?;
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1")
+            .bind(tx.tenant().uuid())
+            .fetch_one(&mut **tx)
+            .await?,
+    )
+}
+
+#[tracing::instrument(skip(tx, new), fields(id = %new.id))]
+pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoint, StoreError> {
+    let row: Row = sqlx::query_as(&format!(
+        "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(new.id.uuid())
+    .bind(&new.url)
+    .bind(&new.description)
+    .bind(&new.event_types)
+    .bind(new.enabled)
+    .bind(&new.secret_sealed)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(endpoint(row))
+}
+
+/// Every endpoint of the tenant, oldest first.
+pub async fn list(tx: &mut TenantTx) -> Result<Vec<StoredEndpoint>, StoreError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id"
+    ))
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(endpoint).collect())
+}
+
+pub async fn find(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<StoredEndpoint, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(endpoint)
+        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
+}
+
+/// Enables or disables an endpoint; `reason` says why the platform did.
+#[tracing::instrument(skip(tx))]
+pub async fn set_enabled(
+    tx: &mut TenantTx,
+    id: WebhookEndpointId,
+    enabled: bool,
+    reason: Option<&str>,
+) -> Result<StoredEndpoint, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE webhook_endpoints SET enabled = $3, disabled_reason = $4, updated_at = now() \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(enabled)
+    .bind(if enabled { None } else { reason })
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(endpoint)
+        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
+}
+
+/// Replaces an endpoint's sealed secret.
+#[tracing::instrument(skip(tx, sealed))]
+pub async fn set_secret(
+    tx: &mut TenantTx,
+    id: WebhookEndpointId,
+    sealed: &[u8],
+) -> Result<StoredEndpoint, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE webhook_endpoints SET secret_sealed = $3, updated_at = now() \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(sealed)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(endpoint)
+        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
+}
+
+/// Deletes an endpoint with its deliveries and their attempts.
+#[tracing::instrument(skip(tx))]
+pub async fn delete(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<(), StoreError> {
+    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2")
+        .bind(tx.tenant().uuid())
+        .bind(id.uuid())
+        .execute(&mut **tx)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::not_found("webhook endpoint", id));
+    }
+    Ok(())
+}
+
+/// Writes a delivery of message `message` to every enabled endpoint of the
+/// tenant whose filter matches `event_type` and that existed when the
+/// message was written; a delivery already there is kept (a relay that
+/// died after this and before its commit is simply repeated). Answers how
+/// many were written.
+pub async fn fan_out(
+    tx: &mut TenantTx,
+    message: OutboxMessageId,
+    event_type: &str,
+    message_created_at: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    // The filter's wildcard rule, in SQL so that one statement fans out:
+    // `*` matches every type, `a.*` every type under `a.`, anything else
+    // exactly (the application layer accepts no other pattern).
+    let done = sqlx::query(
+        "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
+         SELECT e.tenant_id, gen_random_uuid(), e.id, $2 FROM webhook_endpoints e \
+         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 \
+           AND EXISTS (SELECT 1 FROM unnest(e.event_types) AS p (pattern) \
+                       WHERE p.pattern = '*' OR p.pattern = $3 \
+                          OR (right(p.pattern, 2) = '.*' AND starts_with($3, left(p.pattern, -1)))) \
+         ON CONFLICT ON CONSTRAINT webhook_deliveries_once DO NOTHING",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(message.uuid())
+    .bind(event_type)
+    .bind(message_created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// A delivery a worker claimed: what sending it needs.
+#[derive(Clone)]
+pub struct ClaimedDelivery {
+    pub tenant: TenantId,
+    pub id: uuid::Uuid,
+    pub endpoint: WebhookEndpointId,
+    pub url: String,
+    pub secret_sealed: Vec<u8>,
+    pub message: OutboxMessageId,
+    pub event_type: String,
+    pub payload: serde_json::Value,
+    pub message_created_at: DateTime<Utc>,
+    /// This attempt's number, from 1.
+    pub attempt: i32,
+}
+
+impl std::fmt::Debug for ClaimedDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaimedDelivery")
+            .field("tenant", &self.tenant)
+            .field("endpoint", &self.endpoint)
+            .field("message", &self.message)
+            .field("event_type", &self.event_type)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Claims due deliveries to enabled endpoints across tenants, under a
+/// lease; each claim counts as an attempt.
+#[tracing::instrument(skip(db))]
+pub async fn claim(
+    db: &Database,
+    worker: &str,
+    limit: i32,
+    lease: Duration,
+) -> Result<Vec<ClaimedDelivery>, StoreError> {
+    type Claimed = (
+        uuid::Uuid,
+        uuid::Uuid,
+        uuid::Uuid,
+        String,
+        Vec<u8>,
+        uuid::Uuid,
+        String,
+        serde_json::Value,
+        DateTime<Utc>,
+        i32,
+    );
+    let rows: Vec<Claimed> = sqlx::query_as(
+        "SELECT tenant_id, id, endpoint_id, url, secret_sealed, message_id, event_type, payload, \
+                message_created_at, attempt \
+         FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3))",
+    )
+    .bind(worker)
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                tenant,
+                id,
+                endpoint,
+                url,
+                secret_sealed,
+                message,
+                event_type,
+                payload,
+                created,
+                attempt,
+            )| {
+                ClaimedDelivery {
+                    tenant: TenantId::from_uuid(tenant),
+                    id,
+                    endpoint: WebhookEndpointId::from_uuid(endpoint),
+                    url,
+                    secret_sealed,
+                    message: OutboxMessageId::from_uuid(message),
+                    event_type,
+                    payload,
+                    message_created_at: created,
+                    attempt,
+                }
+            },
+        )
+        .collect())
+}
+
+/// One attempt as it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    pub status: Option<i32>,
+    pub response_excerpt: Option<String>,
+    pub error: Option<String>,
+}
+
+/// What becomes of the delivery after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Delivered,
+    RetryAt(DateTime<Utc>),
+    /// The schedule is exhausted, or the endpoint is gone.
+    Failed,
+}
+
+/// Records attempt `attempt` of `delivery` and what follows it, unless the
+/// worker's lease was lost to another (answers `false` then: the other
+/// worker's record stands).
+#[tracing::instrument(skip(tx, outcome))]
+pub async fn record_attempt(
+    tx: &mut TenantTx,
+    delivery: uuid::Uuid,
+    worker: &str,
+    attempt: i32,
+    outcome: &Attempt,
+    next: Next,
+) -> Result<bool, StoreError> {
+    let (delivered, failed, retry_at) = match next {
+        Next::Delivered => (true, false, None),
+        Next::Failed => (false, true, None),
+        Next::RetryAt(at) => (false, false, Some(at)),
+    };
+    let updated = sqlx::query(
+        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL, \
+             delivered_at = CASE WHEN $5 THEN now() END, failed_at = CASE WHEN $6 THEN now() END, \
+             next_attempt_at = coalesce($7, next_attempt_at) \
+         WHERE tenant_id = $1 AND id = $2 AND locked_by = $3 AND attempts = $4",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(delivery)
+    .bind(worker)
+    .bind(attempt)
+    .bind(delivered)
+    .bind(failed)
+    .bind(retry_at)
+    .execute(&mut **tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Ok(false);
+    }
+    sqlx::query(
+        "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, status, \
+             response_excerpt, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(delivery)
+    .bind(attempt)
+    .bind(outcome.started_at)
+    .bind(outcome.duration_ms)
+    .bind(outcome.status)
+    .bind(&outcome.response_excerpt)
+    .bind(&outcome.error)
+    .execute(&mut **tx)
+    .await?;
+    Ok(true)
+}
+
+/// An attempt as the provider reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAttempt {
+    pub message: OutboxMessageId,
+    pub event_type: String,
+    pub attempt: i32,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    pub status: Option<i32>,
+    pub response_excerpt: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The latest attempts to deliver to an endpoint, newest first.
+pub async fn attempts(
+    tx: &mut TenantTx,
+    endpoint: WebhookEndpointId,
+    limit: i64,
+) -> Result<Vec<StoredAttempt>, StoreError> {
+    type AttemptRow = (
+        uuid::Uuid,
+        String,
+        i32,
+        DateTime<Utc>,
+        i32,
+        Option<i32>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<AttemptRow> = sqlx::query_as(
+        "SELECT d.message_id, o.event_type, a.attempt, a.started_at, a.duration_ms, a.status, \
+                a.response_excerpt, a.error \
+         FROM webhook_attempts a \
+         JOIN webhook_deliveries d ON d.tenant_id = a.tenant_id AND d.id = a.delivery_id \
+         JOIN outbox o ON o.tenant_id = d.tenant_id AND o.id = d.message_id \
+         WHERE a.tenant_id = $1 AND d.endpoint_id = $2 \
+         ORDER BY a.started_at DESC, a.attempt DESC LIMIT $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(endpoint.uuid())
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(message, event_type, attempt, started_at, duration_ms, status, excerpt, error)| {
+                StoredAttempt {
+                    message: OutboxMessageId::from_uuid(message),
+                    event_type,
+                    attempt,
+                    started_at,
+                    duration_ms,
+                    status,
+                    response_excerpt: excerpt,
+                    error,
+                }
+            },
+        )
+        .collect())
+}
