@@ -416,3 +416,26 @@ spec:
     // take, it does.
     assert_eq!(fired, [false, true]);
 }
+
+#[tokio::test]
+async fn a_rolling_windows_signals_are_told_once_though_its_period_moves() {
+    let rolling = MONTHLY.replace("{calendar: month, timeZone: UTC}", "{rolling: 7d}");
+    let s = Scenario::new(&rolling, "2026-11-01", "2026-11-02").await;
+    s.insert(&every(
+        Duration::seconds(10),
+        "2026-11-01T10:00:00Z",
+        "2026-11-01T12:00:00Z",
+        |i| i >= 540,
+    ))
+    .await;
+    for as_of in [
+        "2026-11-01T12:00:00Z",
+        "2026-11-01T12:01:00Z",
+        "2026-11-01T12:02:00Z",
+    ] {
+        s.run(as_of).await;
+    }
+    let at_risk = s.told_of("slo.at_risk").await;
+    assert_eq!(at_risk.len(), 1, "{at_risk:?}");
+    assert_eq!(s.told_of("slo.degrade_level_changed").await.len(), 1);
+}

@@ -10,8 +10,9 @@
 
 use chrono::{DateTime, Utc};
 use slaproof_domain::burn::BurnRate;
-use slaproof_domain::policy::SlaPolicy;
 use slaproof_domain::risk::{self, DegradeLevel};
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_domain::window::TimeWindow;
 use slaproof_store::{TenantTx, outbox};
 
 use crate::error::{Doing, EvaluatorError};
@@ -34,8 +35,15 @@ struct State {
 pub(crate) async fn record(
     tx: &mut TenantTx,
     e: &mut ObjectiveEvaluation,
-    policy: &SlaPolicy,
+    definition: &SlaDefinition,
 ) -> Result<usize, EvaluatorError> {
+    let policy = &definition.policy;
+    // The period the state belongs to. A rolling window's "period" moves
+    // with every round: its signals run on as one stretch.
+    let period_start = match definition.window {
+        TimeWindow::Rolling { .. } => DateTime::<Utc>::UNIX_EPOCH,
+        TimeWindow::Calendar { .. } => e.period.start,
+    };
     let tenant = tx.tenant().uuid();
     let stored: Option<(DateTime<Utc>, bool, bool, i16, i32)> = sqlx::query_as(
         "SELECT period_start, at_risk, exhausted, degrade_level, light_streak FROM objective_signals \
@@ -50,7 +58,7 @@ pub(crate) async fn record(
     let before = stored.map_or(
         State::default(),
         |(start, at_risk, exhausted, level, streak)| {
-            let same_period = start == e.period.start;
+            let same_period = start == period_start;
             State {
                 at_risk: at_risk && same_period,
                 exhausted: exhausted && same_period,
@@ -110,7 +118,7 @@ pub(crate) async fn record(
     let changed = now.at_risk != before.at_risk
         || now.exhausted != before.exhausted
         || now.degrade_level != before.degrade_level
-        || stored.is_none_or(|s| s.0 != e.period.start);
+        || stored.is_none_or(|s| s.0 != period_start);
     sqlx::query(
         "INSERT INTO objective_signals (tenant_id, sla_id, objective, period_start, at_risk, exhausted, \
              degrade_level, light_streak, changed_at, evaluated_at) \
@@ -124,7 +132,7 @@ pub(crate) async fn record(
     .bind(tenant)
     .bind(e.sla.uuid())
     .bind(&e.objective)
-    .bind(e.period.start)
+    .bind(period_start)
     .bind(now.at_risk)
     .bind(now.exhausted)
     .bind(i16::from(now.degrade_level))

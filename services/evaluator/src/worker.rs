@@ -70,8 +70,7 @@ async fn evaluate_one(
     // An earlier version kept to judge its last period only closes it.
     if sla.closing.is_none() {
         for mut evaluation in evaluate_sla(tx, sla, as_of, settings.grace()).await? {
-            run.alerts_told +=
-                crate::signals::record(tx, &mut evaluation, &sla.definition.policy).await?;
+            run.alerts_told += crate::signals::record(tx, &mut evaluation, &sla.definition).await?;
             insert_evaluation(tx, &evaluation).await?;
             run.alerts_told += record_alerts(tx, &evaluation).await?;
             run.alerts_told += record_threshold_crossings(tx, &evaluation).await?;
