@@ -1775,14 +1775,21 @@ async fn graphql_mutations_for_windows_keys_and_embed_tokens_follow_the_rest_rul
 
 #[tokio::test]
 async fn housekeeping_deletes_idempotency_keys_past_their_day() {
-    let w = world().await;
-    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    // A database without a running application: the application's own
+    // housekeeping, run at start, would race the expiry measured here.
+    let database = slaproof_tests::TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenants::create(&db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
     for (key, age_secs) in [("old", 25 * 3600), ("recent", 3600), ("new", 1)] {
         sqlx::query(
             "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, status, response, created_at) \
              VALUES ($1, 'someone', $2, '\\x00', 201, '{}', now() - make_interval(secs => $3))",
         )
-        .bind(w.tenant.uuid())
+        .bind(tenant.uuid())
         .bind(key)
         .bind(f64::from(age_secs))
         .execute(&mut *tx)
@@ -1790,11 +1797,9 @@ async fn housekeeping_deletes_idempotency_keys_past_their_day() {
         .unwrap();
     }
     tx.commit().await.unwrap();
-    let deleted = slaproof_app::idempotency::expire_keys(&w.app.db)
-        .await
-        .unwrap();
+    let deleted = slaproof_app::idempotency::expire_keys(&db).await.unwrap();
     assert_eq!(deleted, 1);
-    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
     let mut left: Vec<String> = sqlx::query_scalar("SELECT key FROM api_idempotency_keys")
         .fetch_all(&mut *tx)
         .await
