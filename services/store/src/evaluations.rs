@@ -201,19 +201,22 @@ pub async fn breaches(
     sla: SlaId,
     versions: Option<&[i32]>,
 ) -> Result<Vec<BreachView>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT objective, period_start, period_end, revision, target_ppm, compliance_ppm, good, total, closed_at \
-         FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
-               WHERE tenant_id = $1 AND sla_id = $2 \
-               ORDER BY objective, period_start, revision DESC) AS in_force \
-         WHERE NOT met AND ($3::int4[] IS NULL OR version = ANY($3)) \
-         ORDER BY period_start DESC, objective",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.uuid())
-    .bind(versions)
-    .fetch_all(&mut **tx)
-    .await?)
+    Ok(period_results(tx, sla, versions)
+        .await?
+        .into_iter()
+        .filter(|p| !p.met)
+        .map(|p| BreachView {
+            objective: p.objective,
+            period_start: p.period_start,
+            period_end: p.period_end,
+            revision: p.revision,
+            target_ppm: p.target_ppm,
+            compliance_ppm: p.compliance_ppm,
+            good: p.good,
+            total: p.total,
+            closed_at: p.closed_at,
+        })
+        .collect())
 }
 
 /// A closed period's result, met or not, in its revision in force.
