@@ -439,3 +439,17 @@ async fn a_rolling_windows_signals_are_told_once_though_its_period_moves() {
     assert_eq!(at_risk.len(), 1, "{at_risk:?}");
     assert_eq!(s.told_of("slo.degrade_level_changed").await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_new_sla_is_not_missing_data_before_its_wait_has_passed() {
+    let today = chrono::Utc::now().date_naive().to_string();
+    let s = Scenario::new(MONTHLY, &today, &today).await;
+    // Its rollups reach back three days, when nothing was asked of the
+    // service: ten minutes after it was applied it is not "missing data".
+    let soon = (chrono::Utc::now() + Duration::minutes(10)).to_rfc3339();
+    s.run(&soon).await;
+    assert!(s.told_of("sla.no_data").await.is_empty());
+    let later = (chrono::Utc::now() + Duration::minutes(20)).to_rfc3339();
+    s.run(&later).await;
+    assert_eq!(s.told_of("sla.no_data").await.len(), 1);
+}

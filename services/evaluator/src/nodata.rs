@@ -22,15 +22,16 @@ pub(crate) struct DataState {
 }
 
 impl DataState {
-    /// Missing when nothing arrived for `after` up to `as_of` (counting
-    /// from the start of coverage when nothing ever arrived).
+    /// Missing when nothing arrived for `after` up to `as_of` (counting,
+    /// when nothing ever arrived, from when the SLA came into force:
+    /// `in_force_since`).
     pub(crate) fn judge(
         last_event_at: Option<DateTime<Utc>>,
-        covers_from: DateTime<Utc>,
+        in_force_since: DateTime<Utc>,
         as_of: DateTime<Utc>,
         after: Duration,
     ) -> Self {
-        let since = last_event_at.unwrap_or(covers_from);
+        let since = last_event_at.unwrap_or(in_force_since);
         Self {
             last_event_at,
             no_data_since: (as_of - since >= after).then_some(since),
@@ -62,9 +63,12 @@ pub(crate) async fn record(
     let after = Duration::seconds(
         i64::try_from(sla.definition.policy.no_data.after.seconds()).unwrap_or(i64::MAX / 1000),
     );
+    // A new SLA has no data yet because it is new, not because its
+    // service went silent: count from when it was applied (its rollups
+    // may reach back days, to when nothing was asked of the service).
     let now = DataState::judge(
         last_minute.map(|m| m + Duration::minutes(1)),
-        sla.covers_from,
+        sla.covers_from.max(sla.applied_at),
         as_of,
         after,
     );

@@ -18,6 +18,8 @@ pub struct TrackedSla {
     pub name: String,
     pub version: i32,
     pub definition: SlaDefinition,
+    /// When this version was applied.
+    pub applied_at: DateTime<Utc>,
     /// Its rollups count every event that occurred at or after this instant.
     pub covers_from: DateTime<Utc>,
     /// `Some(period)` for an earlier version kept only to judge the last
