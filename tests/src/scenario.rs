@@ -155,8 +155,13 @@ impl Scenario {
 
     /// Runs a round with the watermark moved to `as_of`; no SLA may fail.
     pub async fn run(&self, as_of: &str) -> TenantRun {
+        self.run_with(as_of, &settings()).await
+    }
+
+    /// [`Scenario::run`] with other settings.
+    pub async fn run_with(&self, as_of: &str, settings: &Settings) -> TenantRun {
         let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
-        let run = evaluate_tenant_up_to(&mut tx, &settings(), Some(at(as_of)))
+        let run = evaluate_tenant_up_to(&mut tx, settings, Some(at(as_of)))
             .await
             .unwrap();
         tx.commit().await.unwrap();

@@ -20,7 +20,7 @@ use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::failures::SlaFailure;
 use crate::settings::Settings;
-use crate::tracked::{MinuteCounts, TrackedSla, coverage_start};
+use crate::tracked::{Backfill, MinuteCounts, TrackedSla, coverage_start};
 use crate::versions;
 use slaproof_domain::minute::{floor_hour, floor_minute};
 
@@ -107,7 +107,7 @@ pub async fn track(
     tx: &mut TenantTx,
     as_of: DateTime<Utc>,
 ) -> Result<(Vec<TrackedSla>, Vec<usize>), EvaluatorError> {
-    let tracking = track_readable(tx, as_of, Settings::default().grace()).await?;
+    let tracking = track_readable(tx, as_of, epoch(), Settings::default().grace()).await?;
     match tracking.unreadable.into_iter().next() {
         Some((_, err)) => Err(err),
         None => Ok((tracking.tracked, tracking.new)),
@@ -129,20 +129,35 @@ struct Tracking {
 async fn track_readable(
     tx: &mut TenantTx,
     as_of: DateTime<Utc>,
+    watermark: DateTime<Utc>,
     default_grace: Duration,
 ) -> Result<Tracking, EvaluatorError> {
     let tenant = tx.tenant().uuid();
-    let covered: HashMap<(uuid::Uuid, i32), DateTime<Utc>> =
-        sqlx::query_as::<_, (uuid::Uuid, i32, DateTime<Utc>)>(
-            "SELECT sla_id, version, covers_from FROM evaluator_coverage WHERE tenant_id = $1",
-        )
-        .bind(tenant)
-        .fetch_all(&mut **tx)
-        .await
-        .doing("reading rollup coverage")?
-        .into_iter()
-        .map(|(sla, version, from)| ((sla, version), from))
-        .collect();
+    type CoverageRow = (
+        uuid::Uuid,
+        i32,
+        DateTime<Utc>,
+        Option<DateTime<Utc>>,
+        Option<DateTime<Utc>>,
+        Option<uuid::Uuid>,
+    );
+    let rows: Vec<CoverageRow> = sqlx::query_as(
+        "SELECT sla_id, version, covers_from, backfill_before, backfill_occurred_at, backfill_id \
+         FROM evaluator_coverage WHERE tenant_id = $1",
+    )
+    .bind(tenant)
+    .fetch_all(&mut **tx)
+    .await
+    .doing("reading rollup coverage")?;
+    let mut covered: HashMap<(uuid::Uuid, i32), DateTime<Utc>> = HashMap::new();
+    let mut backfills: HashMap<(uuid::Uuid, i32), Backfill> = HashMap::new();
+    for (sla, version, from, before, occurred, id) in rows {
+        covered.insert((sla, version), from);
+        if let Some(before) = before {
+            let cursor = occurred.zip(id);
+            backfills.insert((sla, version), Backfill { before, cursor });
+        }
+    }
     let mut tracked = Vec::new();
     let mut new = Vec::new();
     let mut unreadable = Vec::new();
@@ -170,22 +185,30 @@ async fn track_readable(
         for (i, judges_from, dormant_until) in roles {
             let v = &all[i];
             let key = (summary.id.uuid(), v.version);
-            let covers_from = match covered.get(&key) {
-                Some(from) => *from,
+            let (covers_from, backfill) = match covered.get(&key) {
+                Some(from) => (*from, backfills.get(&key).copied()),
                 None => {
                     let from = coverage_start(&v.definition, as_of);
+                    // What was received before the watermark is learnt in
+                    // chunks (`backfill_step`), one a round.
+                    let backfill = (watermark > epoch()).then_some(Backfill {
+                        before: watermark,
+                        cursor: None,
+                    });
                     sqlx::query(
-                        "INSERT INTO evaluator_coverage (tenant_id, sla_id, version, covers_from) VALUES ($1, $2, $3, $4)",
+                        "INSERT INTO evaluator_coverage (tenant_id, sla_id, version, covers_from, backfill_before) \
+                         VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(tenant)
                     .bind(key.0)
                     .bind(key.1)
                     .bind(from)
+                    .bind(backfill.map(|b| b.before))
                     .execute(&mut **tx)
                     .await
                     .doing("recording rollup coverage")?;
                     new.push(tracked.len());
-                    from
+                    (from, backfill)
                 }
             };
             tracked.push(TrackedSla {
@@ -195,6 +218,7 @@ async fn track_readable(
                 definition: v.definition.clone(),
                 applied_at: v.created_at,
                 covers_from,
+                backfill,
                 closing: None,
                 judges_from,
                 dormant_until,
@@ -224,6 +248,7 @@ async fn track_readable(
                     definition: v.definition.clone(),
                     applied_at: v.created_at,
                     covers_from,
+                    backfill: None,
                     closing: Some(period),
                     judges_from: None,
                     dormant_until: None,
@@ -299,30 +324,27 @@ pub async fn advance_to(
     .doing("locking the watermark")?;
     let as_of = floor_minute(target).max(from);
     let Tracking {
-        tracked,
+        mut tracked,
         new,
         unreadable,
-    } = track_readable(tx, as_of, settings.grace()).await?;
+    } = track_readable(tx, as_of, from, settings.grace()).await?;
     let grace = settings.grace();
     let mut acc = Accumulator::default();
 
-    // New versions first learn what arrived before the watermark.
-    if !new.is_empty() && from > epoch() {
-        let since = new
-            .iter()
-            .map(|&i| tracked[i].covers_from)
-            .min()
-            .unwrap_or(from);
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND received_at < $3"
-        );
-        let mut rows = sqlx::query_as::<_, EventRow>(&sql)
-            .bind(tenant)
-            .bind(since)
-            .bind(from)
-            .fetch(&mut **tx);
-        while let Some(row) = rows.try_next().await.doing("reading events to backfill")? {
-            acc.add(&tracked, Some(&new), &ReadEvent::from(row), grace);
+    // New versions learn what arrived before they were first seen, a
+    // bounded chunk a round.
+    let mut budget = settings.backfill_events_per_round;
+    for i in 0..tracked.len() {
+        if budget == 0 {
+            break;
+        }
+        if let Some(backfill) = tracked[i].backfill {
+            let (read, done) =
+                backfill_step(tx, &tracked, i, backfill, budget, grace, &mut acc).await?;
+            budget = budget.saturating_sub(read);
+            if done {
+                tracked[i].backfill = None;
+            }
         }
     }
     // The requests gauge values are placed at, noted while the new events
@@ -376,6 +398,73 @@ pub async fn advance_to(
         },
         tracked,
     ))
+}
+
+/// An event read by [`backfill_step`], with the id its cursor needs.
+#[derive(sqlx::FromRow)]
+struct BackfillRow {
+    id: uuid::Uuid,
+    #[sqlx(flatten)]
+    event: EventRow,
+}
+
+/// Reads the next chunk (at most `limit` events) of tracked version `i`'s
+/// backfill into `acc` and moves its cursor, or marks it done when the
+/// chunk was the last. Returns the events read and whether it is done.
+/// The backfill reads only events received before the version was first
+/// seen, and the rounds read only those received after: each event is
+/// counted once, whatever order the chunks and rounds come in.
+#[allow(clippy::too_many_arguments)]
+async fn backfill_step(
+    tx: &mut TenantTx,
+    tracked: &[TrackedSla],
+    i: usize,
+    backfill: Backfill,
+    limit: u64,
+    grace: Duration,
+    acc: &mut Accumulator,
+) -> Result<(u64, bool), EvaluatorError> {
+    let sla = &tracked[i];
+    let sql = format!(
+        "SELECT id, {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 \
+           AND received_at < $3 AND service = $4 \
+           AND ($5::timestamptz IS NULL OR (occurred_at, id) > ($5, $6)) \
+         ORDER BY occurred_at, id LIMIT $7"
+    );
+    let mut rows = sqlx::query_as::<_, BackfillRow>(&sql)
+        .bind(tx.tenant().uuid())
+        .bind(sla.covers_from)
+        .bind(backfill.before)
+        .bind(&sla.definition.service)
+        .bind(backfill.cursor.map(|c| c.0))
+        .bind(backfill.cursor.map(|c| c.1))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch(&mut **tx);
+    let mut read = 0u64;
+    let mut last = backfill.cursor;
+    while let Some(row) = rows.try_next().await.doing("reading events to backfill")? {
+        let event = ReadEvent::from(row.event);
+        last = Some((event.occurred_at, row.id));
+        acc.add(tracked, Some(&[i]), &event, grace);
+        read += 1;
+    }
+    drop(rows);
+    let done = read < limit;
+    sqlx::query(
+        "UPDATE evaluator_coverage SET backfill_before = CASE WHEN $4 THEN NULL ELSE backfill_before END, \
+             backfill_occurred_at = $5, backfill_id = $6 \
+         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.id.uuid())
+    .bind(sla.version)
+    .bind(done)
+    .bind(last.map(|c| c.0))
+    .bind(last.map(|c| c.1))
+    .execute(&mut **tx)
+    .await
+    .doing("moving a backfill")?;
+    Ok((read, done))
 }
 
 fn count(v: u64) -> i64 {

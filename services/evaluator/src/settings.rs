@@ -38,6 +38,11 @@ pub struct Settings {
     /// setting and the job is retried, instead of one pathological query
     /// holding the tenant forever.
     pub statement_timeout_secs: u64,
+    /// Events a round may read to backfill newly seen SLA versions: a new
+    /// version learns the events received before it was first seen in
+    /// chunks of this many, one chunk a round, and is neither evaluated
+    /// nor closes periods until it has learnt them all.
+    pub backfill_events_per_round: u64,
 }
 
 impl Default for Settings {
@@ -50,6 +55,7 @@ impl Default for Settings {
             batch: 8,
             evaluations_full_days: 7,
             statement_timeout_secs: 300,
+            backfill_events_per_round: 500_000,
         }
     }
 }
@@ -105,6 +111,12 @@ impl Settings {
             self.statement_timeout_secs,
             1,
             86_400,
+        )?;
+        check(
+            "evaluator.backfill_events_per_round",
+            self.backfill_events_per_round,
+            1,
+            100_000_000,
         )?;
         check(
             "evaluator.evaluations_full_days",

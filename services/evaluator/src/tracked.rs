@@ -32,10 +32,22 @@ pub struct TrackedSla {
     /// periods from then on, earlier ones being earlier versions'. `None`
     /// for the first version, which judges from its coverage.
     pub judges_from: Option<DateTime<Utc>>,
+    /// `Some` while the version is still learning the events received
+    /// before it was first seen (see [`crate::rollup`]): rolled up, but
+    /// neither evaluated nor closing periods until the backfill is done.
+    pub backfill: Option<Backfill>,
     /// `Some(t)` for the newest version while it waits for the period
     /// in which it was applied to end: rolled up, so that it has its data
     /// at `t`, but neither evaluated nor closing anything yet.
     pub dormant_until: Option<DateTime<Utc>>,
+}
+
+/// Where a version's backfill stands: events received before `before`,
+/// read in `(occurred_at, id)` order from after `cursor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backfill {
+    pub before: DateTime<Utc>,
+    pub cursor: Option<(DateTime<Utc>, uuid::Uuid)>,
 }
 
 impl TrackedSla {

@@ -63,8 +63,9 @@ async fn evaluate_one(
     settings: &Settings,
 ) -> Result<SlaRun, EvaluatorError> {
     let mut run = SlaRun::default();
-    // A version waiting for its period does nothing yet but roll up.
-    if sla.dormant_until.is_some() {
+    // A version waiting for its period, or still learning its history,
+    // does nothing yet but roll up.
+    if sla.dormant_until.is_some() || sla.backfill.is_some() {
         return Ok(run);
     }
     // An earlier version kept to judge its last period only closes it.
