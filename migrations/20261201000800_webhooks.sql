@@ -28,6 +28,13 @@ CREATE TABLE webhook_endpoints (
     -- the ciphertext and tag. Never stored in the clear: whoever reads a
     -- backup of this table cannot sign as slaproof.
     secret_sealed bytea NOT NULL CONSTRAINT webhook_endpoints_secret_sealed_length CHECK (octet_length(secret_sealed) >= 12 + 16 + 24),
+    -- The secret before the last rotation, sealed the same way, and until
+    -- when deliveries carry its signature beside the new one: receivers
+    -- switch secrets without refusing a delivery.
+    previous_secret_sealed bytea,
+    previous_secret_expires_at timestamptz,
+    CONSTRAINT webhook_endpoints_previous_secret_whole
+        CHECK ((previous_secret_sealed IS NULL) = (previous_secret_expires_at IS NULL)),
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, id)
@@ -108,8 +115,8 @@ GRANT SELECT, INSERT, DELETE ON webhook_attempts TO slaproof_service;
 -- lease, counting the attempt; answers what sending needs.
 CREATE FUNCTION slaproof_claim_webhook_deliveries(p_worker text, p_limit integer, p_lease interval)
     RETURNS TABLE (tenant_id uuid, id uuid, endpoint_id uuid, url text, secret_sealed bytea,
-                   message_id uuid, event_type text, payload jsonb, message_created_at timestamptz,
-                   attempt integer)
+                   previous_secret_sealed bytea, message_id uuid, event_type text, payload jsonb,
+                   message_created_at timestamptz, attempt integer)
     LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $$
         WITH due AS (
@@ -127,8 +134,9 @@ CREATE FUNCTION slaproof_claim_webhook_deliveries(p_worker text, p_limit integer
             FROM due WHERE d.tenant_id = due.tenant_id AND d.id = due.id
             RETURNING d.tenant_id, d.id, d.endpoint_id, d.message_id, d.attempts
         )
-        SELECT c.tenant_id, c.id, c.endpoint_id, e.url, e.secret_sealed, c.message_id, o.event_type, o.payload,
-               o.created_at, c.attempts
+        SELECT c.tenant_id, c.id, c.endpoint_id, e.url, e.secret_sealed,
+               CASE WHEN e.previous_secret_expires_at > pg_catalog.now() THEN e.previous_secret_sealed END,
+               c.message_id, o.event_type, o.payload, o.created_at, c.attempts
         FROM claimed c
         JOIN public.webhook_endpoints e ON e.tenant_id = c.tenant_id AND e.id = c.endpoint_id
         JOIN public.outbox o ON o.tenant_id = c.tenant_id AND o.id = c.message_id

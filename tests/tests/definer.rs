@@ -61,6 +61,11 @@ const DEFINER_CALLS: &[(&str, &str, i64)] = &[
         1,
     ),
     (
+        "slaproof_claim_webhook_deliveries",
+        "SELECT count(*) FROM slaproof_claim_webhook_deliveries('definer-test', 10, '1 minute')",
+        1,
+    ),
+    (
         "slaproof_platform_secret",
         "SELECT octet_length(slaproof_platform_secret('definer_test', sha256('a') || sha256('b')))::bigint",
         64,
@@ -153,6 +158,8 @@ const PLANTS: &[(&str, &str, &str)] = &[
 ];
 
 const TENANT: &str = "00000000-0000-0000-0000-00000000def1";
+const WEBHOOK_ENDPOINT: &str = "00000000-0000-4000-8000-00000000e001";
+const WEBHOOK_MESSAGE: &str = "00000000-0000-4000-8000-00000000e002";
 
 /// As the owner: one row for each definer function to find, and the table
 /// the plants record into.
@@ -175,6 +182,20 @@ async fn seed(owner: &mut PgConnection) {
         format!(
             "INSERT INTO outbox (tenant_id, id, event_type, payload) \
              VALUES ('{TENANT}', gen_random_uuid(), 'definer.test', '{{}}')"
+        ),
+        // A webhook endpoint with a due delivery of an already relayed message.
+        format!(
+            "INSERT INTO webhook_endpoints (tenant_id, id, url, event_types, secret_sealed) \
+             VALUES ('{TENANT}', '{WEBHOOK_ENDPOINT}', 'http://127.0.0.1:9/', '{{*}}', \
+                     decode(repeat('00', 52), 'hex'))"
+        ),
+        format!(
+            "INSERT INTO outbox (tenant_id, id, event_type, payload, dispatched_at) \
+             VALUES ('{TENANT}', '{WEBHOOK_MESSAGE}', 'definer.webhook', '{{}}', now())"
+        ),
+        format!(
+            "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
+             VALUES ('{TENANT}', gen_random_uuid(), '{WEBHOOK_ENDPOINT}', '{WEBHOOK_MESSAGE}')"
         ),
         format!(
             "INSERT INTO probes (tenant_id, id, name, service, kind, method, url, expected_status, \

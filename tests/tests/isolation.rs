@@ -100,9 +100,36 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
-    outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
+    // A webhook endpoint (created before the fact, so the fact fans out to
+    // it), the fact, its delivery and one attempt.
+    let endpoint = slaproof_store::webhooks::create(
+        &mut tx,
+        &slaproof_store::webhooks::NewEndpoint {
+            id: slaproof_domain::ids::WebhookEndpointId::new(),
+            url: "https://hooks.example.com/slaproof".into(),
+            description: "seed".into(),
+            event_types: vec!["sla.*".into()],
+            enabled: true,
+            secret_sealed: vec![0; 60],
+        },
+    )
+    .await
+    .unwrap();
+    let message = outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
         .await
         .unwrap();
+    let fanned = slaproof_store::webhooks::fan_out(&mut tx, message, "sla.breached", Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(fanned, 1, "the seeded fact reaches the seeded endpoint");
+    sqlx::query(
+        "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, status) \
+         SELECT tenant_id, id, 1, now(), 12, 500 FROM webhook_deliveries WHERE endpoint_id = $1",
+    )
+    .bind(endpoint.id.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     // The API's embed origins.
     sqlx::query("INSERT INTO api_embed_origins (tenant_id, origin) VALUES ($1, 'https://console.example.com')")
         .bind(tenant.uuid())

@@ -293,6 +293,6 @@ mod tests {
         for s in Scope::ALL {
             assert_eq!(Scope::parse(s.as_str()), Some(*s));
         }
-        assert_eq!(Scope::ALL.len(), 20);
+        assert_eq!(Scope::ALL.len(), 22);
     }
 }

@@ -26,6 +26,8 @@ mod sla_apply;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;
+mod webhook_secret;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -109,6 +111,8 @@ pub struct App {
     embed_signer: Option<Arc<dyn EmbedSigner>>,
     /// Where tenants' URLs (probe targets) may point.
     outbound: Arc<OutboundPolicy>,
+    /// Seals webhook endpoints' secrets; the platform's own when unset.
+    webhook_key: Option<Arc<webhooks::WebhookKey>>,
 }
 
 impl App {
@@ -120,6 +124,7 @@ impl App {
             authz,
             embed_signer: None,
             outbound: Arc::new(OutboundPolicy::strict()),
+            webhook_key: None,
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use slaproof_app::webhooks::WebhookKey;
 use slaproof_ingest::probe::ProbeRunner;
 use slaproof_store::Database;
 use sqlx::postgres::PgConnectOptions;
@@ -34,6 +35,9 @@ pub enum Service {
     /// Measures providers' endpoints on each synthetic probe's schedule and
     /// stores the results as events with source `probe`.
     Probes,
+    /// Delivers the outbox's facts to tenants' webhook endpoints, signed
+    /// per Standard Webhooks, at least once.
+    Webhooks,
     /// The provider and customer API: `/v1/customers`, `/v1/slas`, …
     Api,
 }
@@ -45,6 +49,7 @@ impl Service {
         Service::Ingest,
         Service::Evaluator,
         Service::Probes,
+        Service::Webhooks,
         Service::Api,
     ];
 
@@ -54,6 +59,7 @@ impl Service {
             Service::Ingest => "ingest",
             Service::Evaluator => "evaluator",
             Service::Probes => "probes",
+            Service::Webhooks => "webhooks",
             Service::Api => "api",
         }
     }
@@ -89,6 +95,9 @@ pub struct Application {
     config: Config,
     services: Vec<Service>,
     probes: Option<Arc<ProbeRunner>>,
+    /// The key webhook secrets are sealed under, when this process
+    /// delivers webhooks.
+    webhook_key: Option<WebhookKey>,
 }
 
 impl Application {
@@ -115,6 +124,7 @@ impl Application {
                 .await
                 .context("loading the authorization policy")?
                 .with_outbound(config.outbound.clone());
+            let app = with_configured_webhook_key(app, &config)?;
             let mut api = config.api.clone();
             if api.embed_secret.is_none() {
                 // Shared through the database, so replicas accept each
@@ -141,6 +151,19 @@ impl Application {
         } else {
             None
         };
+        let webhook_key = if services.contains(&Service::Webhooks) {
+            let app = slaproof_app::App::with_default_policy(db.clone())
+                .await
+                .context("loading the authorization policy")?;
+            let app = with_configured_webhook_key(app, &config)?;
+            Some(
+                app.webhook_key()
+                    .await
+                    .context("reading the webhook secret key")?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             listener,
             router,
@@ -148,6 +171,7 @@ impl Application {
             config,
             services: services.to_vec(),
             probes,
+            webhook_key,
         })
     }
 
@@ -186,6 +210,23 @@ impl Application {
                         workers.spawn(runner.clone().run(shutdown.clone()));
                     }
                 }
+                Service::Webhooks => {
+                    if let Some(key) = &self.webhook_key {
+                        let worker = format!(
+                            "webhooks-{}-{:08x}",
+                            std::process::id(),
+                            rand::random::<u32>()
+                        );
+                        workers.spawn(slaproof_webhooks::run(
+                            self.db.clone(),
+                            self.config.webhooks.clone(),
+                            key.clone(),
+                            self.config.outbound.clone(),
+                            worker,
+                            shutdown.clone(),
+                        ));
+                    }
+                }
                 Service::Evaluator => {
                     // Names this process's job leases in the jobs table.
                     let worker = format!(
@@ -220,6 +261,19 @@ impl Application {
         self.db.close().await;
         Ok(())
     }
+}
+
+/// `app` with the operator's webhook key (`webhooks.secret_key`), when set.
+fn with_configured_webhook_key(
+    app: slaproof_app::App,
+    config: &Config,
+) -> anyhow::Result<slaproof_app::App> {
+    Ok(match &config.webhooks.secret_key {
+        Some(text) => app.with_webhook_key(
+            WebhookKey::from_base64(text).context("reading webhooks.secret_key")?,
+        ),
+        None => app,
+    })
 }
 
 /// Cancels `token` on Ctrl-C or SIGTERM.

@@ -33,6 +33,7 @@ const SECTIONS: &[&str] = &[
     "ingest",
     "evaluator",
     "probes",
+    "webhooks",
     "outbound",
     "api",
     "demo",
@@ -52,6 +53,9 @@ pub struct Config {
     pub evaluator: slaproof_evaluator::Settings,
     /// The synthetic probe runner.
     pub probes: slaproof_ingest::probe::Settings,
+    /// The webhook worker: delivery, retries, the key secrets are sealed
+    /// under.
+    pub webhooks: slaproof_webhooks::Settings,
     /// Where slaproof may connect on a tenant's behalf (probe targets).
     pub outbound: slaproof_http::outbound::OutboundPolicy,
     /// The API's token issuer, audience and verification keys.
@@ -370,6 +374,9 @@ impl Config {
             .map_err(|e| invalid(e.key, e.rule))?;
         self.api.validate().map_err(|e| invalid(e.key, e.rule))?;
         self.probes.validate().map_err(|e| invalid(e.key, e.rule))?;
+        self.webhooks
+            .validate()
+            .map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -485,6 +492,7 @@ mod tests {
         assert_eq!(config.embedded.data_dir, defaults.embedded.data_dir);
         assert_eq!(config.evaluator, defaults.evaluator);
         assert_eq!(config.probes, defaults.probes);
+        assert_eq!(config.webhooks, defaults.webhooks);
         assert_eq!(config.outbound, defaults.outbound);
         assert_eq!(
             config.database.max_connections,
@@ -614,6 +622,16 @@ mod tests {
         assert!(!shown.contains("hunter2"), "{shown}");
         let options = config.service_connection().unwrap();
         assert_eq!(describe(&options), "app@db:5432/slaproof");
+        let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        let config = with(&format!("[webhooks]\nsecret_key = \"{key}\"")).unwrap();
+        assert!(!format!("{config:?}").contains(key));
+        let err = with("[webhooks]\nsecret_key = \"c2hvcnQ=\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("webhooks.secret_key") && !err.contains("c2hvcnQ"),
+            "{err}"
+        );
     }
 
     #[test]

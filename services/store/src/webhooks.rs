@@ -21,6 +21,9 @@ pub struct StoredEndpoint {
     /// Nonce, ciphertext and tag (see the migration): not a secret by
     /// itself, but left out of `Debug` all the same.
     pub secret_sealed: Vec<u8>,
+    /// Until when deliveries are also signed with the secret before the
+    /// last rotation.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -44,12 +47,13 @@ type Row = (
     bool,
     Option<String>,
     Vec<u8>,
+    Option<DateTime<Utc>>,
     DateTime<Utc>,
     DateTime<Utc>,
 );
 
 const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
-                       created_at, updated_at";
+                       previous_secret_expires_at, created_at, updated_at";
 
 fn endpoint(row: Row) -> StoredEndpoint {
     let (
@@ -60,8 +64,9 @@ fn endpoint(row: Row) -> StoredEndpoint {
         enabled,
         disabled_reason,
         secret_sealed,
-        created,
-        updated,
+        previous_secret_expires_at,
+        created_at,
+        updated_at,
     ) = row;
     StoredEndpoint {
         id: WebhookEndpointId::from_uuid(id),
@@ -71,8 +76,9 @@ fn endpoint(row: Row) -> StoredEndpoint {
         enabled,
         disabled_reason,
         secret_sealed,
-        created_at: created,
-        updated_at: updated,
+        previous_secret_expires_at,
+        created_at,
+        updated_at,
     }
 }
 
@@ -176,20 +182,24 @@ pub async fn set_enabled(
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
-/// Replaces an endpoint's sealed secret.
+/// Replaces an endpoint's sealed secret; the one it replaces still signs
+/// deliveries, beside the new one, until `overlap_until`.
 #[tracing::instrument(skip(tx, sealed))]
 pub async fn set_secret(
     tx: &mut TenantTx,
     id: WebhookEndpointId,
     sealed: &[u8],
+    overlap_until: DateTime<Utc>,
 ) -> Result<StoredEndpoint, StoreError> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE webhook_endpoints SET secret_sealed = $3, updated_at = now() \
+        "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, \
+             previous_secret_expires_at = $4, secret_sealed = $3, updated_at = now() \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(sealed)
+    .bind(overlap_until)
     .fetch_optional(&mut **tx)
     .await?;
     row.map(endpoint)
@@ -250,6 +260,8 @@ pub struct ClaimedDelivery {
     pub endpoint: WebhookEndpointId,
     pub url: String,
     pub secret_sealed: Vec<u8>,
+    /// The secret before the last rotation, while its overlap lasts.
+    pub previous_secret_sealed: Option<Vec<u8>>,
     pub message: OutboxMessageId,
     pub event_type: String,
     pub payload: serde_json::Value,
@@ -285,6 +297,7 @@ pub async fn claim(
         uuid::Uuid,
         String,
         Vec<u8>,
+        Option<Vec<u8>>,
         uuid::Uuid,
         String,
         serde_json::Value,
@@ -292,7 +305,8 @@ pub async fn claim(
         i32,
     );
     let rows: Vec<Claimed> = sqlx::query_as(
-        "SELECT tenant_id, id, endpoint_id, url, secret_sealed, message_id, event_type, payload, \
+        "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
+                event_type, payload, \
                 message_created_at, attempt \
          FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3))",
     )
@@ -310,6 +324,7 @@ pub async fn claim(
                 endpoint,
                 url,
                 secret_sealed,
+                previous_secret_sealed,
                 message,
                 event_type,
                 payload,
@@ -322,6 +337,7 @@ pub async fn claim(
                     endpoint: WebhookEndpointId::from_uuid(endpoint),
                     url,
                     secret_sealed,
+                    previous_secret_sealed,
                     message: OutboxMessageId::from_uuid(message),
                     event_type,
                     payload,

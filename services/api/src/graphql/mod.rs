@@ -19,6 +19,7 @@ mod probes;
 mod slas;
 mod tenants;
 mod thresholds;
+mod webhooks;
 
 use async_graphql::{Context, EmptySubscription, ErrorExtensions, MergedObject, Schema};
 use chrono::{DateTime, Utc};
@@ -77,6 +78,7 @@ pub struct Query(
     tenants::TenantQuery,
     probes::ProbeQuery,
     thresholds::ThresholdQuery,
+    webhooks::WebhookQuery,
 );
 
 // Every mutation, resource by resource (no description, as above).
@@ -90,6 +92,7 @@ pub struct Mutation(
     tenants::TenantMutation,
     probes::ProbeMutation,
     thresholds::ThresholdMutation,
+    webhooks::WebhookMutation,
 );
 
 /// An application error as a GraphQL error: the message, a `code`, and the

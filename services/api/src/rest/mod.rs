@@ -19,6 +19,7 @@ pub(crate) mod probes;
 pub(crate) mod slas;
 pub(crate) mod tenants;
 pub(crate) mod thresholds;
+pub(crate) mod webhooks;
 
 use axum::Router;
 use axum::extract::Query;
@@ -43,6 +44,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(embed::router())
         .merge(tenants::router())
         .merge(probes::router())
+        .merge(webhooks::router())
         .merge(thresholds::router())
         .merge(evaluation_status::router())
 }
@@ -194,7 +196,7 @@ impl utoipa::Modify for BearerAuth {
     info(
         title = "slaproof API",
         version = "1",
-        description = "Providers manage customers, SLAs, maintenance windows, ingest keys and synthetic probes; customers read their SLAs' compliance. Bearer JWTs; fields a caller lacks the scope for are omitted and listed in `redacted`, operations it lacks the scope for answer 403 naming the scope."
+        description = "Providers manage customers, SLAs, maintenance windows, ingest keys, synthetic probes and webhook endpoints; customers read their SLAs' compliance. Bearer JWTs; fields a caller lacks the scope for are omitted and listed in `redacted`, operations it lacks the scope for answer 403 naming the scope."
     ),
     paths(
         customers::list,
@@ -233,6 +235,14 @@ impl utoipa::Modify for BearerAuth {
         probes::remove,
         probes::run_now,
         probes::runs,
+        webhooks::create,
+        webhooks::list,
+        webhooks::show,
+        webhooks::remove,
+        webhooks::enable,
+        webhooks::disable,
+        webhooks::rotate_secret,
+        webhooks::attempts,
         thresholds::list,
         thresholds::set,
         thresholds::remove,

@@ -1,0 +1,233 @@
+//! Webhook endpoints over GraphQL: the same operations as
+//! `/v1/webhook-endpoints`; a secret is answered once, at creation and at
+//! each rotation.
+
+use async_graphql::{Context, InputObject, Object, SimpleObject};
+use slaproof_app::Scope;
+use slaproof_app::webhooks::NewWebhookEndpoint;
+
+use super::limits::{read_cost, unpaged_cost};
+use super::{holds, parts, refuse};
+
+fn holds_webhooks(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::WebhookRead)
+}
+
+#[derive(Debug, Default)]
+pub(super) struct WebhookQuery;
+
+#[Object]
+impl WebhookQuery {
+    /// The tenant's webhook endpoints (at most 50), oldest first.
+    #[graphql(
+        visible = "holds_webhooks",
+        complexity = "unpaged_cost(child_complexity)"
+    )]
+    async fn webhook_endpoints(
+        &self,
+        ctx: &Context<'_>,
+    ) -> async_graphql::Result<Vec<WebhookEndpoint>> {
+        let (app, caller) = parts(ctx)?;
+        let endpoints = app.list_webhook_endpoints(caller).await.map_err(refuse)?;
+        Ok(endpoints.into_iter().map(Into::into).collect())
+    }
+
+    /// One webhook endpoint by id (`ep_…`).
+    #[graphql(visible = "holds_webhooks", complexity = "read_cost(child_complexity)")]
+    async fn webhook_endpoint(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<WebhookEndpoint> {
+        let (app, caller) = parts(ctx)?;
+        Ok(app
+            .get_webhook_endpoint(caller, &id)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// The latest 100 delivery attempts to an endpoint, newest first.
+    #[graphql(
+        visible = "holds_webhooks",
+        complexity = "unpaged_cost(child_complexity)"
+    )]
+    async fn webhook_attempts(
+        &self,
+        ctx: &Context<'_>,
+        endpoint_id: String,
+    ) -> async_graphql::Result<Vec<WebhookAttempt>> {
+        let (app, caller) = parts(ctx)?;
+        let attempts = app
+            .webhook_attempts(caller, &endpoint_id)
+            .await
+            .map_err(refuse)?;
+        Ok(attempts.into_iter().map(Into::into).collect())
+    }
+}
+
+/// An endpoint to create.
+#[derive(Debug, InputObject)]
+struct WebhookEndpointInput {
+    /// http or https; private targets are refused unless the operator
+    /// allows them.
+    url: String,
+    description: Option<String>,
+    /// Exact types (`sla.breached`), prefixes (`sla.*`) or `*` (default).
+    event_types: Option<Vec<String>>,
+    enabled: Option<bool>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct WebhookMutation;
+
+#[Object]
+impl WebhookMutation {
+    /// Creates a webhook endpoint; `secret` is shown this once.
+    async fn create_webhook_endpoint(
+        &self,
+        ctx: &Context<'_>,
+        input: WebhookEndpointInput,
+    ) -> async_graphql::Result<WebhookEndpointWithSecret> {
+        let (app, caller) = parts(ctx)?;
+        let new = NewWebhookEndpoint {
+            url: input.url,
+            description: input.description,
+            event_types: input.event_types,
+            enabled: input.enabled,
+        };
+        let made = app
+            .create_webhook_endpoint(caller, new)
+            .await
+            .map_err(refuse)?;
+        Ok(made.into())
+    }
+
+    /// Enables or disables a webhook endpoint.
+    async fn set_webhook_endpoint_enabled(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        enabled: bool,
+    ) -> async_graphql::Result<WebhookEndpoint> {
+        let (app, caller) = parts(ctx)?;
+        Ok(app
+            .set_webhook_endpoint_enabled(caller, &id, enabled)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Deletes a webhook endpoint with its pending deliveries and attempts.
+    async fn delete_webhook_endpoint(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<bool> {
+        let (app, caller) = parts(ctx)?;
+        app.delete_webhook_endpoint(caller, &id)
+            .await
+            .map_err(refuse)?;
+        Ok(true)
+    }
+
+    /// Replaces an endpoint's signing secret; the new one is shown once.
+    /// For 24 h deliveries carry signatures with both secrets.
+    async fn rotate_webhook_secret(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<WebhookEndpointWithSecret> {
+        let (app, caller) = parts(ctx)?;
+        Ok(app
+            .rotate_webhook_secret(caller, &id)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+struct WebhookEndpoint {
+    /// `ep_…`.
+    id: String,
+    url: String,
+    description: String,
+    event_types: Vec<String>,
+    enabled: bool,
+    /// Why the platform disabled it (e.g. a 410 answer).
+    disabled_reason: Option<String>,
+    /// After a rotation: until when deliveries also carry a signature with
+    /// the previous secret.
+    previous_secret_expires_at: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<slaproof_app::webhooks::WebhookEndpoint> for WebhookEndpoint {
+    fn from(e: slaproof_app::webhooks::WebhookEndpoint) -> Self {
+        Self {
+            id: e.id.to_string(),
+            url: e.url,
+            description: e.description,
+            event_types: e.event_types,
+            enabled: e.enabled,
+            disabled_reason: e.disabled_reason,
+            previous_secret_expires_at: e.previous_secret_expires_at.map(|t| t.to_rfc3339()),
+            created_at: e.created_at.to_rfc3339(),
+            updated_at: e.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// An endpoint with its signing secret (`whsec_…`), shown this once.
+#[derive(SimpleObject)]
+struct WebhookEndpointWithSecret {
+    endpoint: WebhookEndpoint,
+    secret: String,
+}
+
+impl std::fmt::Debug for WebhookEndpointWithSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpointWithSecret")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<slaproof_app::webhooks::WebhookEndpointWithSecret> for WebhookEndpointWithSecret {
+    fn from(made: slaproof_app::webhooks::WebhookEndpointWithSecret) -> Self {
+        Self {
+            endpoint: made.endpoint.into(),
+            secret: made.secret,
+        }
+    }
+}
+
+#[derive(Debug, SimpleObject)]
+struct WebhookAttempt {
+    /// The `webhook-id` (`msg_…`), the same on every attempt of a message.
+    message_id: String,
+    event_type: String,
+    attempt: i32,
+    started_at: String,
+    duration_ms: i32,
+    status: Option<i32>,
+    response_excerpt: Option<String>,
+    error: Option<String>,
+}
+
+impl From<slaproof_app::webhooks::WebhookAttempt> for WebhookAttempt {
+    fn from(a: slaproof_app::webhooks::WebhookAttempt) -> Self {
+        Self {
+            message_id: a.message_id.to_string(),
+            event_type: a.event_type,
+            attempt: a.attempt,
+            started_at: a.started_at.to_rfc3339(),
+            duration_ms: a.duration_ms,
+            status: a.status,
+            response_excerpt: a.response_excerpt,
+            error: a.error,
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! `/v1/webhook-endpoints`: where a tenant receives its facts, signed per
+//! Standard Webhooks. The signing secret is answered at creation and at
+//! each rotation, and never again.
+
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use slaproof_app::Caller;
+use slaproof_app::webhooks::{
+    NewWebhookEndpoint, WebhookAttempt, WebhookEndpoint, WebhookEndpointWithSecret,
+};
+
+use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body};
+
+pub(crate) fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/webhook-endpoints", get(list).post(create))
+        .route("/v1/webhook-endpoints/{id}", get(show).delete(remove))
+        .route("/v1/webhook-endpoints/{id}/enable", post(enable))
+        .route("/v1/webhook-endpoints/{id}/disable", post(disable))
+        .route(
+            "/v1/webhook-endpoints/{id}/rotate-secret",
+            post(rotate_secret),
+        )
+        .route("/v1/webhook-endpoints/{id}/attempts", get(attempts))
+}
+
+/// An endpoint to create.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebhookEndpointIn {
+    /// http or https; loopback, private and link-local targets are refused
+    /// unless the operator allows them.
+    pub url: String,
+    /// Up to 1000 characters, for people.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Types delivered: exact (`sla.breached`), a prefix (`sla.*`) or every
+    /// type (`*`, the default).
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+    /// Default true.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+fn endpoint_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem> {
+    let Path(id) = path.map_err(|e| invalid("id", e.body_text()))?;
+    Ok(id)
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints",
+    operation_id = "webhook_endpoints_create",
+    tag = "webhooks",
+    summary = "Create a webhook endpoint (its secret is shown once)",
+    request_body = WebhookEndpointIn,
+    responses(
+        (status = 201, description = "Created", body = WebhookEndpointWithSecret),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let input: WebhookEndpointIn = parse_body(&bytes)?;
+    let new = NewWebhookEndpoint {
+        url: input.url,
+        description: input.description,
+        event_types: input.event_types,
+        enabled: input.enabled,
+    };
+    let made = state.app.create_webhook_endpoint(&caller, new).await?;
+    Ok((StatusCode::CREATED, Json(made)).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/webhook-endpoints",
+    operation_id = "webhook_endpoints_list",
+    tag = "webhooks",
+    summary = "List webhook endpoints (at most 50 per tenant, one page)",
+    responses(
+        (status = 200, description = "OK", body = ListOut<WebhookEndpoint>),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+) -> Result<Json<ListOut<WebhookEndpoint>>, ApiProblem> {
+    let data = state.app.list_webhook_endpoints(&caller).await?;
+    Ok(Json(ListOut {
+        data,
+        next_cursor: None,
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/webhook-endpoints/{id}",
+    operation_id = "webhook_endpoints_show",
+    tag = "webhooks",
+    summary = "Show a webhook endpoint",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "OK", body = WebhookEndpoint),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn show(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookEndpoint>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    Ok(Json(state.app.get_webhook_endpoint(&caller, &id).await?))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/webhook-endpoints/{id}",
+    operation_id = "webhook_endpoints_delete",
+    tag = "webhooks",
+    summary = "Delete a webhook endpoint with its pending deliveries and attempt log",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 204, description = "Deleted"),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn remove(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiProblem> {
+    let id = endpoint_id(path)?;
+    state.app.delete_webhook_endpoint(&caller, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/enable",
+    operation_id = "webhook_endpoints_enable",
+    tag = "webhooks",
+    summary = "Enable a webhook endpoint; deliveries held while it was disabled are sent",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "OK", body = WebhookEndpoint),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn enable(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookEndpoint>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    Ok(Json(
+        state
+            .app
+            .set_webhook_endpoint_enabled(&caller, &id, true)
+            .await?,
+    ))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/disable",
+    operation_id = "webhook_endpoints_disable",
+    tag = "webhooks",
+    summary = "Disable a webhook endpoint: nothing is sent to it until it is enabled",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "OK", body = WebhookEndpoint),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn disable(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookEndpoint>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    Ok(Json(
+        state
+            .app
+            .set_webhook_endpoint_enabled(&caller, &id, false)
+            .await?,
+    ))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/rotate-secret",
+    operation_id = "webhook_endpoints_rotate_secret",
+    tag = "webhooks",
+    summary = "Replace a webhook endpoint's signing secret (shown once); for 24 h deliveries carry signatures with both",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "OK", body = WebhookEndpointWithSecret),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn rotate_secret(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookEndpointWithSecret>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    Ok(Json(state.app.rotate_webhook_secret(&caller, &id).await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/webhook-endpoints/{id}/attempts",
+    operation_id = "webhook_endpoints_attempts",
+    tag = "webhooks",
+    summary = "The latest 100 delivery attempts to a webhook endpoint, newest first",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "OK", body = ListOut<WebhookAttempt>),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn attempts(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<ListOut<WebhookAttempt>>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    let data = state.app.webhook_attempts(&caller, &id).await?;
+    Ok(Json(ListOut {
+        data,
+        next_cursor: None,
+    }))
+}

@@ -1,0 +1,373 @@
+//! Webhook endpoints: where a tenant receives its facts (Standard
+//! Webhooks), which types, and the secret deliveries are signed with —
+//! shown once, sealed at rest.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use slaproof_domain::ids::{OutboxMessageId, WebhookEndpointId};
+use slaproof_store::{platform_secrets, webhooks};
+
+use crate::authz::Scope;
+pub use crate::webhook_secret::{SECRET_PREFIX, SealError, SigningSecret, WebhookKey};
+use crate::{App, AppError, Caller};
+
+/// Endpoints one tenant may have.
+pub const MAX_ENDPOINTS: i64 = 50;
+/// How long the secret a rotation replaces still signs deliveries beside
+/// the new one, so receivers can switch without refusing any.
+pub const ROTATION_OVERLAP: chrono::Duration = chrono::Duration::hours(24);
+/// Event-type patterns one endpoint may have.
+pub const MAX_EVENT_TYPES: usize = 64;
+/// The name of the platform-made key in `platform_secrets`, used when the
+/// operator configures none.
+const KEY_NAME: &str = "webhook_secret_key";
+
+/// A new endpoint as asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewWebhookEndpoint {
+    pub url: String,
+    pub description: Option<String>,
+    /// Defaults to every type (`*`).
+    pub event_types: Option<Vec<String>>,
+    pub enabled: Option<bool>,
+}
+
+/// An endpoint as the provider reads it: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct WebhookEndpoint {
+    /// `ep_…`
+    #[schema(value_type = String, example = "ep_0192f0c1a2b37c8d9e0f112233445566")]
+    pub id: WebhookEndpointId,
+    pub url: String,
+    pub description: String,
+    /// Event types delivered: exact (`sla.breached`), a prefix (`sla.*`)
+    /// or every type (`*`).
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    /// Why the platform disabled it (e.g. the endpoint answered 410).
+    pub disabled_reason: Option<String>,
+    /// After a rotation: until when deliveries also carry a signature with
+    /// the previous secret.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<webhooks::StoredEndpoint> for WebhookEndpoint {
+    fn from(stored: webhooks::StoredEndpoint) -> Self {
+        Self {
+            id: stored.id,
+            url: stored.url,
+            description: stored.description,
+            event_types: stored.event_types,
+            enabled: stored.enabled,
+            disabled_reason: stored.disabled_reason,
+            previous_secret_expires_at: stored.previous_secret_expires_at,
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+        }
+    }
+}
+
+/// An endpoint with its signing secret: answered once, at creation and at
+/// each rotation. `Debug` leaves the secret out.
+#[derive(Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct WebhookEndpointWithSecret {
+    pub endpoint: WebhookEndpoint,
+    /// `whsec_` + base64 of 32 bytes: the key of the `webhook-signature`
+    /// HMAC. Shown this once; slaproof keeps it only sealed.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for WebhookEndpointWithSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpointWithSecret")
+            .field("endpoint", &self.endpoint)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// An attempt to deliver to an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct WebhookAttempt {
+    /// The `webhook-id` (`msg_…`), the same on every attempt of a message.
+    #[schema(value_type = String)]
+    pub message_id: OutboxMessageId,
+    pub event_type: String,
+    /// 1 for the first attempt.
+    pub attempt: i32,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    /// The receiver's status; absent when there was no answer.
+    pub status: Option<i32>,
+    /// At most 1 KiB of the answer.
+    pub response_excerpt: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Checks one event-type pattern: `*`, an exact type (`sla.breached`) or
+/// a prefix (`sla.*`); types are dotted lower-case words, as the outbox
+/// writes them.
+pub fn check_event_type(pattern: &str) -> Result<(), String> {
+    if pattern == "*" {
+        return Ok(());
+    }
+    let words: Vec<&str> = pattern.split('.').collect();
+    let (last, head) = words.split_last().unwrap_or((&"", &[]));
+    let word = |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    let fits = !head.is_empty() && head.iter().all(word) && (*last == "*" || word(last));
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "{pattern:?} is no event type: dotted lower-case words (sla.breached), a prefix (sla.*) or *"
+        ))
+    }
+}
+
+/// Whether `event_type` matches `pattern` (the same rule the store's
+/// fan-out applies in SQL).
+pub fn matches(pattern: &str, event_type: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        _ if pattern == "*" => true,
+        Some(prefix) if prefix.ends_with('.') => event_type.starts_with(prefix),
+        _ => pattern == event_type,
+    }
+}
+
+fn event_types_of(given: Option<Vec<String>>) -> Result<Vec<String>, AppError> {
+    let mut types = given.unwrap_or_else(|| vec!["*".to_owned()]);
+    if types.is_empty() || types.len() > MAX_EVENT_TYPES {
+        return Err(AppError::invalid(
+            "event_types",
+            format!("must name between 1 and {MAX_EVENT_TYPES} types"),
+        ));
+    }
+    for (i, pattern) in types.iter_mut().enumerate() {
+        *pattern = pattern.trim().to_owned();
+        check_event_type(pattern).map_err(|m| AppError::invalid(format!("event_types[{i}]"), m))?;
+    }
+    types.sort();
+    types.dedup();
+    Ok(types)
+}
+
+fn parse_id(id: &str) -> Result<WebhookEndpointId, AppError> {
+    id.parse().map_err(|_| AppError::NotFound {
+        what: "webhook endpoint",
+        key: id.to_owned(),
+    })
+}
+
+impl App {
+    /// The operator's webhook key (`webhooks.secret_key`), in place of the
+    /// one the platform makes itself.
+    pub fn with_webhook_key(mut self, key: WebhookKey) -> Self {
+        self.webhook_key = Some(Arc::new(key));
+        self
+    }
+
+    /// The key endpoint secrets are sealed under: the configured one, or
+    /// one made on first use and kept in `platform_secrets` (readable only
+    /// through a definer function), shared by every replica.
+    pub async fn webhook_key(&self) -> Result<WebhookKey, AppError> {
+        if let Some(key) = &self.webhook_key {
+            return Ok((**key).clone());
+        }
+        let fresh = rand::random::<[u8; 32]>();
+        let kept = platform_secrets::get_or_create(&self.db, KEY_NAME, &fresh).await?;
+        WebhookKey::from_bytes(&kept).map_err(|e| AppError::Internal(Box::new(e)))
+    }
+
+    /// Creates an endpoint; its secret is in the answer, and only there.
+    #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant()))]
+    pub async fn create_webhook_endpoint(
+        &self,
+        caller: &Caller,
+        new: NewWebhookEndpoint,
+    ) -> Result<WebhookEndpointWithSecret, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let description = new.description.unwrap_or_default().trim().to_owned();
+        if description.chars().count() > 1000 {
+            return Err(AppError::invalid(
+                "description",
+                "must be at most 1000 characters",
+            ));
+        }
+        let event_types = event_types_of(new.event_types)?;
+        // Before any transaction: resolving the host can take seconds.
+        let url = crate::probes::check_url(&self.outbound, &new.url).await?;
+        let key = self.webhook_key().await?;
+        let secret = SigningSecret::generate();
+        let id = WebhookEndpointId::new();
+        let stored = self
+            .in_tx(caller, async |tx| {
+                if webhooks::count_locked(tx).await? >= MAX_ENDPOINTS {
+                    return Err(AppError::Conflict(format!(
+                        "a tenant may have at most {MAX_ENDPOINTS} webhook endpoints; delete one first"
+                    )));
+                }
+                let new = webhooks::NewEndpoint {
+                    id,
+                    url,
+                    description,
+                    event_types,
+                    enabled: new.enabled.unwrap_or(true),
+                    secret_sealed: key.seal(caller.tenant(), id, &secret),
+                };
+                Ok(webhooks::create(tx, &new).await?)
+            })
+            .await?;
+        Ok(WebhookEndpointWithSecret {
+            endpoint: stored.into(),
+            secret: secret.reveal(),
+        })
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn list_webhook_endpoints(
+        &self,
+        caller: &Caller,
+    ) -> Result<Vec<WebhookEndpoint>, AppError> {
+        caller.require_provider(Scope::WebhookRead)?;
+        let rows = self
+            .in_tx(caller, async |tx| Ok(webhooks::list(tx).await?))
+            .await?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn get_webhook_endpoint(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<WebhookEndpoint, AppError> {
+        caller.require_provider(Scope::WebhookRead)?;
+        let id = parse_id(id)?;
+        let stored = self
+            .in_tx(caller, async |tx| Ok(webhooks::find(tx, id).await?))
+            .await?;
+        Ok(stored.into())
+    }
+
+    /// Enables or disables an endpoint. Enabling one the platform disabled
+    /// clears the reason; deliveries written while it was disabled are
+    /// sent when it is enabled again.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn set_webhook_endpoint_enabled(
+        &self,
+        caller: &Caller,
+        id: &str,
+        enabled: bool,
+    ) -> Result<WebhookEndpoint, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        let reason = format!("disabled by {}", caller.principal.subject);
+        let stored = self
+            .in_tx(caller, async |tx| {
+                Ok(webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?)
+            })
+            .await?;
+        Ok(stored.into())
+    }
+
+    /// Deletes an endpoint, its pending deliveries and its attempt log.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn delete_webhook_endpoint(&self, caller: &Caller, id: &str) -> Result<(), AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        self.in_tx(caller, async |tx| Ok(webhooks::delete(tx, id).await?))
+            .await
+    }
+
+    /// Replaces an endpoint's secret, which the answer shows once. For
+    /// [`ROTATION_OVERLAP`] deliveries carry two signatures, with the new
+    /// secret and the one it replaced, so the receiver can switch when it
+    /// likes; a second rotation ends the first one's overlap.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn rotate_webhook_secret(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<WebhookEndpointWithSecret, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        let key = self.webhook_key().await?;
+        let secret = SigningSecret::generate();
+        let sealed = key.seal(caller.tenant(), id, &secret);
+        let stored = self
+            .in_tx(caller, async |tx| {
+                let until = Utc::now() + ROTATION_OVERLAP;
+                Ok(webhooks::set_secret(tx, id, &sealed, until).await?)
+            })
+            .await?;
+        Ok(WebhookEndpointWithSecret {
+            endpoint: stored.into(),
+            secret: secret.reveal(),
+        })
+    }
+
+    /// The latest attempts to deliver to an endpoint (at most 100), newest
+    /// first.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn webhook_attempts(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<WebhookAttempt>, AppError> {
+        caller.require_provider(Scope::WebhookRead)?;
+        let id = parse_id(id)?;
+        let rows = self
+            .in_tx(caller, async |tx| {
+                webhooks::find(tx, id).await?;
+                Ok(webhooks::attempts(tx, id, 100).await?)
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|a| WebhookAttempt {
+                message_id: a.message,
+                event_type: a.event_type,
+                attempt: a.attempt,
+                started_at: a.started_at,
+                duration_ms: a.duration_ms,
+                status: a.status,
+                response_excerpt: a.response_excerpt,
+                error: a.error,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_are_exact_prefixes_or_everything() {
+        for good in ["*", "sla.*", "sla.breached", "slo.burn_rate_alert", "a.b.*"] {
+            assert_eq!(check_event_type(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "sla",
+            "sla.",
+            "*.breached",
+            "SLA.breached",
+            "sla.*.x",
+            "sla.b*",
+            ".*",
+        ] {
+            assert!(check_event_type(bad).is_err(), "{bad}");
+        }
+        assert!(matches("*", "sla.breached"));
+        assert!(matches("sla.*", "sla.breached"));
+        assert!(!matches("sla.*", "slo.at_risk"));
+        assert!(!matches("sla.*", "slaa.x"));
+        assert!(matches("sla.breached", "sla.breached"));
+        assert!(!matches("sla.breached", "sla.breached_x"));
+    }
+}

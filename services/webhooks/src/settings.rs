@@ -1,0 +1,165 @@
+//! The webhook worker's settings: the `[webhooks]` section of the
+//! configuration.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How the webhook worker runs. Every field has a default.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Milliseconds between two polls when the last found nothing to do.
+    pub poll_interval_ms: u64,
+    /// Outbox messages fanned out, and deliveries claimed, per round.
+    pub batch: i32,
+    /// Deliveries one worker sends at once.
+    pub concurrency: usize,
+    /// How long a receiver may take to answer one delivery.
+    pub request_timeout_secs: u64,
+    /// How much of an answer is read before the connection is dropped (the
+    /// first KiB is kept with the attempt).
+    pub max_response_bytes: usize,
+    /// How long a claimed delivery is the worker's before another may
+    /// take it over (a worker that died mid-delivery): more than the
+    /// request timeout.
+    pub lease_secs: u64,
+    /// The AES-256-GCM key endpoint secrets are sealed under, base64 of 32
+    /// bytes (e.g. `openssl rand -base64 32`). Without one the platform
+    /// makes a key on first use and keeps it in the database. Never
+    /// shown by `Debug`.
+    pub secret_key: Option<String>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("poll_interval_ms", &self.poll_interval_ms)
+            .field("batch", &self.batch)
+            .field("concurrency", &self.concurrency)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("lease_secs", &self.lease_secs)
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 500,
+            batch: 100,
+            concurrency: 16,
+            request_timeout_secs: 15,
+            max_response_bytes: 64 * 1024,
+            lease_secs: 60,
+            secret_key: None,
+        }
+    }
+}
+
+/// A setting outside its bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} {rule}")]
+pub struct SettingsError {
+    pub key: &'static str,
+    pub rule: String,
+}
+
+impl Settings {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.poll_interval_ms)
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_secs)
+    }
+
+    /// Checks the bounds.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let check = |key: &'static str, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(SettingsError {
+                    key,
+                    rule: format!("must be between {min} and {max}, got {value}"),
+                })
+            }
+        };
+        check(
+            "webhooks.poll_interval_ms",
+            self.poll_interval_ms,
+            10,
+            60_000,
+        )?;
+        check(
+            "webhooks.batch",
+            u64::try_from(self.batch).unwrap_or(0),
+            1,
+            1000,
+        )?;
+        check("webhooks.concurrency", self.concurrency as u64, 1, 256)?;
+        check(
+            "webhooks.request_timeout_secs",
+            self.request_timeout_secs,
+            1,
+            60,
+        )?;
+        check(
+            "webhooks.max_response_bytes",
+            self.max_response_bytes as u64,
+            1024,
+            1024 * 1024,
+        )?;
+        check("webhooks.lease_secs", self.lease_secs, 10, 3600)?;
+        if self.lease_secs <= self.request_timeout_secs {
+            return Err(SettingsError {
+                key: "webhooks.lease_secs",
+                rule: format!(
+                    "must exceed webhooks.request_timeout_secs ({}), or another worker takes over deliveries still in flight",
+                    self.request_timeout_secs
+                ),
+            });
+        }
+        if let Some(key) = &self.secret_key {
+            slaproof_app::webhooks::WebhookKey::from_base64(key).map_err(|e| SettingsError {
+                key: "webhooks.secret_key",
+                rule: e.to_string(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_pass_and_bounds_are_named() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+        let short_lease = Settings {
+            lease_secs: 15,
+            ..Settings::default()
+        };
+        assert_eq!(
+            short_lease.validate().unwrap_err().key,
+            "webhooks.lease_secs"
+        );
+        let bad_key = Settings {
+            secret_key: Some("c2hvcnQ=".into()),
+            ..Settings::default()
+        };
+        assert_eq!(bad_key.validate().unwrap_err().key, "webhooks.secret_key");
+        assert!(!format!("{bad_key:?}").contains("c2hvcnQ"));
+    }
+}

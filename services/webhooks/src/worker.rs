@@ -1,0 +1,375 @@
+//! The worker's rounds: fan-out from the outbox, then delivery.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use slaproof_app::webhooks::WebhookKey;
+use slaproof_domain::ids::TenantId;
+use slaproof_http::outbound::{OutboundPolicy, refusal_of};
+use slaproof_store::webhooks::{self, Attempt, ClaimedDelivery, Next};
+use slaproof_store::{Database, StoreError, outbox};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Settings, schedule, signature};
+
+/// What the answer excerpt keeps of a receiver's answer.
+const EXCERPT_BYTES: usize = 1024;
+const USER_AGENT: &str = concat!("slaproof-webhooks/", env!("CARGO_PKG_VERSION"));
+
+/// A round that could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("webhook store: {0}")]
+    Store(#[from] StoreError),
+    #[error("building the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
+/// Claims outbox messages and writes their deliveries, each tenant's in
+/// one transaction with marking them dispatched. Answers how many
+/// messages were handed on.
+#[tracing::instrument(skip(db))]
+pub async fn relay_outbox(
+    db: &Database,
+    worker: &str,
+    batch: i32,
+    lease: Duration,
+) -> Result<usize, WebhookError> {
+    let messages = outbox::claim(db, worker, batch, lease).await?;
+    let count = messages.len();
+    let mut by_tenant: BTreeMap<TenantId, Vec<outbox::OutboxMessage>> = BTreeMap::new();
+    for message in messages {
+        by_tenant.entry(message.tenant).or_default().push(message);
+    }
+    for (tenant, messages) in by_tenant {
+        let mut tx = db.tenant_tx(tenant).await?;
+        for message in &messages {
+            webhooks::fan_out(&mut tx, message.id, &message.event_type, message.created_at).await?;
+            outbox::mark_dispatched(&mut tx, message.id).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(count)
+}
+
+/// Sends claimed deliveries: the HTTP client, the key that opens
+/// endpoints' secrets, and this worker's name in the leases.
+#[derive(Debug, Clone)]
+pub struct Deliverer {
+    db: Database,
+    settings: Settings,
+    key: WebhookKey,
+    policy: OutboundPolicy,
+    client: reqwest::Client,
+    worker: String,
+}
+
+/// What sending one delivery came to.
+struct Sent {
+    attempt: Attempt,
+    retry_after: Option<Duration>,
+    gone: bool,
+}
+
+impl Deliverer {
+    pub fn new(
+        db: Database,
+        settings: Settings,
+        key: WebhookKey,
+        policy: OutboundPolicy,
+        worker: impl Into<String>,
+    ) -> Result<Self, WebhookError> {
+        let client = policy
+            .client_builder()
+            .user_agent(USER_AGENT)
+            .timeout(settings.request_timeout())
+            .connect_timeout(settings.request_timeout())
+            .build()
+            .map_err(WebhookError::Client)?;
+        Ok(Self {
+            db,
+            settings,
+            key,
+            policy,
+            client,
+            worker: worker.into(),
+        })
+    }
+
+    /// One round: fan out what the outbox holds, then send what is due.
+    /// Answers how much was done (0: the worker may sleep).
+    pub async fn round(&self) -> Result<usize, WebhookError> {
+        let relayed = relay_outbox(
+            &self.db,
+            &self.worker,
+            self.settings.batch,
+            self.settings.lease(),
+        )
+        .await?;
+        let sent = self.deliver_due().await?;
+        Ok(relayed + sent)
+    }
+
+    /// Claims due deliveries and sends them, at most `concurrency` at once.
+    #[tracing::instrument(skip(self), fields(worker = %self.worker))]
+    pub async fn deliver_due(&self) -> Result<usize, WebhookError> {
+        let claimed = webhooks::claim(
+            &self.db,
+            &self.worker,
+            self.settings.batch,
+            self.settings.lease(),
+        )
+        .await?;
+        let count = claimed.len();
+        let results: Vec<Result<(), WebhookError>> = futures_util::stream::iter(claimed)
+            .map(|delivery| self.deliver(delivery))
+            .buffer_unordered(self.settings.concurrency)
+            .collect()
+            .await;
+        for result in results {
+            result?;
+        }
+        Ok(count)
+    }
+
+    /// Sends one delivery and records the attempt.
+    #[tracing::instrument(skip(self, delivery), fields(tenant = %delivery.tenant, endpoint = %delivery.endpoint, message = %delivery.message, attempt = delivery.attempt))]
+    async fn deliver(&self, delivery: ClaimedDelivery) -> Result<(), WebhookError> {
+        let sent = self.send(&delivery).await;
+        let next = if sent.attempt.status.is_some_and(|s| (200..300).contains(&s)) {
+            Next::Delivered
+        } else if sent.gone {
+            Next::Failed
+        } else {
+            match schedule::next_delay(delivery.attempt, sent.retry_after) {
+                Some(delay) => Next::RetryAt(
+                    Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX),
+                ),
+                None => Next::Failed,
+            }
+        };
+        if next != Next::Delivered {
+            tracing::info!(status = ?sent.attempt.status, error = ?sent.attempt.error, ?next, "webhook attempt failed");
+        }
+        let mut tx = self.db.tenant_tx(delivery.tenant).await?;
+        let recorded = webhooks::record_attempt(
+            &mut tx,
+            delivery.id,
+            &self.worker,
+            delivery.attempt,
+            &sent.attempt,
+            next,
+        )
+        .await?;
+        if recorded && sent.gone {
+            const REASON: &str = "the endpoint answered 410 Gone";
+            let endpoint =
+                webhooks::set_enabled(&mut tx, delivery.endpoint, false, Some(REASON)).await?;
+            // A fact like any other: the tenant's other endpoints hear of it.
+            let fact = serde_json::json!({
+                "endpoint": endpoint.id.to_string(),
+                "url": endpoint.url,
+                "reason": REASON,
+                "message": delivery.message.to_string(),
+                "at": Utc::now(),
+            });
+            outbox::enqueue(&mut tx, "endpoint.disabled", &fact).await?;
+            tracing::warn!("endpoint answered 410 Gone; disabled");
+        }
+        tx.commit().await?;
+        if !recorded {
+            tracing::warn!("lease lost before the attempt was recorded; another worker owns it");
+        }
+        Ok(())
+    }
+
+    /// The HTTP exchange; never fails: every way it can go wrong is an
+    /// attempt too.
+    async fn send(&self, delivery: &ClaimedDelivery) -> Sent {
+        let started_at = Utc::now();
+        let start = Instant::now();
+        let failed = |error: String| Sent {
+            attempt: Attempt {
+                started_at,
+                duration_ms: millis(start.elapsed()),
+                status: None,
+                response_excerpt: None,
+                error: Some(error),
+            },
+            retry_after: None,
+            gone: false,
+        };
+        let secret =
+            match self
+                .key
+                .open(delivery.tenant, delivery.endpoint, &delivery.secret_sealed)
+            {
+                Ok(secret) => secret,
+                Err(err) => return failed(err.to_string()),
+            };
+        // The scheme and address literals (the client's resolver checks
+        // names, at the connection).
+        let url = match self.policy.parse_target(&delivery.url) {
+            Ok(url) => url,
+            Err(refusal) => return failed(format!("refused: {refusal}")),
+        };
+        let id = delivery.message.to_string();
+        let timestamp = Utc::now().timestamp();
+        let body = signature::body(
+            &delivery.event_type,
+            delivery.message_created_at,
+            &delivery.payload,
+        );
+        let mut signed = signature::sign(secret.bytes(), &id, timestamp, &body);
+        // During a rotation's overlap, a second signature with the previous
+        // secret (Standard Webhooks: space-separated, any one may match).
+        if let Some(sealed) = &delivery.previous_secret_sealed {
+            match self.key.open(delivery.tenant, delivery.endpoint, sealed) {
+                Ok(previous) => {
+                    signed.push(' ');
+                    signed.push_str(&signature::sign(previous.bytes(), &id, timestamp, &body));
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "previous secret does not open; signing with the current one only")
+                }
+            }
+        }
+        let request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signed)
+            .body(body);
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => {
+                let error = match refusal_of(&err) {
+                    Some(refusal) => format!("refused: {refusal}"),
+                    None if err.is_timeout() => {
+                        format!("no answer within {}s", self.settings.request_timeout_secs)
+                    }
+                    None => format!("request failed: {}", error_chain(&err)),
+                };
+                return failed(error);
+            }
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| schedule::parse_retry_after(v, Utc::now()));
+        let mut read = Vec::new();
+        let mut error = None;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = self.settings.max_response_bytes.saturating_sub(read.len());
+                    read.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    if read.len() >= self.settings.max_response_bytes {
+                        // The rest is not read: the connection is dropped.
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    error = Some(format!("reading the answer: {}", error_chain(&err)));
+                    break;
+                }
+            }
+        }
+        Sent {
+            attempt: Attempt {
+                started_at,
+                duration_ms: millis(start.elapsed()),
+                status: Some(i32::from(status.as_u16())),
+                response_excerpt: excerpt(&read),
+                error,
+            },
+            retry_after,
+            gone: status == reqwest::StatusCode::GONE,
+        }
+    }
+}
+
+fn millis(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
+/// At most [`EXCERPT_BYTES`] of the answer as text, cut at a character.
+fn excerpt(read: &[u8]) -> Option<String> {
+    if read.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&read[..read.len().min(EXCERPT_BYTES)]);
+    let mut end = text.len().min(EXCERPT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(text[..end].to_owned())
+}
+
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+/// Runs rounds until `shutdown`, sleeping when a round found nothing.
+pub async fn run(
+    db: Database,
+    settings: Settings,
+    key: WebhookKey,
+    policy: OutboundPolicy,
+    worker: String,
+    shutdown: CancellationToken,
+) {
+    let poll = settings.poll_interval();
+    let deliverer = match Deliverer::new(db, settings, key, policy, worker) {
+        Ok(deliverer) => deliverer,
+        Err(err) => {
+            tracing::error!(error = %err, "webhook worker cannot start");
+            return;
+        }
+    };
+    loop {
+        let idle = match deliverer.round().await {
+            Ok(done) => done == 0,
+            Err(err) => {
+                tracing::error!(error = %err, "webhook round failed; retrying");
+                true
+            }
+        };
+        if idle {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(poll) => {}
+            }
+        } else if shutdown.is_cancelled() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_keep_a_kibibyte_cut_at_a_character() {
+        assert_eq!(excerpt(b""), None);
+        assert_eq!(excerpt(b"ok").as_deref(), Some("ok"));
+        let long = "é".repeat(1000);
+        let cut = excerpt(long.as_bytes()).unwrap();
+        assert!(cut.len() <= EXCERPT_BYTES && cut.chars().all(|c| c == 'é'));
+    }
+}
