@@ -1032,3 +1032,405 @@ async fn redirects_are_not_followed_and_answers_are_read_up_to_the_cap() {
     assert_eq!(pending.len(), 1);
     assert!(pending[0].0 > 3.0 && !pending[0].1, "{pending:?}");
 }
+
+#[tokio::test]
+async fn recovery_redelivers_what_a_dead_receiver_and_a_disabled_endpoint_missed_with_the_original_ids()
+ {
+    let world = world().await;
+    let receiver = Receiver::start(Duration::ZERO).await;
+    let (endpoint, secret) = world.endpoint(&receiver.url(), &["sla.*"]).await;
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    let first = world.fact("sla.breached", json!({"n": 1})).await;
+    let second = world.fact("sla.recovered", json!({"n": 2})).await;
+    world.fact("slo.at_risk", json!({})).await;
+    let deliverer = world.deliverer("w1", loopback(), Settings::default()).await;
+
+    // The receiver is down through every attempt of the schedule.
+    for _ in 0..16 {
+        receiver.answer(500, None);
+    }
+    for _ in 0..8 {
+        deliverer.round().await.unwrap();
+        world.make_due().await;
+    }
+    let deliveries = world.deliveries().await;
+    assert_eq!(deliveries.len(), 2, "slo.at_risk is not under sla.*");
+    assert!(
+        deliveries
+            .values()
+            .all(|&(n, _, ok, failed)| (n, ok, failed) == (8, false, true))
+    );
+    assert_eq!(receiver.seen().len(), 16);
+    // Then the endpoint is disabled while a third fact is written: it gets
+    // no delivery at all.
+    world
+        .app
+        .set_webhook_endpoint_enabled(&world.admin, &endpoint, false)
+        .await
+        .unwrap();
+    let third = world.fact("sla.at_risk", json!({"n": 3})).await;
+    deliverer.round().await.unwrap();
+    assert_eq!(world.deliveries().await.len(), 2);
+    world
+        .app
+        .set_webhook_endpoint_enabled(&world.admin, &endpoint, true)
+        .await
+        .unwrap();
+
+    // Recovery since before the first: each of the three once more.
+    let replay = world
+        .app
+        .recover_webhook_messages(&world.admin, &endpoint, since)
+        .await
+        .unwrap();
+    assert_eq!((replay.queued, replay.next_since), (3, None));
+    // Asked twice while they are pending: nothing more is queued.
+    let again = world
+        .app
+        .recover_webhook_messages(&world.admin, &endpoint, since)
+        .await
+        .unwrap();
+    assert_eq!(again.queued, 0);
+    deliverer.round().await.unwrap();
+    let redelivered: Vec<Received> = receiver.seen()[16..].to_vec();
+    let mut ids: Vec<&str> = redelivered.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    let mut expected = [first.as_str(), second.as_str(), third.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "the original webhook-ids, each once");
+    assert!(redelivered.iter().all(|r| verify_by_hand(&secret, r)));
+    assert_eq!(deliverer.round().await.unwrap(), 0, "nothing more to send");
+    // A time after every message recovers nothing.
+    let later = world
+        .app
+        .recover_webhook_messages(&world.admin, &endpoint, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(later.queued, 0);
+}
+
+#[tokio::test]
+async fn resend_delivers_one_message_again_with_its_webhook_id() {
+    let world = world().await;
+    let receiver = Receiver::start(Duration::ZERO).await;
+    let (endpoint, _) = world.endpoint(&receiver.url(), &["sla.*"]).await;
+    let message = world.fact("sla.breached", json!({})).await;
+    let other = world.fact("slo.at_risk", json!({})).await;
+    let deliverer = world.deliverer("w1", loopback(), Settings::default()).await;
+    deliverer.round().await.unwrap();
+    assert_eq!(receiver.seen().len(), 1);
+
+    let replay = world
+        .app
+        .resend_webhook_message(&world.admin, &endpoint, &message)
+        .await
+        .unwrap();
+    assert_eq!(replay.queued, 1);
+    deliverer.round().await.unwrap();
+    let seen = receiver.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        (seen[0].id.as_str(), seen[1].id.as_str()),
+        (message.as_str(), message.as_str())
+    );
+    // A type the filter does not take, a message that is not there.
+    let refused = world
+        .app
+        .resend_webhook_message(&world.admin, &endpoint, &other)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, AppError::Invalid { .. }), "{refused:?}");
+    let missing = world
+        .app
+        .resend_webhook_message(
+            &world.admin,
+            &endpoint,
+            "msg_0192f0c1a2b37c8d9e0f112233445566",
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, AppError::NotFound { .. }), "{missing:?}");
+}
+
+#[tokio::test]
+async fn resend_and_recover_through_the_api() {
+    let receiver = Receiver::start(Duration::ZERO).await;
+    let app = slaproof_tests::spawn_app_with(|config| {
+        trust_test_key(config);
+        config.outbound = loopback();
+        config.webhooks.poll_interval_ms = 50;
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let token = fixtures::token(tenant, &["provider_admin"], None);
+    let http = reqwest::Client::new();
+    let call = |method: &'static str, path: String, body: Option<Value>| {
+        let (http, token) = (http.clone(), token.clone());
+        async move { fixtures::call(&http, app.address, &token, method, &path, body).await }
+    };
+    let (status, made) = call(
+        "POST",
+        "/v1/webhook-endpoints".into(),
+        Some(json!({"url": receiver.url()})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let endpoint = made["endpoint"]["id"].as_str().unwrap().to_owned();
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let message = outbox::enqueue(&mut tx, "sla.breached", &json!({}))
+        .await
+        .unwrap()
+        .to_string();
+    tx.commit().await.unwrap();
+    receiver.wait_for(1).await;
+
+    let (status, queued) = call(
+        "POST",
+        format!("/v1/webhook-endpoints/{endpoint}/messages/{message}/resend"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    assert_eq!(queued["queued"], 1);
+    assert_eq!(receiver.wait_for(2).await[1].id, message);
+
+    let (status, queued) = call(
+        "POST",
+        format!("/v1/webhook-endpoints/{endpoint}/recover"),
+        Some(json!({"since": since.to_rfc3339()})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    assert_eq!(queued["queued"], 1);
+    assert_eq!(receiver.wait_for(3).await[2].id, message);
+
+    // The same over GraphQL, and a test-send.
+    let graphql = |query: String| call("POST", "/graphql".into(), Some(json!({"query": query})));
+    let (_, answer) = graphql(format!(
+        r#"mutation {{ resendWebhookMessage(endpointId: "{endpoint}", messageId: "{message}") {{ queued }} }}"#
+    ))
+    .await;
+    assert_eq!(
+        answer["data"]["resendWebhookMessage"]["queued"], 1,
+        "{answer}"
+    );
+    assert_eq!(receiver.wait_for(4).await[3].id, message);
+    let (_, answer) = graphql(format!(
+        r#"mutation {{ recoverWebhookMessages(endpointId: "{endpoint}", since: "{}") {{ queued nextSince }} }}"#,
+        since.to_rfc3339()
+    ))
+    .await;
+    assert_eq!(
+        answer["data"]["recoverWebhookMessages"]["queued"], 1,
+        "{answer}"
+    );
+    assert_eq!(receiver.wait_for(5).await[4].id, message);
+    let (_, answer) = graphql(format!(
+        r#"mutation {{ testWebhookEndpoint(id: "{endpoint}") {{ messageId delivered attempt {{ status eventType }} }} }}"#
+    ))
+    .await;
+    let sent = &answer["data"]["testWebhookEndpoint"];
+    assert_eq!(sent["delivered"], true, "{answer}");
+    assert_eq!(sent["attempt"]["eventType"], "webhook.test");
+    assert_eq!(
+        receiver.wait_for(6).await[5].id,
+        sent["messageId"].as_str().unwrap()
+    );
+
+    let (status, _) = call(
+        "POST",
+        format!("/v1/webhook-endpoints/{endpoint}/recover"),
+        Some(json!({"since": "yesterday"})),
+    )
+    .await;
+    assert!(status.is_client_error(), "{status}");
+    let (status, _) = call(
+        "POST",
+        format!(
+            "/v1/webhook-endpoints/{endpoint}/messages/msg_0192f0c1a2b37c8d9e0f112233445566/resend"
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A reader may not replay.
+    let reader = fixtures::token(tenant, &["operations_viewer"], None);
+    let (status, _) = fixtures::call(
+        &http,
+        app.address,
+        &reader,
+        "POST",
+        format!("/v1/webhook-endpoints/{endpoint}/recover").as_str(),
+        Some(json!({"since": since.to_rfc3339()})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_test_send_goes_through_the_worker_and_answers_the_attempt() {
+    let receiver = Receiver::start(Duration::ZERO).await;
+    let bystander = Receiver::start(Duration::ZERO).await;
+    let app = slaproof_tests::spawn_app_with(|config| {
+        trust_test_key(config);
+        config.outbound = loopback();
+        config.webhooks.poll_interval_ms = 50;
+    })
+    .await;
+    let tenant = tenants::create(&app.db, "provider", "Provider")
+        .await
+        .unwrap()
+        .id;
+    let token = fixtures::token(tenant, &["provider_admin"], None);
+    let http = reqwest::Client::new();
+    let create = |url: String| {
+        let (http, token) = (http.clone(), token.clone());
+        async move {
+            let (status, made) = fixtures::call(
+                &http,
+                app.address,
+                &token,
+                "POST",
+                "/v1/webhook-endpoints",
+                Some(json!({"url": url, "event_types": ["sla.breached"]})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            (
+                made["endpoint"]["id"].as_str().unwrap().to_owned(),
+                made["secret"].as_str().unwrap().to_owned(),
+            )
+        }
+    };
+    let (endpoint, secret) = create(receiver.url()).await;
+    create(bystander.url()).await;
+    let path = format!("/v1/webhook-endpoints/{endpoint}/test");
+
+    // Sent whatever the filter, signed like any delivery, only to it.
+    let (status, sent) = fixtures::call(&http, app.address, &token, "POST", &path, None).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(sent["delivered"], true, "{sent}");
+    assert_eq!(sent["attempt"]["status"], 200);
+    assert_eq!(sent["attempt"]["event_type"], "webhook.test");
+    let got = receiver.seen();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, sent["message_id"].as_str().unwrap());
+    assert!(verify_by_hand(&secret, &got[0]));
+    let body: Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(body["type"], "webhook.test");
+    assert_eq!(body["data"]["endpoint"], endpoint.as_str());
+
+    // A failing receiver: the answer says so, and the log keeps it.
+    receiver.answer(500, None);
+    let (status, sent) = fixtures::call(&http, app.address, &token, "POST", &path, None).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(sent["delivered"], false);
+    assert_eq!(sent["attempt"]["status"], 500);
+    let (_, log) = fixtures::call(
+        &http,
+        app.address,
+        &token,
+        "GET",
+        &format!("/v1/webhook-endpoints/{endpoint}/attempts"),
+        None,
+    )
+    .await;
+    let statuses: Vec<&Value> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(500), &json!(200)]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        bystander.seen().is_empty(),
+        "a test goes to its endpoint only"
+    );
+
+    // Not to a disabled endpoint.
+    fixtures::call(
+        &http,
+        app.address,
+        &token,
+        "POST",
+        &format!("/v1/webhook-endpoints/{endpoint}/disable"),
+        None,
+    )
+    .await;
+    let (status, _) = fixtures::call(&http, app.address, &token, "POST", &path, None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn an_endpoint_failing_for_longer_than_the_setting_is_disabled_and_told_of() {
+    let world = world().await;
+    let receiver = Receiver::start(Duration::ZERO).await;
+    let (endpoint, _) = world.endpoint(&receiver.url(), &["sla.*"]).await;
+    let settings = Settings {
+        disable_after_failing_secs: 1,
+        ..Settings::default()
+    };
+    let deliverer = world.deliverer("w1", loopback(), settings).await;
+    let enabled = async || {
+        world
+            .app
+            .get_webhook_endpoint(&world.admin, &endpoint)
+            .await
+            .unwrap()
+    };
+
+    // A failure, then a success more than the setting later: the run of
+    // failures ends, the endpoint stays.
+    world.fact("sla.breached", json!({"n": 1})).await;
+    receiver.answer(500, None);
+    deliverer.round().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    world.make_due().await;
+    deliverer.round().await.unwrap();
+    assert!(enabled().await.enabled);
+
+    // Failures only, the first more than the setting before the last.
+    let message = world.fact("sla.breached", json!({"n": 2})).await;
+    receiver.answer(500, None);
+    receiver.answer(503, None);
+    deliverer.round().await.unwrap();
+    assert!(enabled().await.enabled, "failing for less than the setting");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    world.make_due().await;
+    deliverer.round().await.unwrap();
+    let read = enabled().await;
+    assert!(!read.enabled);
+    assert!(
+        read.disabled_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("every attempt failed since"),
+        "{read:?}"
+    );
+    let told: Vec<Value> =
+        sqlx::query_scalar("SELECT payload FROM outbox WHERE event_type = 'endpoint.disabled'")
+            .fetch_all(&mut world.database.owner_connection().await)
+            .await
+            .unwrap();
+    assert_eq!(told.len(), 1, "told once");
+    assert_eq!(told[0]["reason"], "failing");
+    assert_eq!(told[0]["endpoint"], endpoint.as_str());
+    assert_eq!(told[0]["message"], message.as_str());
+    assert!(told[0]["failing_since"].is_string());
+    // Enabled again, it starts afresh: one failure does not disable it.
+    world
+        .app
+        .set_webhook_endpoint_enabled(&world.admin, &endpoint, true)
+        .await
+        .unwrap();
+    receiver.answer(500, None);
+    world.make_due().await;
+    deliverer.round().await.unwrap();
+    assert!(enabled().await.enabled);
+    assert_eq!(receiver.seen().len(), 5);
+}

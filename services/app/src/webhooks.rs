@@ -20,6 +20,11 @@ pub const MAX_ENDPOINTS: i64 = 50;
 pub const ROTATION_OVERLAP: chrono::Duration = chrono::Duration::hours(24);
 /// Event-type patterns one endpoint may have.
 pub const MAX_EVENT_TYPES: usize = 64;
+/// Messages one recovery queues at most; a later `since` continues.
+pub const MAX_RECOVERED: i64 = 10_000;
+/// How long a test-send waits for the worker's first attempt before it
+/// answers without one (the delivery stays queued).
+pub const TEST_SEND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// The name of the platform-made key in `platform_secrets`, used when the
 /// operator configures none.
 const KEY_NAME: &str = "webhook_secret_key";
@@ -106,6 +111,32 @@ pub struct WebhookAttempt {
     /// At most 1 KiB of the answer.
     pub response_excerpt: Option<String>,
     pub error: Option<String>,
+}
+
+/// What a resend or a recovery queued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct WebhookReplay {
+    /// Deliveries queued, due now; a message whose replay to the endpoint
+    /// is still pending is not queued twice. They are sent while the
+    /// endpoint is enabled.
+    pub queued: u64,
+    /// When a recovery stopped at its cap (10,000 messages): recover again
+    /// from this time for the rest.
+    pub next_since: Option<DateTime<Utc>>,
+}
+
+/// A test-send: the `webhook.test` message and how its first attempt went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct WebhookTestSend {
+    /// The `webhook-id` (`msg_…`) the receiver got.
+    #[schema(value_type = String)]
+    pub message_id: OutboxMessageId,
+    /// Whether the receiver answered 2xx.
+    pub delivered: bool,
+    /// The attempt, as the attempt log keeps it; absent when no webhook
+    /// worker tried within 30 s (the message stays queued, then retried on
+    /// the schedule like any other).
+    pub attempt: Option<WebhookAttempt>,
 }
 
 /// Checks one event-type pattern: `*`, an exact type (`sla.breached`) or
@@ -339,6 +370,133 @@ impl App {
                 error: a.error,
             })
             .collect())
+    }
+}
+
+impl App {
+    /// Delivers one message to one endpoint again: a new delivery, due now,
+    /// with the message's `webhook-id`. The message must be of a type the
+    /// endpoint's filter takes.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn resend_webhook_message(
+        &self,
+        caller: &Caller,
+        id: &str,
+        message_id: &str,
+    ) -> Result<WebhookReplay, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        let not_found = || AppError::NotFound {
+            what: "webhook message",
+            key: message_id.to_owned(),
+        };
+        let message: OutboxMessageId = message_id.parse().map_err(|_| not_found())?;
+        let queued = self
+            .in_tx(caller, async |tx| {
+                let endpoint = webhooks::find(tx, id).await?;
+                let event_type = webhooks::message_type(tx, message)
+                    .await?
+                    .ok_or_else(not_found)?;
+                if !endpoint.event_types.iter().any(|p| matches(p, &event_type)) {
+                    return Err(AppError::invalid(
+                        "msg_id",
+                        format!(
+                            "the message is a {event_type}, a type the endpoint's filter does not take"
+                        ),
+                    ));
+                }
+                Ok(webhooks::resend(tx, id, message).await?)
+            })
+            .await?;
+        Ok(WebhookReplay {
+            queued: u64::from(queued),
+            next_since: None,
+        })
+    }
+
+    /// Delivers again to one endpoint every message since `since` whose
+    /// type its filter takes, delivered before or not (while the endpoint
+    /// was disabled it was not), oldest first, at most [`MAX_RECOVERED`].
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn recover_webhook_messages(
+        &self,
+        caller: &Caller,
+        id: &str,
+        since: DateTime<Utc>,
+    ) -> Result<WebhookReplay, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        let recovered = self
+            .in_tx(caller, async |tx| {
+                webhooks::find(tx, id).await?;
+                Ok(webhooks::recover(tx, id, since, MAX_RECOVERED).await?)
+            })
+            .await?;
+        let capped = recovered.considered >= MAX_RECOVERED.unsigned_abs();
+        Ok(WebhookReplay {
+            queued: recovered.queued,
+            next_since: recovered.last_at.filter(|_| capped),
+        })
+    }
+}
+
+impl App {
+    /// Sends a `webhook.test` message to one endpoint, whatever its filter,
+    /// through the webhook worker (the same signing, outbound policy and
+    /// attempt log as every delivery), and answers how its first attempt
+    /// went, waiting at most `wait` for it.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn test_webhook_endpoint(
+        &self,
+        caller: &Caller,
+        id: &str,
+        wait: std::time::Duration,
+    ) -> Result<WebhookTestSend, AppError> {
+        caller.require_provider(Scope::WebhookWrite)?;
+        let id = parse_id(id)?;
+        let (message, delivery) = self
+            .in_tx(caller, async |tx| {
+                let endpoint = webhooks::find(tx, id).await?;
+                if !endpoint.enabled {
+                    return Err(AppError::Conflict(
+                        "the endpoint is disabled: enable it to send it a test".to_owned(),
+                    ));
+                }
+                let payload = serde_json::json!({
+                    "endpoint": endpoint.id.to_string(),
+                    "message": "a test from slaproof: this endpoint receives and verifies webhooks",
+                });
+                Ok(webhooks::enqueue_test(tx, id, &payload).await?)
+            })
+            .await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        let attempt = loop {
+            let first = self
+                .in_tx(caller, async |tx| {
+                    Ok(webhooks::first_attempt(tx, delivery).await?)
+                })
+                .await?;
+            if first.is_some() || tokio::time::Instant::now() >= deadline {
+                break first;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        Ok(WebhookTestSend {
+            message_id: message,
+            delivered: attempt
+                .as_ref()
+                .is_some_and(|a| a.status.is_some_and(|s| (200..300).contains(&s))),
+            attempt: attempt.map(|a| WebhookAttempt {
+                message_id: message,
+                event_type: "webhook.test".to_owned(),
+                attempt: 1,
+                started_at: a.started_at,
+                duration_ms: a.duration_ms,
+                status: a.status,
+                response_excerpt: a.response_excerpt,
+                error: a.error,
+            }),
+        })
     }
 }
 

@@ -182,6 +182,59 @@ pub async fn set_enabled(
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
+/// Disables an endpoint the platform gave up on, unless it is disabled
+/// already (answers `None` then: whoever disabled it told of it).
+#[tracing::instrument(skip(tx))]
+pub async fn disable_if_enabled(
+    tx: &mut TenantTx,
+    id: WebhookEndpointId,
+    reason: &str,
+) -> Result<Option<StoredEndpoint>, StoreError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $3, updated_at = now() \
+         WHERE tenant_id = $1 AND id = $2 AND enabled RETURNING {COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(reason)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map(endpoint))
+}
+
+/// When the endpoint's run of failed attempts began, if every attempt to
+/// it since then failed and that is at least `longer_than` ago. The run
+/// counts from the last 2xx answer, and from the endpoint's last change
+/// (an endpoint enabled again starts afresh).
+pub async fn failing_since(
+    tx: &mut TenantTx,
+    id: WebhookEndpointId,
+    longer_than: Duration,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let since: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "WITH attempts AS ( \
+             SELECT a.started_at, coalesce(a.status BETWEEN 200 AND 299, false) AS ok \
+             FROM webhook_attempts a \
+             JOIN webhook_deliveries d ON d.tenant_id = a.tenant_id AND d.id = a.delivery_id \
+             WHERE a.tenant_id = $1 AND d.endpoint_id = $2 \
+               AND a.started_at >= (SELECT updated_at FROM webhook_endpoints \
+                                    WHERE tenant_id = $1 AND id = $2) \
+         ), run AS ( \
+             SELECT min(started_at) AS began FROM attempts \
+             WHERE NOT ok AND started_at > coalesce((SELECT max(started_at) FROM attempts WHERE ok), \
+                                                    '-infinity') \
+         ) \
+         SELECT began FROM run WHERE began <= now() - make_interval(secs => $3)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(longer_than.as_secs_f64())
+    .fetch_optional(&mut **tx)
+    .await?
+    .flatten();
+    Ok(since)
+}
+
 /// Replaces an endpoint's sealed secret; the one it replaces still signs
 /// deliveries, beside the new one, until `overlap_until`.
 #[tracing::instrument(skip(tx, sealed))]
@@ -220,6 +273,17 @@ pub async fn delete(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<(), Stor
     Ok(())
 }
 
+/// The filter's wildcard rule in SQL, so that one statement fans out or
+/// recovers: `*` matches every type, `a.*` every type under `a.`,
+/// anything else exactly (the application layer accepts no other pattern).
+fn filter_matches(patterns: &str, event_type: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM unnest({patterns}) AS p (pattern) \
+                 WHERE p.pattern = '*' OR p.pattern = {event_type} \
+                    OR (right(p.pattern, 2) = '.*' AND starts_with({event_type}, left(p.pattern, -1))))"
+    )
+}
+
 /// Writes a delivery of message `message` to every enabled endpoint of the
 /// tenant whose filter matches `event_type` and that existed when the
 /// message was written; a delivery already there is kept (a relay that
@@ -231,18 +295,13 @@ pub async fn fan_out(
     event_type: &str,
     message_created_at: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    // The filter's wildcard rule, in SQL so that one statement fans out:
-    // `*` matches every type, `a.*` every type under `a.`, anything else
-    // exactly (the application layer accepts no other pattern).
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
          SELECT e.tenant_id, gen_random_uuid(), e.id, $2 FROM webhook_endpoints e \
-         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 \
-           AND EXISTS (SELECT 1 FROM unnest(e.event_types) AS p (pattern) \
-                       WHERE p.pattern = '*' OR p.pattern = $3 \
-                          OR (right(p.pattern, 2) = '.*' AND starts_with($3, left(p.pattern, -1)))) \
-         ON CONFLICT ON CONSTRAINT webhook_deliveries_once DO NOTHING",
-    )
+         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 AND {} \
+         ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING",
+        filter_matches("e.event_types", "$3")
+    ))
     .bind(tx.tenant().uuid())
     .bind(message.uuid())
     .bind(event_type)
@@ -250,6 +309,157 @@ pub async fn fan_out(
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// The type of one of the tenant's outbox messages, if there is one.
+pub async fn message_type(
+    tx: &mut TenantTx,
+    message: OutboxMessageId,
+) -> Result<Option<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT event_type FROM outbox WHERE tenant_id = $1 AND id = $2")
+            .bind(tx.tenant().uuid())
+            .bind(message.uuid())
+            .fetch_optional(&mut **tx)
+            .await?,
+    )
+}
+
+/// Queues message `message` to endpoint `endpoint` again, due now, as a
+/// delivery of its own (its attempts and schedule start over; its
+/// `webhook-id` is the message's). Answers `false` when a replay of it to
+/// that endpoint is already pending.
+#[tracing::instrument(skip(tx))]
+pub async fn resend(
+    tx: &mut TenantTx,
+    endpoint: WebhookEndpointId,
+    message: OutboxMessageId,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id, origin) \
+         VALUES ($1, gen_random_uuid(), $2, $3, 'resend') ON CONFLICT DO NOTHING",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(endpoint.uuid())
+    .bind(message.uuid())
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Writes a `webhook.test` message for one endpoint and its delivery, due
+/// now; the message is marked dispatched as it is written, so the relay
+/// hands it to no other endpoint. Answers the message and the delivery.
+#[tracing::instrument(skip(tx, payload))]
+pub async fn enqueue_test(
+    tx: &mut TenantTx,
+    endpoint: WebhookEndpointId,
+    payload: &serde_json::Value,
+) -> Result<(OutboxMessageId, uuid::Uuid), StoreError> {
+    let message = OutboxMessageId::new();
+    sqlx::query(
+        "INSERT INTO outbox (tenant_id, id, event_type, payload, dispatched_at) \
+         VALUES ($1, $2, 'webhook.test', $3, now())",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(message.uuid())
+    .bind(payload)
+    .execute(&mut **tx)
+    .await?;
+    let delivery: uuid::Uuid = sqlx::query_scalar(
+        "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id, origin) \
+         VALUES ($1, gen_random_uuid(), $2, $3, 'test') RETURNING id",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(endpoint.uuid())
+    .bind(message.uuid())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok((message, delivery))
+}
+
+/// The first recorded attempt of a delivery, once there is one.
+pub async fn first_attempt(
+    tx: &mut TenantTx,
+    delivery: uuid::Uuid,
+) -> Result<Option<Attempt>, StoreError> {
+    type AttemptRow = (
+        DateTime<Utc>,
+        i32,
+        Option<i32>,
+        Option<String>,
+        Option<String>,
+    );
+    let row: Option<AttemptRow> = sqlx::query_as(
+        "SELECT started_at, duration_ms, status, response_excerpt, error FROM webhook_attempts \
+         WHERE tenant_id = $1 AND delivery_id = $2 ORDER BY attempt LIMIT 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(delivery)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map(
+        |(started_at, duration_ms, status, response_excerpt, error)| Attempt {
+            started_at,
+            duration_ms,
+            status,
+            response_excerpt,
+            error,
+        },
+    ))
+}
+
+/// What a recovery queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovered {
+    /// Deliveries written (a message whose replay is already pending is
+    /// not queued twice).
+    pub queued: u64,
+    /// The messages considered; `limit` of them means there may be more.
+    pub considered: u64,
+    /// When the last message considered was written.
+    pub last_at: Option<DateTime<Utc>>,
+}
+
+/// Queues again, due now, every message written since `since` (at most
+/// `limit`, oldest first) whose type the endpoint's filter takes, whether
+/// or not it was delivered before (to an endpoint that was disabled it
+/// never was). Messages the relay has not handed on yet are left to it.
+#[tracing::instrument(skip(tx))]
+pub async fn recover(
+    tx: &mut TenantTx,
+    endpoint: WebhookEndpointId,
+    since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Recovered, StoreError> {
+    let (queued, considered, last_at): (i64, i64, Option<DateTime<Utc>>) =
+        sqlx::query_as(&format!(
+            "WITH candidates AS ( \
+                 SELECT o.id, o.created_at FROM outbox o \
+                 JOIN webhook_endpoints e ON e.tenant_id = o.tenant_id AND e.id = $2 \
+                 WHERE o.tenant_id = $1 AND o.created_at >= $3 AND o.dispatched_at IS NOT NULL \
+                   AND o.event_type <> 'webhook.test' AND {} \
+                 ORDER BY o.created_at, o.id LIMIT $4 \
+             ), queued AS ( \
+                 INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id, origin) \
+                 SELECT $1, gen_random_uuid(), $2, c.id, 'recover' FROM candidates c \
+                 ON CONFLICT DO NOTHING RETURNING 1 \
+             ) \
+             SELECT (SELECT count(*) FROM queued), (SELECT count(*) FROM candidates), \
+                    (SELECT max(created_at) FROM candidates)",
+            filter_matches("e.event_types", "o.event_type")
+        ))
+        .bind(tx.tenant().uuid())
+        .bind(endpoint.uuid())
+        .bind(since)
+        .bind(limit)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(Recovered {
+        queued: u64::try_from(queued).unwrap_or(0),
+        considered: u64::try_from(considered).unwrap_or(0),
+        last_at,
+    })
 }
 
 /// A delivery a worker claimed: what sending it needs.

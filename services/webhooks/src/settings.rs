@@ -24,6 +24,9 @@ pub struct Settings {
     /// take it over (a worker that died mid-delivery): more than the
     /// request timeout.
     pub lease_secs: u64,
+    /// An endpoint every attempt to which has failed for this long is
+    /// disabled (with an `endpoint.disabled` fact, reason `failing`).
+    pub disable_after_failing_secs: u64,
     /// The AES-256-GCM key endpoint secrets are sealed under, base64 of 32
     /// bytes (e.g. `openssl rand -base64 32`). Without one the platform
     /// makes a key on first use and keeps it in the database. Never
@@ -41,6 +44,10 @@ impl std::fmt::Debug for Settings {
             .field("max_response_bytes", &self.max_response_bytes)
             .field("lease_secs", &self.lease_secs)
             .field(
+                "disable_after_failing_secs",
+                &self.disable_after_failing_secs,
+            )
+            .field(
                 "secret_key",
                 &self.secret_key.as_ref().map(|_| "<redacted>"),
             )
@@ -57,6 +64,7 @@ impl Default for Settings {
             request_timeout_secs: 15,
             max_response_bytes: 64 * 1024,
             lease_secs: 60,
+            disable_after_failing_secs: 5 * 24 * 3600,
             secret_key: None,
         }
     }
@@ -81,6 +89,10 @@ impl Settings {
 
     pub fn lease(&self) -> Duration {
         Duration::from_secs(self.lease_secs)
+    }
+
+    pub fn disable_after_failing(&self) -> Duration {
+        Duration::from_secs(self.disable_after_failing_secs)
     }
 
     /// Checks the bounds.
@@ -121,6 +133,12 @@ impl Settings {
             1024 * 1024,
         )?;
         check("webhooks.lease_secs", self.lease_secs, 10, 3600)?;
+        check(
+            "webhooks.disable_after_failing_secs",
+            self.disable_after_failing_secs,
+            1,
+            30 * 24 * 3600,
+        )?;
         if self.lease_secs <= self.request_timeout_secs {
             return Err(SettingsError {
                 key: "webhooks.lease_secs",
@@ -160,6 +178,14 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(bad_key.validate().unwrap_err().key, "webhooks.secret_key");
+        let never = Settings {
+            disable_after_failing_secs: 0,
+            ..Settings::default()
+        };
+        assert_eq!(
+            never.validate().unwrap_err().key,
+            "webhooks.disable_after_failing_secs"
+        );
         assert!(!format!("{bad_key:?}").contains("c2hvcnQ"));
     }
 }

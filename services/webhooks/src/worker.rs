@@ -164,19 +164,16 @@ impl Deliverer {
         )
         .await?;
         if recorded && sent.gone {
-            const REASON: &str = "the endpoint answered 410 Gone";
-            let endpoint =
-                webhooks::set_enabled(&mut tx, delivery.endpoint, false, Some(REASON)).await?;
-            // A fact like any other: the tenant's other endpoints hear of it.
-            let fact = serde_json::json!({
-                "endpoint": endpoint.id.to_string(),
-                "url": endpoint.url,
-                "reason": REASON,
-                "message": delivery.message.to_string(),
-                "at": Utc::now(),
-            });
-            outbox::enqueue(&mut tx, "endpoint.disabled", &fact).await?;
-            tracing::warn!("endpoint answered 410 Gone; disabled");
+            let detail = "the endpoint answered 410 Gone";
+            disable(&mut tx, &delivery, "gone", detail, None).await?;
+        } else if recorded && next != Next::Delivered {
+            let threshold = self.settings.disable_after_failing();
+            if let Some(since) =
+                webhooks::failing_since(&mut tx, delivery.endpoint, threshold).await?
+            {
+                let detail = format!("every attempt failed since {}", since.to_rfc3339());
+                disable(&mut tx, &delivery, "failing", &detail, Some(since)).await?;
+            }
         }
         tx.commit().await?;
         if !recorded {
@@ -294,6 +291,36 @@ impl Deliverer {
             gone: status == reqwest::StatusCode::GONE,
         }
     }
+}
+
+/// Disables the delivery's endpoint, unless it is disabled already, and
+/// tells of it as a fact like any other: the tenant's other endpoints
+/// hear of it. `reason` is a code (`gone`, `failing`), `detail` a sentence
+/// (the endpoint's `disabled_reason`).
+async fn disable(
+    tx: &mut slaproof_store::TenantTx,
+    delivery: &ClaimedDelivery,
+    reason: &str,
+    detail: &str,
+    failing_since: Option<chrono::DateTime<Utc>>,
+) -> Result<(), WebhookError> {
+    let Some(endpoint) = webhooks::disable_if_enabled(tx, delivery.endpoint, detail).await? else {
+        return Ok(());
+    };
+    let mut fact = serde_json::json!({
+        "endpoint": endpoint.id.to_string(),
+        "url": endpoint.url,
+        "reason": reason,
+        "detail": detail,
+        "message": delivery.message.to_string(),
+        "at": Utc::now(),
+    });
+    if let Some(since) = failing_since {
+        fact["failing_since"] = serde_json::json!(since);
+    }
+    outbox::enqueue(tx, "endpoint.disabled", &fact).await?;
+    tracing::warn!(reason, detail, "webhook endpoint disabled");
+    Ok(())
 }
 
 fn millis(d: Duration) -> i32 {

@@ -7,7 +7,7 @@ use slaproof_app::Scope;
 use slaproof_app::webhooks::NewWebhookEndpoint;
 
 use super::limits::{read_cost, unpaged_cost};
-use super::{holds, parts, refuse};
+use super::{holds, instant, parts, refuse};
 
 fn holds_webhooks(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::WebhookRead)
@@ -144,6 +144,94 @@ impl WebhookMutation {
             .await
             .map_err(refuse)?
             .into())
+    }
+
+    /// Delivers one message (`msg_…`) to an endpoint again, now, with its
+    /// `webhook-id`.
+    async fn resend_webhook_message(
+        &self,
+        ctx: &Context<'_>,
+        endpoint_id: String,
+        message_id: String,
+    ) -> async_graphql::Result<WebhookReplay> {
+        let (app, caller) = parts(ctx)?;
+        Ok(app
+            .resend_webhook_message(caller, &endpoint_id, &message_id)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Sends a `webhook.test` message to an endpoint and answers how its
+    /// first attempt went (waiting up to 30 s for the webhook worker).
+    async fn test_webhook_endpoint(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<WebhookTestSend> {
+        let (app, caller) = parts(ctx)?;
+        Ok(app
+            .test_webhook_endpoint(caller, &id, slaproof_app::webhooks::TEST_SEND_WAIT)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+
+    /// Delivers again to an endpoint every message since `since` (RFC
+    /// 3339) that its filter takes, at most 10,000.
+    async fn recover_webhook_messages(
+        &self,
+        ctx: &Context<'_>,
+        endpoint_id: String,
+        since: String,
+    ) -> async_graphql::Result<WebhookReplay> {
+        let (app, caller) = parts(ctx)?;
+        let since = instant("since", Some(since))?
+            .ok_or_else(|| async_graphql::Error::new("since is required"))?;
+        Ok(app
+            .recover_webhook_messages(caller, &endpoint_id, since)
+            .await
+            .map_err(refuse)?
+            .into())
+    }
+}
+
+/// A test-send: the `webhook.test` message and how its first attempt went.
+#[derive(Debug, SimpleObject)]
+struct WebhookTestSend {
+    /// The `webhook-id` (`msg_…`).
+    message_id: String,
+    /// Whether the receiver answered 2xx.
+    delivered: bool,
+    /// Absent when no webhook worker tried within 30 s (it stays queued).
+    attempt: Option<WebhookAttempt>,
+}
+
+impl From<slaproof_app::webhooks::WebhookTestSend> for WebhookTestSend {
+    fn from(t: slaproof_app::webhooks::WebhookTestSend) -> Self {
+        Self {
+            message_id: t.message_id.to_string(),
+            delivered: t.delivered,
+            attempt: t.attempt.map(Into::into),
+        }
+    }
+}
+
+/// What a resend or a recovery queued.
+#[derive(Debug, SimpleObject)]
+struct WebhookReplay {
+    /// Deliveries queued, due now (sent while the endpoint is enabled).
+    queued: u64,
+    /// When a recovery stopped at its cap: recover again from this time.
+    next_since: Option<String>,
+}
+
+impl From<slaproof_app::webhooks::WebhookReplay> for WebhookReplay {
+    fn from(r: slaproof_app::webhooks::WebhookReplay) -> Self {
+        Self {
+            queued: r.queued,
+            next_since: r.next_since.map(|t| t.to_rfc3339()),
+        }
     }
 }
 

@@ -12,7 +12,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use slaproof_app::Caller;
 use slaproof_app::webhooks::{
-    NewWebhookEndpoint, WebhookAttempt, WebhookEndpoint, WebhookEndpointWithSecret,
+    NewWebhookEndpoint, TEST_SEND_WAIT, WebhookAttempt, WebhookEndpoint, WebhookEndpointWithSecret,
+    WebhookReplay, WebhookTestSend,
 };
 
 use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body};
@@ -28,6 +29,12 @@ pub(crate) fn router() -> Router<ApiState> {
             post(rotate_secret),
         )
         .route("/v1/webhook-endpoints/{id}/attempts", get(attempts))
+        .route(
+            "/v1/webhook-endpoints/{id}/messages/{msg_id}/resend",
+            post(resend),
+        )
+        .route("/v1/webhook-endpoints/{id}/recover", post(recover))
+        .route("/v1/webhook-endpoints/{id}/test", post(test_send))
 }
 
 /// An endpoint to create.
@@ -47,6 +54,14 @@ pub(crate) struct WebhookEndpointIn {
     /// Default true.
     #[serde(default)]
     pub enabled: Option<bool>,
+}
+
+/// A recovery: every message since a time.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebhookRecoverIn {
+    /// RFC 3339; messages written at or after it are delivered again.
+    pub since: chrono::DateTime<chrono::Utc>,
 }
 
 fn endpoint_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiProblem> {
@@ -243,4 +258,86 @@ pub(crate) async fn attempts(
         data,
         next_cursor: None,
     }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/messages/{msg_id}/resend",
+    operation_id = "webhook_endpoints_resend",
+    tag = "webhooks",
+    summary = "Deliver one message to a webhook endpoint again, now, with its webhook-id",
+    params(
+        ("id" = String, Path, description = "`ep_…`"),
+        ("msg_id" = String, Path, description = "`msg_…`, the `webhook-id`"),
+    ),
+    responses(
+        (status = 202, description = "Queued", body = WebhookReplay),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn resend(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Response, ApiProblem> {
+    let Path((id, message)) = path.map_err(|e| invalid("id", e.body_text()))?;
+    let queued = state
+        .app
+        .resend_webhook_message(&caller, &id, &message)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/recover",
+    operation_id = "webhook_endpoints_recover",
+    tag = "webhooks",
+    summary = "Deliver again every message since a time that the endpoint's filter takes (at most 10,000)",
+    params(("id" = String, Path, description = "`ep_…`")),
+    request_body = WebhookRecoverIn,
+    responses(
+        (status = 202, description = "Queued", body = WebhookReplay),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn recover(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    bytes: Bytes,
+) -> Result<Response, ApiProblem> {
+    let id = endpoint_id(path)?;
+    let input: WebhookRecoverIn = parse_body(&bytes)?;
+    let queued = state
+        .app
+        .recover_webhook_messages(&caller, &id, input.since)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/webhook-endpoints/{id}/test",
+    operation_id = "webhook_endpoints_test",
+    tag = "webhooks",
+    summary = "Send a webhook.test message to a webhook endpoint and answer how its first attempt went (waits up to 30 s)",
+    params(("id" = String, Path, description = "`ep_…`")),
+    responses(
+        (status = 200, description = "Attempted, or still queued when `attempt` is absent", body = WebhookTestSend),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn test_send(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookTestSend>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    Ok(Json(
+        state
+            .app
+            .test_webhook_endpoint(&caller, &id, TEST_SEND_WAIT)
+            .await?,
+    ))
 }

@@ -1,9 +1,10 @@
 //! The command line: `up`, `serve`, `migrate`, and the operator commands for
-//! tenants, customers, ingest keys, SLAs and synthetic probes.
+//! tenants, customers, ingest keys, SLAs, synthetic probes and webhooks.
 
 use std::path::PathBuf;
 
 mod tenancy;
+mod webhooks;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ pub use tenancy::{
     TenantArg, TenantCommand,
 };
 use tenancy::{customer, ingest_key, probe, sla, tenant};
+pub use webhooks::WebhookCommand;
+use webhooks::webhook;
 
 /// slaproof: every SLA measured exactly, every missed promise credited,
 /// every period proven.
@@ -85,6 +88,12 @@ pub enum Command {
     Probe {
         #[command(subcommand)]
         command: ProbeCommand,
+    },
+    /// List a tenant's webhook endpoints; resend a message, recover every
+    /// message since a time.
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
     },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
@@ -386,6 +395,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::IngestKey { command } => ingest_key(&config, command).await,
         Command::Sla { command } => sla(&config, command).await,
         Command::Probe { command } => probe(&config, command).await,
+        Command::Webhook { command } => webhook(&config, command).await,
         Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
     }
 }

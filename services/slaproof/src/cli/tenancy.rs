@@ -192,7 +192,7 @@ pub struct TenantArg {
 
 /// The application layer over the configured database: the operator
 /// commands go through the same rules as the API.
-async fn application(config: &Config) -> anyhow::Result<App> {
+pub(super) async fn application(config: &Config) -> anyhow::Result<App> {
     Ok(App::with_default_policy(connect(config).await?)
         .await?
         .with_outbound(config.outbound.clone()))
