@@ -111,6 +111,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
             event_types: vec!["sla.*".into()],
             enabled: true,
             secret_sealed: vec![0; 60],
+            headers: Default::default(),
         },
     )
     .await

@@ -2,6 +2,7 @@
 //! Webhooks), which types, and the secret deliveries are signed with —
 //! shown once, sealed at rest.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -29,14 +30,26 @@ pub const TEST_SEND_WAIT: std::time::Duration = std::time::Duration::from_secs(3
 /// operator configures none.
 const KEY_NAME: &str = "webhook_secret_key";
 
-/// A new endpoint as asked for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A new endpoint as asked for; `Debug` leaves the header values out.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct NewWebhookEndpoint {
     pub url: String,
     pub description: Option<String>,
     /// Defaults to every type (`*`).
     pub event_types: Option<Vec<String>>,
     pub enabled: Option<bool>,
+    /// Custom headers sent with every delivery (see [`headers_of`]).
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for NewWebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewWebhookEndpoint")
+            .field("url", &self.url)
+            .field("event_types", &self.event_types)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An endpoint as the provider reads it: never its secret.
@@ -56,6 +69,9 @@ pub struct WebhookEndpoint {
     /// After a rotation: until when deliveries also carry a signature with
     /// the previous secret.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// The custom headers sent with every delivery, by (lower-case) name;
+    /// their values are never answered, as they may be credentials.
+    pub header_names: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -70,6 +86,7 @@ impl From<webhooks::StoredEndpoint> for WebhookEndpoint {
             enabled: stored.enabled,
             disabled_reason: stored.disabled_reason,
             previous_secret_expires_at: stored.previous_secret_expires_at,
+            header_names: stored.headers.into_keys().collect(),
             created_at: stored.created_at,
             updated_at: stored.updated_at,
         }
@@ -229,6 +246,7 @@ impl App {
             ));
         }
         let event_types = event_types_of(new.event_types)?;
+        let headers = headers_of(new.headers.unwrap_or_default())?;
         // Before any transaction: resolving the host can take seconds.
         let url = crate::probes::check_url(&self.outbound, &new.url).await?;
         let key = self.webhook_key().await?;
@@ -248,6 +266,7 @@ impl App {
                     event_types,
                     enabled: new.enabled.unwrap_or(true),
                     secret_sealed: key.seal(caller.tenant(), id, &secret),
+                    headers,
                 };
                 Ok(webhooks::create(tx, &new).await?)
             })
@@ -498,6 +517,88 @@ impl App {
             }),
         })
     }
+}
+
+/// Custom headers one endpoint may have.
+pub const MAX_HEADERS: usize = 10;
+/// The longest custom header value, in bytes.
+pub const MAX_HEADER_VALUE_BYTES: usize = 1024;
+/// Header names the platform sets itself, or that belong to the connection
+/// rather than to the receiver: refused as custom headers (with any
+/// `webhook-*` name, which Standard Webhooks reserves).
+const RESERVED_HEADERS: &[&str] = &[
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "proxy-authorization",
+];
+
+/// Checks an endpoint's custom headers and answers them by lower-case
+/// name: at most [`MAX_HEADERS`], names HTTP tokens and not reserved,
+/// values visible ASCII (spaces and tabs inside) of at most
+/// [`MAX_HEADER_VALUE_BYTES`]. `authorization` is allowed: a receiver
+/// behind a gateway often needs one. Errors name the header, never its
+/// value.
+pub fn headers_of(headers: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AppError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(AppError::invalid(
+            "headers",
+            format!("at most {MAX_HEADERS} headers"),
+        ));
+    }
+    let mut checked = BTreeMap::new();
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if lower.is_empty() || lower.len() > 100 || !lower.bytes().all(token) {
+            return Err(AppError::invalid(
+                "headers",
+                format!("{name:?} is not an HTTP header name (1-100 token characters)"),
+            ));
+        }
+        if lower.starts_with("webhook-") || RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(AppError::invalid(
+                "headers",
+                format!("{lower} is set by the platform or the connection; it cannot be custom"),
+            ));
+        }
+        let visible = |b: u8| b == b'\t' || (0x20..0x7f).contains(&b);
+        if value.len() > MAX_HEADER_VALUE_BYTES
+            || !value.bytes().all(visible)
+            || value.trim() != value
+        {
+            return Err(AppError::invalid(
+                "headers",
+                format!(
+                    "the value of {lower} must be visible ASCII without leading or trailing blanks, at most {MAX_HEADER_VALUE_BYTES} bytes"
+                ),
+            ));
+        }
+        if checked.insert(lower.clone(), value).is_some() {
+            return Err(AppError::invalid(
+                "headers",
+                format!("{lower} is given twice"),
+            ));
+        }
+    }
+    Ok(checked)
+}
+
+/// Deletes attempts older than `keep_days` (`webhooks.attempts_retention_days`)
+/// and the finished deliveries they leave without any (run by housekeeping).
+pub async fn expire_attempts(
+    db: &slaproof_store::Database,
+    keep_days: u32,
+) -> Result<webhooks::Expired, AppError> {
+    Ok(webhooks::expire(db, keep_days).await?)
 }
 
 #[cfg(test)]

@@ -200,6 +200,7 @@ impl Application {
                         self.db.clone(),
                         self.config.events.clone(),
                         self.config.evaluator.evaluations_full_days,
+                        self.config.webhooks.attempts_retention_days,
                         shutdown.clone(),
                     ));
                 }

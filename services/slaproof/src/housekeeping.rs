@@ -1,7 +1,8 @@
 //! The housekeeping service: keeps the daily partitions of the events table
 //! created ahead and drops those past retention, deletes the API's
 //! idempotency keys past their day, and thins evaluations older than
-//! `evaluator.evaluations_full_days` to one an hour per objective. Replicas
+//! `evaluator.evaluations_full_days` to one an hour per objective, and
+//! deletes webhook attempts past `webhooks.attempts_retention_days`. Replicas
 //! may run it side by side; the schema serializes their DDL.
 
 use std::time::Duration;
@@ -17,6 +18,7 @@ pub(crate) async fn run(
     db: Database,
     config: EventsConfig,
     evaluations_full_days: u32,
+    attempts_retention_days: u32,
     shutdown: CancellationToken,
 ) {
     let interval = Duration::from_secs(config.upkeep_interval_secs);
@@ -56,6 +58,16 @@ pub(crate) async fn run(
             ),
             Ok(_) => {}
             Err(err) => tracing::error!(error = %err, "thinning old evaluations failed"),
+        }
+        // Webhook attempts past retention: retried next round on failure.
+        match slaproof_app::webhooks::expire_attempts(&db, attempts_retention_days).await {
+            Ok(done) if done.attempts + done.deliveries > 0 => tracing::info!(
+                attempts = done.attempts,
+                deliveries = done.deliveries,
+                "old webhook attempts deleted"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::error!(error = %err, "deleting old webhook attempts failed"),
         }
         tokio::select! {
             () = shutdown.cancelled() => return,

@@ -2,6 +2,7 @@
 //! endpoint) and every attempt: the rows the webhook worker and the
 //! application layer share.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -24,6 +25,9 @@ pub struct StoredEndpoint {
     /// Until when deliveries are also signed with the secret before the
     /// last rotation.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// Sent with every delivery, by lower-case name; values may be
+    /// credentials, so `Debug` leaves them out.
+    pub headers: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -50,10 +54,11 @@ type Row = (
     Option<DateTime<Utc>>,
     DateTime<Utc>,
     DateTime<Utc>,
+    sqlx::types::Json<BTreeMap<String, String>>,
 );
 
 const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
-                       previous_secret_expires_at, created_at, updated_at";
+                       previous_secret_expires_at, created_at, updated_at, headers";
 
 fn endpoint(row: Row) -> StoredEndpoint {
     let (
@@ -67,6 +72,7 @@ fn endpoint(row: Row) -> StoredEndpoint {
         previous_secret_expires_at,
         created_at,
         updated_at,
+        headers,
     ) = row;
     StoredEndpoint {
         id: WebhookEndpointId::from_uuid(id),
@@ -77,6 +83,7 @@ fn endpoint(row: Row) -> StoredEndpoint {
         disabled_reason,
         secret_sealed,
         previous_secret_expires_at,
+        headers: headers.0,
         created_at,
         updated_at,
     }
@@ -91,6 +98,7 @@ pub struct NewEndpoint {
     pub event_types: Vec<String>,
     pub enabled: bool,
     pub secret_sealed: Vec<u8>,
+    pub headers: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for NewEndpoint {
@@ -122,8 +130,9 @@ pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
 #[tracing::instrument(skip(tx, new), fields(id = %new.id))]
 pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoint, StoreError> {
     let row: Row = sqlx::query_as(&format!(
-        "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+        "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed, \
+                                        headers) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(new.id.uuid())
@@ -132,6 +141,7 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     .bind(&new.event_types)
     .bind(new.enabled)
     .bind(&new.secret_sealed)
+    .bind(sqlx::types::Json(&new.headers))
     .fetch_one(&mut **tx)
     .await?;
     Ok(endpoint(row))
@@ -478,6 +488,8 @@ pub struct ClaimedDelivery {
     pub message_created_at: DateTime<Utc>,
     /// This attempt's number, from 1.
     pub attempt: i32,
+    /// The endpoint's custom headers (values may be credentials).
+    pub headers: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for ClaimedDelivery {
@@ -513,11 +525,12 @@ pub async fn claim(
         serde_json::Value,
         DateTime<Utc>,
         i32,
+        sqlx::types::Json<BTreeMap<String, String>>,
     );
     let rows: Vec<Claimed> = sqlx::query_as(
         "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
                 event_type, payload, \
-                message_created_at, attempt \
+                message_created_at, attempt, headers \
          FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3))",
     )
     .bind(worker)
@@ -540,6 +553,7 @@ pub async fn claim(
                 payload,
                 created,
                 attempt,
+                headers,
             )| {
                 ClaimedDelivery {
                     tenant: TenantId::from_uuid(tenant),
@@ -553,6 +567,7 @@ pub async fn claim(
                     payload,
                     message_created_at: created,
                     attempt,
+                    headers: headers.0,
                 }
             },
         )
@@ -691,4 +706,47 @@ pub async fn attempts(
             },
         )
         .collect())
+}
+
+/// What one retention round deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expired {
+    pub attempts: u64,
+    pub deliveries: u64,
+}
+
+/// Deletes every tenant's attempts started more than `keep_days` ago, then
+/// the finished deliveries (delivered or failed) that long ago that have no
+/// attempt left. Pending deliveries stay whatever their age: the worker
+/// still owes them. Each tenant in its own transaction, under row-level
+/// security like everything else.
+#[tracing::instrument(skip(db))]
+pub async fn expire(db: &Database, keep_days: u32) -> Result<Expired, StoreError> {
+    let mut expired = Expired::default();
+    for tenant in crate::tenants::list(db).await? {
+        let mut tx = db.tenant_tx(tenant.id).await?;
+        expired.attempts += sqlx::query(
+            "DELETE FROM webhook_attempts \
+             WHERE tenant_id = $1 AND started_at < now() - make_interval(days => $2)",
+        )
+        .bind(tenant.id.uuid())
+        .bind(i32::try_from(keep_days).unwrap_or(i32::MAX))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        expired.deliveries += sqlx::query(
+            "DELETE FROM webhook_deliveries d \
+             WHERE d.tenant_id = $1 \
+               AND coalesce(d.delivered_at, d.failed_at) < now() - make_interval(days => $2) \
+               AND NOT EXISTS (SELECT 1 FROM webhook_attempts a \
+                               WHERE a.tenant_id = d.tenant_id AND a.delivery_id = d.id)",
+        )
+        .bind(tenant.id.uuid())
+        .bind(i32::try_from(keep_days).unwrap_or(i32::MAX))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+    }
+    Ok(expired)
 }

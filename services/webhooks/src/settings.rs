@@ -27,6 +27,10 @@ pub struct Settings {
     /// An endpoint every attempt to which has failed for this long is
     /// disabled (with an `endpoint.disabled` fact, reason `failing`).
     pub disable_after_failing_secs: u64,
+    /// Days attempts are kept; housekeeping then deletes them, and the
+    /// finished deliveries left without any. At least as long as
+    /// `disable_after_failing_secs`, which reads the attempts.
+    pub attempts_retention_days: u32,
     /// The AES-256-GCM key endpoint secrets are sealed under, base64 of 32
     /// bytes (e.g. `openssl rand -base64 32`). Without one the platform
     /// makes a key on first use and keeps it in the database. Never
@@ -47,6 +51,7 @@ impl std::fmt::Debug for Settings {
                 "disable_after_failing_secs",
                 &self.disable_after_failing_secs,
             )
+            .field("attempts_retention_days", &self.attempts_retention_days)
             .field(
                 "secret_key",
                 &self.secret_key.as_ref().map(|_| "<redacted>"),
@@ -65,6 +70,7 @@ impl Default for Settings {
             max_response_bytes: 64 * 1024,
             lease_secs: 60,
             disable_after_failing_secs: 5 * 24 * 3600,
+            attempts_retention_days: 30,
             secret_key: None,
         }
     }
@@ -139,6 +145,23 @@ impl Settings {
             1,
             30 * 24 * 3600,
         )?;
+        check(
+            "webhooks.attempts_retention_days",
+            u64::from(self.attempts_retention_days),
+            1,
+            3650,
+        )?;
+        // The disabling rule finds the start of a failing run among the
+        // attempts: deleted sooner, a run would never look long enough.
+        if u64::from(self.attempts_retention_days) * 24 * 3600 < self.disable_after_failing_secs {
+            return Err(SettingsError {
+                key: "webhooks.attempts_retention_days",
+                rule: format!(
+                    "must cover webhooks.disable_after_failing_secs ({} s), or a failing endpoint is never disabled",
+                    self.disable_after_failing_secs
+                ),
+            });
+        }
         if self.lease_secs <= self.request_timeout_secs {
             return Err(SettingsError {
                 key: "webhooks.lease_secs",
@@ -187,5 +210,24 @@ mod tests {
             "webhooks.disable_after_failing_secs"
         );
         assert!(!format!("{bad_key:?}").contains("c2hvcnQ"));
+        for (days, ok) in [
+            (0, false),
+            (5, true),
+            (4, false),
+            (3650, true),
+            (3651, false),
+        ] {
+            let retention = Settings {
+                attempts_retention_days: days,
+                ..Settings::default()
+            };
+            match retention.validate() {
+                Ok(()) => assert!(ok, "{days}"),
+                Err(e) => {
+                    assert!(!ok, "{days}");
+                    assert_eq!(e.key, "webhooks.attempts_retention_days");
+                }
+            }
+        }
     }
 }

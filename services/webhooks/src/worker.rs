@@ -233,9 +233,13 @@ impl Deliverer {
                 }
             }
         }
-        let request = self
-            .client
-            .post(url)
+        let mut request = self.client.post(url);
+        // The endpoint's own first, so none can stand in for the signed
+        // headers (the application refuses those names anyway).
+        for (name, value) in &delivery.headers {
+            request = request.header(name, value);
+        }
+        let request = request
             .header("content-type", "application/json")
             .header("webhook-id", &id)
             .header("webhook-timestamp", timestamp.to_string())

@@ -76,6 +76,47 @@ struct WebhookEndpointInput {
     /// Exact types (`sla.breached`), prefixes (`sla.*`) or `*` (default).
     event_types: Option<Vec<String>>,
     enabled: Option<bool>,
+    /// Custom headers sent with every delivery: at most 10, values visible
+    /// ASCII up to 1 KiB; `webhook-*`, `content-type`, `content-length`,
+    /// `host` and connection headers are refused. Values are never
+    /// answered nor logged.
+    headers: Option<Vec<WebhookHeaderInput>>,
+}
+
+/// One custom header. `Debug` leaves the value out.
+#[derive(InputObject)]
+struct WebhookHeaderInput {
+    name: String,
+    value: String,
+}
+
+impl std::fmt::Debug for WebhookHeaderInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookHeaderInput")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The headers as the application takes them; a name given twice (in any
+/// case) is refused rather than one value silently winning.
+fn headers_map(
+    headers: Option<Vec<WebhookHeaderInput>>,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, slaproof_app::AppError> {
+    let Some(headers) = headers else {
+        return Ok(None);
+    };
+    let mut map = std::collections::BTreeMap::new();
+    for header in headers {
+        let name = header.name.to_ascii_lowercase();
+        if map.insert(name.clone(), header.value).is_some() {
+            return Err(slaproof_app::AppError::invalid(
+                "headers",
+                format!("{name} is given twice"),
+            ));
+        }
+    }
+    Ok(Some(map))
 }
 
 #[derive(Debug, Default)]
@@ -95,6 +136,7 @@ impl WebhookMutation {
             description: input.description,
             event_types: input.event_types,
             enabled: input.enabled,
+            headers: headers_map(input.headers).map_err(refuse)?,
         };
         let made = app
             .create_webhook_endpoint(caller, new)
@@ -248,6 +290,8 @@ struct WebhookEndpoint {
     /// After a rotation: until when deliveries also carry a signature with
     /// the previous secret.
     previous_secret_expires_at: Option<String>,
+    /// The custom headers' names; their values are never answered.
+    header_names: Vec<String>,
     created_at: String,
     updated_at: String,
 }
@@ -262,6 +306,7 @@ impl From<slaproof_app::webhooks::WebhookEndpoint> for WebhookEndpoint {
             enabled: e.enabled,
             disabled_reason: e.disabled_reason,
             previous_secret_expires_at: e.previous_secret_expires_at.map(|t| t.to_rfc3339()),
+            header_names: e.header_names,
             created_at: e.created_at.to_rfc3339(),
             updated_at: e.updated_at.to_rfc3339(),
         }

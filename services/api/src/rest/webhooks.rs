@@ -38,7 +38,8 @@ pub(crate) fn router() -> Router<ApiState> {
 }
 
 /// An endpoint to create.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+// `Debug` by hand: it leaves the header values out.
+#[derive(Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WebhookEndpointIn {
     /// http or https; loopback, private and link-local targets are refused
@@ -54,6 +55,22 @@ pub(crate) struct WebhookEndpointIn {
     /// Default true.
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// Custom headers sent with every delivery, name to value: at most 10,
+    /// values visible ASCII up to 1 KiB; `webhook-*`, `content-type`,
+    /// `content-length`, `host` and connection headers are refused. The
+    /// values are never answered nor logged.
+    #[serde(default)]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for WebhookEndpointIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpointIn")
+            .field("url", &self.url)
+            .field("event_types", &self.event_types)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A recovery: every message since a time.
@@ -92,6 +109,7 @@ pub(crate) async fn create(
         description: input.description,
         event_types: input.event_types,
         enabled: input.enabled,
+        headers: input.headers,
     };
     let made = state.app.create_webhook_endpoint(&caller, new).await?;
     Ok((StatusCode::CREATED, Json(made)).into_response())
