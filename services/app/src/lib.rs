@@ -16,6 +16,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod embed;
 pub mod evaluation_status;
+mod headers;
 pub mod history;
 pub mod idempotency;
 pub mod ingest_keys;

@@ -150,39 +150,35 @@ fn check_text(field: &str, value: &str) -> Result<String, AppError> {
 }
 
 fn check_headers(headers: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AppError> {
-    if headers.len() > MAX_HEADERS {
-        return Err(AppError::invalid(
-            "headers",
-            format!("at most {MAX_HEADERS} headers"),
-        ));
-    }
-    let mut checked = BTreeMap::new();
-    for (name, value) in headers {
-        let lower = name.to_ascii_lowercase();
-        let field = format!("headers.{name}");
-        if http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-            return Err(AppError::invalid(field, "is not a valid header name"));
+    use crate::headers::{HeaderProblem, HeaderRules, check};
+    const RULES: HeaderRules = HeaderRules {
+        max: MAX_HEADERS,
+        max_name_bytes: usize::MAX,
+        max_value_bytes: 8192,
+        reserved: RESERVED_HEADERS,
+        reserved_prefix: None,
+        trimmed: false,
+    };
+    let field = |name: &str| format!("headers.{name}");
+    check(headers, &RULES).map_err(|problem| match problem {
+        HeaderProblem::TooMany => {
+            AppError::invalid("headers", format!("at most {MAX_HEADERS} headers"))
         }
-        if RESERVED_HEADERS.contains(&lower.as_str()) {
-            return Err(AppError::invalid(
-                field,
-                "is set by slaproof's HTTP client and cannot be chosen",
-            ));
+        HeaderProblem::BadName(name) => {
+            AppError::invalid(field(&name), "is not a valid header name")
         }
-        if value.len() > 8192 || http::HeaderValue::from_str(value).is_err() {
-            return Err(AppError::invalid(
-                field,
-                "must be at most 8192 visible ASCII characters",
-            ));
+        HeaderProblem::Reserved(name) => AppError::invalid(
+            field(&name),
+            "is set by slaproof's HTTP client and cannot be chosen",
+        ),
+        HeaderProblem::BadValue(name) => AppError::invalid(
+            field(&name),
+            "must be at most 8192 visible ASCII characters",
+        ),
+        HeaderProblem::Twice(name) => {
+            AppError::invalid(field(&name), "is given twice (names are case-insensitive)")
         }
-        if checked.insert(lower, value.clone()).is_some() {
-            return Err(AppError::invalid(
-                field,
-                "is given twice (names are case-insensitive)",
-            ));
-        }
-    }
-    Ok(checked)
+    })
 }
 
 /// Checks a whole definition (after defaults or a patch were applied).

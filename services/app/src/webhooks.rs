@@ -548,48 +548,34 @@ const RESERVED_HEADERS: &[&str] = &[
 /// behind a gateway often needs one. Errors name the header, never its
 /// value.
 pub fn headers_of(headers: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AppError> {
-    if headers.len() > MAX_HEADERS {
-        return Err(AppError::invalid(
-            "headers",
-            format!("at most {MAX_HEADERS} headers"),
-        ));
-    }
-    let mut checked = BTreeMap::new();
-    for (name, value) in headers {
-        let lower = name.to_ascii_lowercase();
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if lower.is_empty() || lower.len() > 100 || !lower.bytes().all(token) {
-            return Err(AppError::invalid(
-                "headers",
-                format!("{name:?} is not an HTTP header name (1-100 token characters)"),
-            ));
+    use crate::headers::{HeaderProblem, HeaderRules, check};
+    const RULES: HeaderRules = HeaderRules {
+        max: MAX_HEADERS,
+        max_name_bytes: 100,
+        max_value_bytes: MAX_HEADER_VALUE_BYTES,
+        reserved: RESERVED_HEADERS,
+        reserved_prefix: Some("webhook-"),
+        trimmed: true,
+    };
+    let message = match check(&headers, &RULES) {
+        Ok(checked) => return Ok(checked),
+        Err(HeaderProblem::TooMany) => format!("at most {MAX_HEADERS} headers"),
+        Err(HeaderProblem::BadName(name)) => {
+            format!("{name:?} is not an HTTP header name (1-100 token characters)")
         }
-        if lower.starts_with("webhook-") || RESERVED_HEADERS.contains(&lower.as_str()) {
-            return Err(AppError::invalid(
-                "headers",
-                format!("{lower} is set by the platform or the connection; it cannot be custom"),
-            ));
+        Err(HeaderProblem::Reserved(name)) => format!(
+            "{} is set by the platform or the connection; it cannot be custom",
+            name.to_ascii_lowercase()
+        ),
+        Err(HeaderProblem::BadValue(name)) => format!(
+            "the value of {} must be visible ASCII without leading or trailing blanks, at most {MAX_HEADER_VALUE_BYTES} bytes",
+            name.to_ascii_lowercase()
+        ),
+        Err(HeaderProblem::Twice(name)) => {
+            format!("{} is given twice", name.to_ascii_lowercase())
         }
-        let visible = |b: u8| b == b'\t' || (0x20..0x7f).contains(&b);
-        if value.len() > MAX_HEADER_VALUE_BYTES
-            || !value.bytes().all(visible)
-            || value.trim() != value
-        {
-            return Err(AppError::invalid(
-                "headers",
-                format!(
-                    "the value of {lower} must be visible ASCII without leading or trailing blanks, at most {MAX_HEADER_VALUE_BYTES} bytes"
-                ),
-            ));
-        }
-        if checked.insert(lower.clone(), value).is_some() {
-            return Err(AppError::invalid(
-                "headers",
-                format!("{lower} is given twice"),
-            ));
-        }
-    }
-    Ok(checked)
+    };
+    Err(AppError::invalid("headers", message))
 }
 
 /// Deletes attempts older than `keep_days` (`webhooks.attempts_retention_days`)

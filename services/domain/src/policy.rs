@@ -61,9 +61,7 @@ impl SlaPolicy {
 
     /// The late grace: the SLA's own, else `default` (the platform's).
     pub fn late_grace_or(&self, default: chrono::Duration) -> chrono::Duration {
-        self.late_grace.map_or(default, |g| {
-            chrono::Duration::seconds(i64::try_from(g.seconds()).unwrap_or(i64::MAX / 1000))
-        })
+        self.late_grace.map_or(default, Span::chrono)
     }
 }
 

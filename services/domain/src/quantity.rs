@@ -468,6 +468,12 @@ impl Span {
         Duration::from_secs(self.seconds())
     }
 
+    /// The span as a `chrono` duration (what the evaluator's instants
+    /// add up with).
+    pub fn chrono(self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::try_from(self.seconds()).unwrap_or(i64::MAX / 1000))
+    }
+
     /// The span in seconds.
     pub const fn seconds(self) -> u64 {
         self.count as u64 * self.unit.seconds()

@@ -182,8 +182,7 @@ impl TimeWindow {
     pub fn period_containing(&self, at: DateTime<Utc>) -> Period {
         match *self {
             Self::Rolling { duration } => {
-                let length =
-                    Duration::seconds(i64::try_from(duration.seconds()).unwrap_or(i64::MAX / 1000));
+                let length = duration.chrono();
                 Period {
                     start: at - length,
                     end: at,

@@ -372,9 +372,7 @@ pub async fn evaluate_period(
         .iter()
         .any(|o| matches!(o.sli, Sli::Gauge(_)));
     let gauge_delay = if has_gauge {
-        Duration::seconds(
-            i64::try_from(sla.definition.policy.gauge_delay.seconds()).unwrap_or(i64::MAX / 1000),
-        )
+        sla.definition.policy.gauge_delay.chrono()
     } else {
         Duration::zero()
     };
@@ -572,32 +570,7 @@ pub async fn set_state(
     long_burn_milli: u64,
     short_burn_milli: u64,
 ) -> Result<AlertTransition, EvaluatorError> {
-    set_state_of(
-        tx,
-        evaluation.sla,
-        &evaluation.objective,
-        evaluation.as_of,
-        rule,
-        fires,
-        long_burn_milli,
-        short_burn_milli,
-    )
-    .await
-}
-
-/// [`set_state`] for any name an SLA's state is kept under (an objective,
-/// or the composite).
-#[allow(clippy::too_many_arguments)]
-pub async fn set_state_of(
-    tx: &mut TenantTx,
-    sla: slaproof_domain::ids::SlaId,
-    objective: &str,
-    as_of: DateTime<Utc>,
-    rule: &str,
-    fires: bool,
-    long_burn_milli: u64,
-    short_burn_milli: u64,
-) -> Result<AlertTransition, EvaluatorError> {
+    let (sla, objective, as_of) = (evaluation.sla, &evaluation.objective, evaluation.as_of);
     let tenant = tx.tenant().uuid();
     let was: Option<bool> = sqlx::query_scalar(
         "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",

@@ -60,9 +60,7 @@ pub(crate) async fn record(
     .fetch_one(&mut **tx)
     .await
     .doing("finding an SLA's last event")?;
-    let after = Duration::seconds(
-        i64::try_from(sla.definition.policy.no_data.after.seconds()).unwrap_or(i64::MAX / 1000),
-    );
+    let after = sla.definition.policy.no_data.after.chrono();
     // A new SLA has no data yet because it is new, not because its
     // service went silent: count from when it was applied (its rollups
     // may reach back days, to when nothing was asked of the service).

@@ -26,14 +26,39 @@ pub async fn enqueue(
     event_type: &str,
     payload: &serde_json::Value,
 ) -> Result<OutboxMessageId, StoreError> {
+    insert(tx, event_type, payload, false).await
+}
+
+/// Adds a message already marked dispatched: the relay hands it to no
+/// endpoint, so its one delivery is the caller's to write (a webhook
+/// test-send).
+#[tracing::instrument(skip(tx, payload))]
+pub async fn enqueue_dispatched(
+    tx: &mut TenantTx,
+    event_type: &str,
+    payload: &serde_json::Value,
+) -> Result<OutboxMessageId, StoreError> {
+    insert(tx, event_type, payload, true).await
+}
+
+async fn insert(
+    tx: &mut TenantTx,
+    event_type: &str,
+    payload: &serde_json::Value,
+    dispatched: bool,
+) -> Result<OutboxMessageId, StoreError> {
     let id = OutboxMessageId::new();
-    sqlx::query("INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES ($1, $2, $3, $4)")
-        .bind(tx.tenant().uuid())
-        .bind(id.uuid())
-        .bind(event_type)
-        .bind(payload)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO outbox (tenant_id, id, event_type, payload, dispatched_at) \
+         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .bind(event_type)
+    .bind(payload)
+    .bind(dispatched)
+    .execute(&mut **tx)
+    .await?;
     Ok(id)
 }
 

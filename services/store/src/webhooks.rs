@@ -366,16 +366,7 @@ pub async fn enqueue_test(
     endpoint: WebhookEndpointId,
     payload: &serde_json::Value,
 ) -> Result<(OutboxMessageId, uuid::Uuid), StoreError> {
-    let message = OutboxMessageId::new();
-    sqlx::query(
-        "INSERT INTO outbox (tenant_id, id, event_type, payload, dispatched_at) \
-         VALUES ($1, $2, 'webhook.test', $3, now())",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(message.uuid())
-    .bind(payload)
-    .execute(&mut **tx)
-    .await?;
+    let message = crate::outbox::enqueue_dispatched(tx, "webhook.test", payload).await?;
     let delivery: uuid::Uuid = sqlx::query_scalar(
         "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id, origin) \
          VALUES ($1, gen_random_uuid(), $2, $3, 'test') RETURNING id",
