@@ -112,6 +112,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
             enabled: true,
             secret_sealed: vec![0; 60],
             headers: Default::default(),
+            flow: Default::default(),
         },
     )
     .await
@@ -119,9 +120,11 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     let message = outbox::enqueue(&mut tx, "sla.breached", &serde_json::json!({"seed": true}))
         .await
         .unwrap();
-    let fanned = slaproof_store::webhooks::fan_out(&mut tx, message, "sla.breached", Utc::now())
-        .await
-        .unwrap();
+    let seed = serde_json::json!({"seed": true});
+    let fanned =
+        slaproof_store::webhooks::fan_out(&mut tx, message, "sla.breached", &seed, Utc::now())
+            .await
+            .unwrap();
     assert_eq!(fanned, 1, "the seeded fact reaches the seeded endpoint");
     sqlx::query(
         "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, status) \

@@ -15,6 +15,9 @@ pub struct Settings {
     pub batch: i32,
     /// Deliveries one worker sends at once.
     pub concurrency: usize,
+    /// Deliveries in flight to one endpoint at once, across workers (an
+    /// ordered endpoint takes one).
+    pub endpoint_concurrency: i32,
     /// How long a receiver may take to answer one delivery.
     pub request_timeout_secs: u64,
     /// How much of an answer is read before the connection is dropped (the
@@ -44,6 +47,7 @@ impl std::fmt::Debug for Settings {
             .field("poll_interval_ms", &self.poll_interval_ms)
             .field("batch", &self.batch)
             .field("concurrency", &self.concurrency)
+            .field("endpoint_concurrency", &self.endpoint_concurrency)
             .field("request_timeout_secs", &self.request_timeout_secs)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("lease_secs", &self.lease_secs)
@@ -66,6 +70,7 @@ impl Default for Settings {
             poll_interval_ms: 500,
             batch: 100,
             concurrency: 16,
+            endpoint_concurrency: 8,
             request_timeout_secs: 15,
             max_response_bytes: 64 * 1024,
             lease_secs: 60,
@@ -126,6 +131,12 @@ impl Settings {
             1000,
         )?;
         check("webhooks.concurrency", self.concurrency as u64, 1, 256)?;
+        check(
+            "webhooks.endpoint_concurrency",
+            u64::try_from(self.endpoint_concurrency).unwrap_or(0),
+            1,
+            256,
+        )?;
         check(
             "webhooks.request_timeout_secs",
             self.request_timeout_secs,

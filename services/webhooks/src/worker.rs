@@ -46,7 +46,14 @@ pub async fn relay_outbox(
     for (tenant, messages) in by_tenant {
         let mut tx = db.tenant_tx(tenant).await?;
         for message in &messages {
-            webhooks::fan_out(&mut tx, message.id, &message.event_type, message.created_at).await?;
+            webhooks::fan_out(
+                &mut tx,
+                message.id,
+                &message.event_type,
+                &message.payload,
+                message.created_at,
+            )
+            .await?;
             outbox::mark_dispatched(&mut tx, message.id).await?;
         }
         tx.commit().await?;
@@ -120,6 +127,7 @@ impl Deliverer {
             &self.worker,
             self.settings.batch,
             self.settings.lease(),
+            self.settings.endpoint_concurrency,
         )
         .await?;
         let count = claimed.len();

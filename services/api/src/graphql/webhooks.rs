@@ -2,9 +2,9 @@
 //! `/v1/webhook-endpoints`; a secret is answered once, at creation and at
 //! each rotation.
 
-use async_graphql::{Context, InputObject, Object, SimpleObject};
+use async_graphql::{Context, InputObject, MaybeUndefined, Object, SimpleObject};
 use slaproof_app::Scope;
-use slaproof_app::webhooks::NewWebhookEndpoint;
+use slaproof_app::webhooks::{NewWebhookEndpoint, WebhookEndpointChange};
 
 use super::limits::{read_cost, unpaged_cost};
 use super::{holds, instant, parts, refuse};
@@ -81,6 +81,35 @@ struct WebhookEndpointInput {
     /// `host` and connection headers are refused. Values are never
     /// answered nor logged.
     headers: Option<Vec<WebhookHeaderInput>>,
+    /// Only the facts about this customer (its external reference).
+    customer_ref: Option<String>,
+    /// At most this many attempts started per second (1-10000).
+    rate_limit_per_sec: Option<i32>,
+    /// One message at a time, in the order written (default false).
+    ordered: Option<bool>,
+}
+
+/// Changes to an endpoint: fields left out stay; `null` clears
+/// `customerRef` and `rateLimitPerSec`; `headers` replaces every header.
+#[derive(Debug, InputObject)]
+struct WebhookEndpointPatch {
+    url: Option<String>,
+    description: Option<String>,
+    event_types: Option<Vec<String>>,
+    headers: Option<Vec<WebhookHeaderInput>>,
+    customer_ref: MaybeUndefined<String>,
+    rate_limit_per_sec: MaybeUndefined<i32>,
+    ordered: Option<bool>,
+    enabled: Option<bool>,
+}
+
+/// `None` for a field left out, `Some(None)` for an explicit null.
+fn given<T>(value: MaybeUndefined<T>) -> Option<Option<T>> {
+    match value {
+        MaybeUndefined::Undefined => None,
+        MaybeUndefined::Null => Some(None),
+        MaybeUndefined::Value(v) => Some(Some(v)),
+    }
 }
 
 /// One custom header. `Debug` leaves the value out.
@@ -137,12 +166,40 @@ impl WebhookMutation {
             event_types: input.event_types,
             enabled: input.enabled,
             headers: headers_map(input.headers).map_err(refuse)?,
+            customer_ref: input.customer_ref,
+            rate_limit_per_sec: input.rate_limit_per_sec,
+            ordered: input.ordered,
         };
         let made = app
             .create_webhook_endpoint(caller, new)
             .await
             .map_err(refuse)?;
         Ok(made.into())
+    }
+
+    /// Changes a webhook endpoint's URL, filters, limits, headers or state.
+    async fn update_webhook_endpoint(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        input: WebhookEndpointPatch,
+    ) -> async_graphql::Result<WebhookEndpoint> {
+        let (app, caller) = parts(ctx)?;
+        let change = WebhookEndpointChange {
+            url: input.url,
+            description: input.description,
+            event_types: input.event_types,
+            headers: headers_map(input.headers).map_err(refuse)?,
+            customer_ref: given(input.customer_ref),
+            rate_limit_per_sec: given(input.rate_limit_per_sec),
+            ordered: input.ordered,
+            enabled: input.enabled,
+        };
+        Ok(app
+            .update_webhook_endpoint(caller, &id, change)
+            .await
+            .map_err(refuse)?
+            .into())
     }
 
     /// Enables or disables a webhook endpoint.
@@ -292,6 +349,12 @@ struct WebhookEndpoint {
     previous_secret_expires_at: Option<String>,
     /// The custom headers' names; their values are never answered.
     header_names: Vec<String>,
+    /// Only the facts about this customer (its external reference).
+    customer_ref: Option<String>,
+    /// At most this many attempts started per second.
+    rate_limit_per_sec: Option<i32>,
+    /// One message at a time, in the order written.
+    ordered: bool,
     created_at: String,
     updated_at: String,
 }
@@ -307,6 +370,9 @@ impl From<slaproof_app::webhooks::WebhookEndpoint> for WebhookEndpoint {
             disabled_reason: e.disabled_reason,
             previous_secret_expires_at: e.previous_secret_expires_at.map(|t| t.to_rfc3339()),
             header_names: e.header_names,
+            customer_ref: e.customer_ref,
+            rate_limit_per_sec: e.rate_limit_per_sec,
+            ordered: e.ordered,
             created_at: e.created_at.to_rfc3339(),
             updated_at: e.updated_at.to_rfc3339(),
         }

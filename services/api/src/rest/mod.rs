@@ -238,6 +238,7 @@ impl utoipa::Modify for BearerAuth {
         webhooks::create,
         webhooks::list,
         webhooks::show,
+        webhooks::update,
         webhooks::remove,
         webhooks::enable,
         webhooks::disable,

@@ -105,7 +105,7 @@ pub(crate) struct ProbeIn {
 }
 
 /// `Some(None)` for an explicit `null`, `None` for an absent field.
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+pub(super) fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

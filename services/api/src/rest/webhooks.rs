@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use slaproof_app::Caller;
 use slaproof_app::webhooks::{
-    NewWebhookEndpoint, TEST_SEND_WAIT, WebhookAttempt, WebhookEndpoint, WebhookEndpointWithSecret,
-    WebhookReplay, WebhookTestSend,
+    NewWebhookEndpoint, TEST_SEND_WAIT, WebhookAttempt, WebhookEndpoint, WebhookEndpointChange,
+    WebhookEndpointWithSecret, WebhookReplay, WebhookTestSend,
 };
 
 use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body};
@@ -21,7 +21,10 @@ use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/webhook-endpoints", get(list).post(create))
-        .route("/v1/webhook-endpoints/{id}", get(show).delete(remove))
+        .route(
+            "/v1/webhook-endpoints/{id}",
+            get(show).patch(update).delete(remove),
+        )
         .route("/v1/webhook-endpoints/{id}/enable", post(enable))
         .route("/v1/webhook-endpoints/{id}/disable", post(disable))
         .route(
@@ -61,6 +64,59 @@ pub(crate) struct WebhookEndpointIn {
     /// values are never answered nor logged.
     #[serde(default)]
     pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Only the facts about this customer (its external reference): its
+    /// SLAs' facts, its alert lines and credits. Absent: every fact.
+    #[serde(default)]
+    pub customer_ref: Option<String>,
+    /// At most this many attempts started per second (1-10000). Absent:
+    /// no limit but the platform's.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
+    pub rate_limit_per_sec: Option<i32>,
+    /// One message at a time, in the order written: a message waits while
+    /// an earlier one is retried. Default false.
+    #[serde(default)]
+    pub ordered: Option<bool>,
+}
+
+/// Changes to an endpoint: absent fields stay as they are; `null` clears
+/// `customer_ref` and `rate_limit_per_sec`; `headers` replaces every
+/// header. The secret changes by rotation only.
+// `Debug` by hand: it leaves the header values out.
+#[derive(Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebhookEndpointPatchIn {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+    #[serde(default)]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "super::probes::present")]
+    #[schema(value_type = Option<String>)]
+    pub customer_ref: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::probes::present")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
+    pub rate_limit_per_sec: Option<Option<i32>>,
+    #[serde(default)]
+    pub ordered: Option<bool>,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+impl std::fmt::Debug for WebhookEndpointPatchIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpointPatchIn")
+            .field("url", &self.url)
+            .field("event_types", &self.event_types)
+            .field("customer_ref", &self.customer_ref)
+            .field("rate_limit_per_sec", &self.rate_limit_per_sec)
+            .field("ordered", &self.ordered)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for WebhookEndpointIn {
@@ -110,6 +166,9 @@ pub(crate) async fn create(
         event_types: input.event_types,
         enabled: input.enabled,
         headers: input.headers,
+        customer_ref: input.customer_ref,
+        rate_limit_per_sec: input.rate_limit_per_sec,
+        ordered: input.ordered,
     };
     let made = state.app.create_webhook_endpoint(&caller, new).await?;
     Ok((StatusCode::CREATED, Json(made)).into_response())
@@ -156,6 +215,45 @@ pub(crate) async fn show(
 ) -> Result<Json<WebhookEndpoint>, ApiProblem> {
     let id = endpoint_id(path)?;
     Ok(Json(state.app.get_webhook_endpoint(&caller, &id).await?))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/webhook-endpoints/{id}",
+    operation_id = "webhook_endpoints_update",
+    tag = "webhooks",
+    summary = "Change a webhook endpoint's URL, filters, limits, headers or state",
+    params(("id" = String, Path, description = "`ep_…`")),
+    request_body = WebhookEndpointPatchIn,
+    responses(
+        (status = 200, description = "OK", body = WebhookEndpoint),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn update(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    bytes: Bytes,
+) -> Result<Json<WebhookEndpoint>, ApiProblem> {
+    let id = endpoint_id(path)?;
+    let input: WebhookEndpointPatchIn = parse_body(&bytes)?;
+    let change = WebhookEndpointChange {
+        url: input.url,
+        description: input.description,
+        event_types: input.event_types,
+        headers: input.headers,
+        customer_ref: input.customer_ref,
+        rate_limit_per_sec: input.rate_limit_per_sec,
+        ordered: input.ordered,
+        enabled: input.enabled,
+    };
+    Ok(Json(
+        state
+            .app
+            .update_webhook_endpoint(&caller, &id, change)
+            .await?,
+    ))
 }
 
 #[utoipa::path(

@@ -10,6 +10,11 @@ use serde::Serialize;
 use slaproof_domain::ids::{OutboxMessageId, WebhookEndpointId};
 use slaproof_store::{platform_secrets, webhooks};
 
+mod replay;
+mod update;
+
+pub use update::{MAX_RATE_LIMIT_PER_SEC, WebhookEndpointChange};
+
 use crate::authz::Scope;
 pub use crate::webhook_secret::{SECRET_PREFIX, SealError, SigningSecret, WebhookKey};
 use crate::{App, AppError, Caller};
@@ -40,6 +45,12 @@ pub struct NewWebhookEndpoint {
     pub enabled: Option<bool>,
     /// Custom headers sent with every delivery (see [`headers_of`]).
     pub headers: Option<BTreeMap<String, String>>,
+    /// Only the facts about this customer (its external reference).
+    pub customer_ref: Option<String>,
+    /// At most this many attempts started per second.
+    pub rate_limit_per_sec: Option<i32>,
+    /// One message at a time, in the order written.
+    pub ordered: Option<bool>,
 }
 
 impl std::fmt::Debug for NewWebhookEndpoint {
@@ -48,6 +59,9 @@ impl std::fmt::Debug for NewWebhookEndpoint {
             .field("url", &self.url)
             .field("event_types", &self.event_types)
             .field("enabled", &self.enabled)
+            .field("customer_ref", &self.customer_ref)
+            .field("rate_limit_per_sec", &self.rate_limit_per_sec)
+            .field("ordered", &self.ordered)
             .finish_non_exhaustive()
     }
 }
@@ -72,12 +86,33 @@ pub struct WebhookEndpoint {
     /// The custom headers sent with every delivery, by (lower-case) name;
     /// their values are never answered, as they may be credentials.
     pub header_names: Vec<String>,
+    /// Only the facts about this customer (its SLAs' facts, its alert
+    /// lines, its credits): the customer's external reference.
+    pub customer_ref: Option<String>,
+    /// At most this many attempts started per second; absent: no limit
+    /// but the worker's.
+    pub rate_limit_per_sec: Option<i32>,
+    /// One message at a time, in the order they were written: a message
+    /// waits while an earlier one is neither delivered nor given up on.
+    pub ordered: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-impl From<webhooks::StoredEndpoint> for WebhookEndpoint {
-    fn from(stored: webhooks::StoredEndpoint) -> Self {
+/// The endpoint as answered, its customer named by reference.
+async fn view_of(
+    tx: &mut slaproof_store::TenantTx,
+    stored: webhooks::StoredEndpoint,
+) -> Result<WebhookEndpoint, AppError> {
+    let customer_ref = match stored.flow.customer {
+        Some(id) => Some(slaproof_store::customers::find(tx, id).await?.external_ref),
+        None => None,
+    };
+    Ok(WebhookEndpoint::of(stored, customer_ref))
+}
+
+impl WebhookEndpoint {
+    fn of(stored: webhooks::StoredEndpoint, customer_ref: Option<String>) -> Self {
         Self {
             id: stored.id,
             url: stored.url,
@@ -87,6 +122,9 @@ impl From<webhooks::StoredEndpoint> for WebhookEndpoint {
             disabled_reason: stored.disabled_reason,
             previous_secret_expires_at: stored.previous_secret_expires_at,
             header_names: stored.headers.into_keys().collect(),
+            customer_ref,
+            rate_limit_per_sec: stored.flow.rate_limit_per_sec,
+            ordered: stored.flow.ordered,
             created_at: stored.created_at,
             updated_at: stored.updated_at,
         }
@@ -238,14 +276,9 @@ impl App {
         new: NewWebhookEndpoint,
     ) -> Result<WebhookEndpointWithSecret, AppError> {
         caller.require_provider(Scope::WebhookWrite)?;
-        let description = new.description.unwrap_or_default().trim().to_owned();
-        if description.chars().count() > 1000 {
-            return Err(AppError::invalid(
-                "description",
-                "must be at most 1000 characters",
-            ));
-        }
+        let description = update::description_of(new.description.unwrap_or_default())?;
         let event_types = event_types_of(new.event_types)?;
+        let rate_limit_per_sec = update::rate_limit_of(new.rate_limit_per_sec)?;
         let headers = headers_of(new.headers.unwrap_or_default())?;
         // Before any transaction: resolving the host can take seconds.
         let url = crate::probes::check_url(&self.outbound, &new.url).await?;
@@ -259,6 +292,10 @@ impl App {
                         "a tenant may have at most {MAX_ENDPOINTS} webhook endpoints; delete one first"
                     )));
                 }
+                let customer = match &new.customer_ref {
+                    Some(r) => Some(update::customer_of(tx, r).await?),
+                    None => None,
+                };
                 let new = webhooks::NewEndpoint {
                     id,
                     url,
@@ -267,12 +304,18 @@ impl App {
                     enabled: new.enabled.unwrap_or(true),
                     secret_sealed: key.seal(caller.tenant(), id, &secret),
                     headers,
+                    flow: webhooks::Flow {
+                        customer,
+                        rate_limit_per_sec,
+                        ordered: new.ordered.unwrap_or(false),
+                    },
                 };
-                Ok(webhooks::create(tx, &new).await?)
+                let stored = webhooks::create(tx, &new).await?;
+                view_of(tx, stored).await
             })
             .await?;
         Ok(WebhookEndpointWithSecret {
-            endpoint: stored.into(),
+            endpoint: stored,
             secret: secret.reveal(),
         })
     }
@@ -283,10 +326,14 @@ impl App {
         caller: &Caller,
     ) -> Result<Vec<WebhookEndpoint>, AppError> {
         caller.require_provider(Scope::WebhookRead)?;
-        let rows = self
-            .in_tx(caller, async |tx| Ok(webhooks::list(tx).await?))
-            .await?;
-        Ok(rows.into_iter().map(Into::into).collect())
+        self.in_tx(caller, async |tx| {
+            let mut views = Vec::new();
+            for stored in webhooks::list(tx).await? {
+                views.push(view_of(tx, stored).await?);
+            }
+            Ok(views)
+        })
+        .await
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -297,10 +344,11 @@ impl App {
     ) -> Result<WebhookEndpoint, AppError> {
         caller.require_provider(Scope::WebhookRead)?;
         let id = parse_id(id)?;
-        let stored = self
-            .in_tx(caller, async |tx| Ok(webhooks::find(tx, id).await?))
-            .await?;
-        Ok(stored.into())
+        self.in_tx(caller, async |tx| {
+            let stored = webhooks::find(tx, id).await?;
+            view_of(tx, stored).await
+        })
+        .await
     }
 
     /// Enables or disables an endpoint. Enabling one the platform disabled
@@ -316,12 +364,11 @@ impl App {
         caller.require_provider(Scope::WebhookWrite)?;
         let id = parse_id(id)?;
         let reason = format!("disabled by {}", caller.principal.subject);
-        let stored = self
-            .in_tx(caller, async |tx| {
-                Ok(webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?)
-            })
-            .await?;
-        Ok(stored.into())
+        self.in_tx(caller, async |tx| {
+            let stored = webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?;
+            view_of(tx, stored).await
+        })
+        .await
     }
 
     /// Deletes an endpoint, its pending deliveries and its attempt log.
@@ -351,11 +398,12 @@ impl App {
         let stored = self
             .in_tx(caller, async |tx| {
                 let until = Utc::now() + ROTATION_OVERLAP;
-                Ok(webhooks::set_secret(tx, id, &sealed, until).await?)
+                let stored = webhooks::set_secret(tx, id, &sealed, until).await?;
+                view_of(tx, stored).await
             })
             .await?;
         Ok(WebhookEndpointWithSecret {
-            endpoint: stored.into(),
+            endpoint: stored,
             secret: secret.reveal(),
         })
     }
@@ -389,133 +437,6 @@ impl App {
                 error: a.error,
             })
             .collect())
-    }
-}
-
-impl App {
-    /// Delivers one message to one endpoint again: a new delivery, due now,
-    /// with the message's `webhook-id`. The message must be of a type the
-    /// endpoint's filter takes.
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
-    pub async fn resend_webhook_message(
-        &self,
-        caller: &Caller,
-        id: &str,
-        message_id: &str,
-    ) -> Result<WebhookReplay, AppError> {
-        caller.require_provider(Scope::WebhookWrite)?;
-        let id = parse_id(id)?;
-        let not_found = || AppError::NotFound {
-            what: "webhook message",
-            key: message_id.to_owned(),
-        };
-        let message: OutboxMessageId = message_id.parse().map_err(|_| not_found())?;
-        let queued = self
-            .in_tx(caller, async |tx| {
-                let endpoint = webhooks::find(tx, id).await?;
-                let event_type = webhooks::message_type(tx, message)
-                    .await?
-                    .ok_or_else(not_found)?;
-                if !endpoint.event_types.iter().any(|p| matches(p, &event_type)) {
-                    return Err(AppError::invalid(
-                        "msg_id",
-                        format!(
-                            "the message is a {event_type}, a type the endpoint's filter does not take"
-                        ),
-                    ));
-                }
-                Ok(webhooks::resend(tx, id, message).await?)
-            })
-            .await?;
-        Ok(WebhookReplay {
-            queued: u64::from(queued),
-            next_since: None,
-        })
-    }
-
-    /// Delivers again to one endpoint every message since `since` whose
-    /// type its filter takes, delivered before or not (while the endpoint
-    /// was disabled it was not), oldest first, at most [`MAX_RECOVERED`].
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
-    pub async fn recover_webhook_messages(
-        &self,
-        caller: &Caller,
-        id: &str,
-        since: DateTime<Utc>,
-    ) -> Result<WebhookReplay, AppError> {
-        caller.require_provider(Scope::WebhookWrite)?;
-        let id = parse_id(id)?;
-        let recovered = self
-            .in_tx(caller, async |tx| {
-                webhooks::find(tx, id).await?;
-                Ok(webhooks::recover(tx, id, since, MAX_RECOVERED).await?)
-            })
-            .await?;
-        let capped = recovered.considered >= MAX_RECOVERED.unsigned_abs();
-        Ok(WebhookReplay {
-            queued: recovered.queued,
-            next_since: recovered.last_at.filter(|_| capped),
-        })
-    }
-}
-
-impl App {
-    /// Sends a `webhook.test` message to one endpoint, whatever its filter,
-    /// through the webhook worker (the same signing, outbound policy and
-    /// attempt log as every delivery), and answers how its first attempt
-    /// went, waiting at most `wait` for it.
-    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
-    pub async fn test_webhook_endpoint(
-        &self,
-        caller: &Caller,
-        id: &str,
-        wait: std::time::Duration,
-    ) -> Result<WebhookTestSend, AppError> {
-        caller.require_provider(Scope::WebhookWrite)?;
-        let id = parse_id(id)?;
-        let (message, delivery) = self
-            .in_tx(caller, async |tx| {
-                let endpoint = webhooks::find(tx, id).await?;
-                if !endpoint.enabled {
-                    return Err(AppError::Conflict(
-                        "the endpoint is disabled: enable it to send it a test".to_owned(),
-                    ));
-                }
-                let payload = serde_json::json!({
-                    "endpoint": endpoint.id.to_string(),
-                    "message": "a test from slaproof: this endpoint receives and verifies webhooks",
-                });
-                Ok(webhooks::enqueue_test(tx, id, &payload).await?)
-            })
-            .await?;
-        let deadline = tokio::time::Instant::now() + wait;
-        let attempt = loop {
-            let first = self
-                .in_tx(caller, async |tx| {
-                    Ok(webhooks::first_attempt(tx, delivery).await?)
-                })
-                .await?;
-            if first.is_some() || tokio::time::Instant::now() >= deadline {
-                break first;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        };
-        Ok(WebhookTestSend {
-            message_id: message,
-            delivered: attempt
-                .as_ref()
-                .is_some_and(|a| a.status.is_some_and(|s| (200..300).contains(&s))),
-            attempt: attempt.map(|a| WebhookAttempt {
-                message_id: message,
-                event_type: "webhook.test".to_owned(),
-                attempt: 1,
-                started_at: a.started_at,
-                duration_ms: a.duration_ms,
-                status: a.status,
-                response_excerpt: a.response_excerpt,
-                error: a.error,
-            }),
-        })
     }
 }
 

@@ -1,6 +1,4 @@
-//! Webhook endpoints, their deliveries (one per outbox message and
-//! endpoint) and every attempt: the rows the webhook worker and the
-//! application layer share.
+//! Deliveries: the fan-out from the outbox, replays, the claim under a lease, and the attempt log.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,279 +7,6 @@ use chrono::{DateTime, Utc};
 use slaproof_domain::ids::{OutboxMessageId, TenantId, WebhookEndpointId};
 
 use crate::{Database, StoreError, TenantTx};
-
-/// A tenant's endpoint as stored; the secret stays sealed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct StoredEndpoint {
-    pub id: WebhookEndpointId,
-    pub url: String,
-    pub description: String,
-    pub event_types: Vec<String>,
-    pub enabled: bool,
-    pub disabled_reason: Option<String>,
-    /// Nonce, ciphertext and tag (see the migration): not a secret by
-    /// itself, but left out of `Debug` all the same.
-    pub secret_sealed: Vec<u8>,
-    /// Until when deliveries are also signed with the secret before the
-    /// last rotation.
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
-    /// Sent with every delivery, by lower-case name; values may be
-    /// credentials, so `Debug` leaves them out.
-    pub headers: BTreeMap<String, String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl std::fmt::Debug for StoredEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredEndpoint")
-            .field("id", &self.id)
-            .field("url", &self.url)
-            .field("event_types", &self.event_types)
-            .field("enabled", &self.enabled)
-            .finish_non_exhaustive()
-    }
-}
-
-type Row = (
-    uuid::Uuid,
-    String,
-    String,
-    Vec<String>,
-    bool,
-    Option<String>,
-    Vec<u8>,
-    Option<DateTime<Utc>>,
-    DateTime<Utc>,
-    DateTime<Utc>,
-    sqlx::types::Json<BTreeMap<String, String>>,
-);
-
-const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
-                       previous_secret_expires_at, created_at, updated_at, headers";
-
-fn endpoint(row: Row) -> StoredEndpoint {
-    let (
-        id,
-        url,
-        description,
-        event_types,
-        enabled,
-        disabled_reason,
-        secret_sealed,
-        previous_secret_expires_at,
-        created_at,
-        updated_at,
-        headers,
-    ) = row;
-    StoredEndpoint {
-        id: WebhookEndpointId::from_uuid(id),
-        url,
-        description,
-        event_types,
-        enabled,
-        disabled_reason,
-        secret_sealed,
-        previous_secret_expires_at,
-        headers: headers.0,
-        created_at,
-        updated_at,
-    }
-}
-
-/// What a new endpoint is made of, its secret already sealed.
-#[derive(Clone)]
-pub struct NewEndpoint {
-    pub id: WebhookEndpointId,
-    pub url: String,
-    pub description: String,
-    pub event_types: Vec<String>,
-    pub enabled: bool,
-    pub secret_sealed: Vec<u8>,
-    pub headers: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for NewEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NewEndpoint")
-            .field("id", &self.id)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
-}
-
-/// How many endpoints the tenant has, under a per-tenant lock held to the
-/// end of the transaction (so a cap checked with it holds).
-pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtextextended('slaproof.webhook_endpoints:' || $1::text, 0))",
-    )
-    .bind(tx.tenant().uuid())
-    .execute(&mut **tx)
-    .await?;
-    Ok(
-        sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1")
-            .bind(tx.tenant().uuid())
-            .fetch_one(&mut **tx)
-            .await?,
-    )
-}
-
-#[tracing::instrument(skip(tx, new), fields(id = %new.id))]
-pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoint, StoreError> {
-    let row: Row = sqlx::query_as(&format!(
-        "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed, \
-                                        headers) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(new.id.uuid())
-    .bind(&new.url)
-    .bind(&new.description)
-    .bind(&new.event_types)
-    .bind(new.enabled)
-    .bind(&new.secret_sealed)
-    .bind(sqlx::types::Json(&new.headers))
-    .fetch_one(&mut **tx)
-    .await?;
-    Ok(endpoint(row))
-}
-
-/// Every endpoint of the tenant, oldest first.
-pub async fn list(tx: &mut TenantTx) -> Result<Vec<StoredEndpoint>, StoreError> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id"
-    ))
-    .bind(tx.tenant().uuid())
-    .fetch_all(&mut **tx)
-    .await?;
-    Ok(rows.into_iter().map(endpoint).collect())
-}
-
-pub async fn find(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<StoredEndpoint, StoreError> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(id.uuid())
-    .fetch_optional(&mut **tx)
-    .await?;
-    row.map(endpoint)
-        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
-}
-
-/// Enables or disables an endpoint; `reason` says why the platform did.
-#[tracing::instrument(skip(tx))]
-pub async fn set_enabled(
-    tx: &mut TenantTx,
-    id: WebhookEndpointId,
-    enabled: bool,
-    reason: Option<&str>,
-) -> Result<StoredEndpoint, StoreError> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE webhook_endpoints SET enabled = $3, disabled_reason = $4, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(id.uuid())
-    .bind(enabled)
-    .bind(if enabled { None } else { reason })
-    .fetch_optional(&mut **tx)
-    .await?;
-    row.map(endpoint)
-        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
-}
-
-/// Disables an endpoint the platform gave up on, unless it is disabled
-/// already (answers `None` then: whoever disabled it told of it).
-#[tracing::instrument(skip(tx))]
-pub async fn disable_if_enabled(
-    tx: &mut TenantTx,
-    id: WebhookEndpointId,
-    reason: &str,
-) -> Result<Option<StoredEndpoint>, StoreError> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $3, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 AND enabled RETURNING {COLUMNS}"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(id.uuid())
-    .bind(reason)
-    .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.map(endpoint))
-}
-
-/// When the endpoint's run of failed attempts began, if every attempt to
-/// it since then failed and that is at least `longer_than` ago. The run
-/// counts from the last 2xx answer, and from the endpoint's last change
-/// (an endpoint enabled again starts afresh).
-pub async fn failing_since(
-    tx: &mut TenantTx,
-    id: WebhookEndpointId,
-    longer_than: Duration,
-) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let since: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "WITH attempts AS ( \
-             SELECT a.started_at, coalesce(a.status BETWEEN 200 AND 299, false) AS ok \
-             FROM webhook_attempts a \
-             JOIN webhook_deliveries d ON d.tenant_id = a.tenant_id AND d.id = a.delivery_id \
-             WHERE a.tenant_id = $1 AND d.endpoint_id = $2 \
-               AND a.started_at >= (SELECT updated_at FROM webhook_endpoints \
-                                    WHERE tenant_id = $1 AND id = $2) \
-         ), run AS ( \
-             SELECT min(started_at) AS began FROM attempts \
-             WHERE NOT ok AND started_at > coalesce((SELECT max(started_at) FROM attempts WHERE ok), \
-                                                    '-infinity') \
-         ) \
-         SELECT began FROM run WHERE began <= now() - make_interval(secs => $3)",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(id.uuid())
-    .bind(longer_than.as_secs_f64())
-    .fetch_optional(&mut **tx)
-    .await?
-    .flatten();
-    Ok(since)
-}
-
-/// Replaces an endpoint's sealed secret; the one it replaces still signs
-/// deliveries, beside the new one, until `overlap_until`.
-#[tracing::instrument(skip(tx, sealed))]
-pub async fn set_secret(
-    tx: &mut TenantTx,
-    id: WebhookEndpointId,
-    sealed: &[u8],
-    overlap_until: DateTime<Utc>,
-) -> Result<StoredEndpoint, StoreError> {
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, \
-             previous_secret_expires_at = $4, secret_sealed = $3, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(id.uuid())
-    .bind(sealed)
-    .bind(overlap_until)
-    .fetch_optional(&mut **tx)
-    .await?;
-    row.map(endpoint)
-        .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
-}
-
-/// Deletes an endpoint with its deliveries and their attempts.
-#[tracing::instrument(skip(tx))]
-pub async fn delete(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<(), StoreError> {
-    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2")
-        .bind(tx.tenant().uuid())
-        .bind(id.uuid())
-        .execute(&mut **tx)
-        .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::not_found("webhook endpoint", id));
-    }
-    Ok(())
-}
 
 /// The filter's wildcard rule in SQL, so that one statement fans out or
 /// recovers: `*` matches every type, `a.*` every type under `a.`,
@@ -294,8 +19,18 @@ fn filter_matches(patterns: &str, event_type: &str) -> String {
     )
 }
 
+/// The customer filter's rule in SQL: an endpoint without one takes every
+/// fact; one with a customer takes the facts that concern it (by the
+/// customer or the SLAs the payload names; `slaproof_message_customers`).
+fn customer_matches(customer: &str, payload: &str) -> String {
+    format!(
+        "({customer} IS NULL OR {customer} = ANY (slaproof_message_customers(slaproof_current_tenant(), {payload})))"
+    )
+}
+
 /// Writes a delivery of message `message` to every enabled endpoint of the
-/// tenant whose filter matches `event_type` and that existed when the
+/// tenant whose filter matches `event_type` (and whose customer, if it has
+/// one, the message concerns) and that existed when the
 /// message was written; a delivery already there is kept (a relay that
 /// died after this and before its commit is simply repeated). Answers how
 /// many were written.
@@ -303,19 +38,22 @@ pub async fn fan_out(
     tx: &mut TenantTx,
     message: OutboxMessageId,
     event_type: &str,
+    payload: &serde_json::Value,
     message_created_at: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
     let done = sqlx::query(&format!(
         "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
          SELECT e.tenant_id, gen_random_uuid(), e.id, $2 FROM webhook_endpoints e \
-         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 AND {} \
+         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 AND {} AND {} \
          ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING",
-        filter_matches("e.event_types", "$3")
+        filter_matches("e.event_types", "$3"),
+        customer_matches("e.customer_id", "$5::jsonb"),
     ))
     .bind(tx.tenant().uuid())
     .bind(message.uuid())
     .bind(event_type)
     .bind(message_created_at)
+    .bind(payload)
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected())
@@ -439,7 +177,7 @@ pub async fn recover(
                  SELECT o.id, o.created_at FROM outbox o \
                  JOIN webhook_endpoints e ON e.tenant_id = o.tenant_id AND e.id = $2 \
                  WHERE o.tenant_id = $1 AND o.created_at >= $3 AND o.dispatched_at IS NOT NULL \
-                   AND o.event_type <> 'webhook.test' AND {} \
+                   AND o.event_type <> 'webhook.test' AND {} AND {} \
                  ORDER BY o.created_at, o.id LIMIT $4 \
              ), queued AS ( \
                  INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id, origin) \
@@ -448,7 +186,8 @@ pub async fn recover(
              ) \
              SELECT (SELECT count(*) FROM queued), (SELECT count(*) FROM candidates), \
                     (SELECT max(created_at) FROM candidates)",
-            filter_matches("e.event_types", "o.event_type")
+            filter_matches("e.event_types", "o.event_type"),
+            customer_matches("e.customer_id", "o.payload"),
         ))
         .bind(tx.tenant().uuid())
         .bind(endpoint.uuid())
@@ -496,13 +235,16 @@ impl std::fmt::Debug for ClaimedDelivery {
 }
 
 /// Claims due deliveries to enabled endpoints across tenants, under a
-/// lease; each claim counts as an attempt.
+/// lease; each claim counts as an attempt. Per endpoint: in the order the
+/// messages were written, at most `per_endpoint` in flight (one for an
+/// ordered endpoint), within its rate limit.
 #[tracing::instrument(skip(db))]
 pub async fn claim(
     db: &Database,
     worker: &str,
     limit: i32,
     lease: Duration,
+    per_endpoint: i32,
 ) -> Result<Vec<ClaimedDelivery>, StoreError> {
     type Claimed = (
         uuid::Uuid,
@@ -522,11 +264,12 @@ pub async fn claim(
         "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
                 event_type, payload, \
                 message_created_at, attempt, headers \
-         FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3))",
+         FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3), $4)",
     )
     .bind(worker)
     .bind(limit)
     .bind(lease.as_secs_f64())
+    .bind(per_endpoint)
     .fetch_all(db.pool())
     .await?;
     Ok(rows

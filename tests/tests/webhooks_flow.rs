@@ -1,0 +1,500 @@
+//! Webhook flow control end to end, against a real receiver on 127.0.0.1:
+//! an endpoint's customer filter (facts the evaluator wrote about two
+//! customers' SLAs), strict ordering across a retry, bounded concurrency
+//! per endpoint across two workers, a rate limit, and changing an endpoint.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::post;
+use chrono::Duration as Span;
+use serde_json::{Value, json};
+use slaproof_app::webhooks::{NewWebhookEndpoint, WebhookEndpointChange};
+use slaproof_app::{App, AppError, Caller};
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_http::outbound::OutboundPolicy;
+use slaproof_store::{customers, outbox, slas};
+use slaproof_tests::scenario::{Request, Scenario, at};
+use slaproof_webhooks::{Deliverer, Settings};
+
+const ACME: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: acme-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {good: status < 500}
+"#;
+
+/// A receiver that answers 503 (`Retry-After: 1`) to its first `failing`
+/// requests, then 200 after `delay`, and keeps the `webhook-id`s, arrival
+/// instants and the most requests it held at once.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    ids: Arc<Mutex<Vec<(String, Instant)>>>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl Receiver {
+    async fn start(delay: Duration, failing: usize) -> Self {
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let (seen, most) = (ids.clone(), peak.clone());
+        let holding = Arc::new(AtomicUsize::new(0));
+        let app = axum::Router::new().route(
+            "/hook",
+            post(move |headers: HeaderMap| {
+                let (seen, most, holding) = (seen.clone(), most.clone(), holding.clone());
+                async move {
+                    let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(delay).await;
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    let id = headers
+                        .get("webhook-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    let mut seen = seen.lock().unwrap();
+                    seen.push((id, Instant::now()));
+                    if seen.len() <= failing {
+                        let mut answer = (StatusCode::SERVICE_UNAVAILABLE, "later").into_response();
+                        answer
+                            .headers_mut()
+                            .insert("retry-after", HeaderValue::from_static("1"));
+                        answer
+                    } else {
+                        (StatusCode::OK, "ok").into_response()
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self { url, ids, peak }
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.ids
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    fn arrivals(&self) -> Vec<Instant> {
+        self.ids.lock().unwrap().iter().map(|(_, at)| *at).collect()
+    }
+}
+
+fn loopback() -> OutboundPolicy {
+    OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()])
+}
+
+struct Flow {
+    scenario: Scenario,
+    app: App,
+    admin: Caller,
+}
+
+async fn flow() -> Flow {
+    let scenario = Scenario::new(ACME, "2026-11-01", "2026-12-02").await;
+    let (app, admin) = scenario.app().await;
+    let app = app.with_outbound(loopback());
+    Flow {
+        scenario,
+        app,
+        admin,
+    }
+}
+
+impl Flow {
+    async fn endpoint(&self, new: NewWebhookEndpoint) -> Result<String, AppError> {
+        Ok(self
+            .app
+            .create_webhook_endpoint(&self.admin, new)
+            .await?
+            .endpoint
+            .id
+            .to_string())
+    }
+
+    async fn deliverer(&self, settings: Settings, name: &str) -> Deliverer {
+        let key = self.app.webhook_key().await.unwrap();
+        Deliverer::new(self.scenario.db.clone(), settings, key, loopback(), name).unwrap()
+    }
+
+    async fn fact(&self, event_type: &str, payload: Value) -> String {
+        let mut tx = self
+            .scenario
+            .db
+            .tenant_tx(self.scenario.tenant)
+            .await
+            .unwrap();
+        let id = outbox::enqueue(&mut tx, event_type, &payload)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        id.to_string()
+    }
+
+    /// The ids of every message of the tenant's outbox, in the order
+    /// written, with its type and payload.
+    async fn messages(&self) -> Vec<(String, String, Value)> {
+        let mut tx = self
+            .scenario
+            .db
+            .tenant_tx(self.scenario.tenant)
+            .await
+            .unwrap();
+        let rows: Vec<(uuid::Uuid, String, Value)> =
+            sqlx::query_as("SELECT id, event_type, payload FROM outbox ORDER BY seq")
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+        tx.commit().await.unwrap();
+        rows.into_iter()
+            .map(|(id, t, p)| {
+                let id = slaproof_domain::ids::OutboxMessageId::from_uuid(id).to_string();
+                (id, t, p)
+            })
+            .collect()
+    }
+}
+
+/// Runs `deliverer`'s rounds until `receiver` has `count` requests.
+async fn deliver_until(deliverer: &Deliverer, receiver: &Receiver, count: usize) {
+    for _ in 0..400 {
+        deliverer.round().await.unwrap();
+        if receiver.ids().len() >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "the receiver got {} requests, not {count}",
+        receiver.ids().len()
+    );
+}
+
+#[tokio::test]
+async fn an_endpoint_with_a_customer_receives_only_the_facts_about_that_customer() {
+    let f = flow().await;
+    // A second customer, with an SLA over the same service.
+    let mut tx = f.scenario.db.tenant_tx(f.scenario.tenant).await.unwrap();
+    customers::create(&mut tx, "beta-inc", "Beta Inc")
+        .await
+        .unwrap();
+    let beta = ACME
+        .replace("acme-sla", "beta-sla")
+        .replace("acme-corp", "beta-inc");
+    slas::apply(&mut tx, &SlaDefinition::from_document(&beta).unwrap())
+        .await
+        .unwrap();
+    let acme_sla = slas::find(&mut tx, "acme-sla", None).await.unwrap();
+    let acme = customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let unknown = f
+        .endpoint(NewWebhookEndpoint {
+            url: "http://127.0.0.1:9/hook".into(),
+            customer_ref: Some("nobody".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("customer_ref") && unknown.to_string().contains("nobody"),
+        "{unknown}"
+    );
+
+    let receiver = Receiver::start(Duration::ZERO, 0).await;
+    let all = Receiver::start(Duration::ZERO, 0).await;
+    f.endpoint(NewWebhookEndpoint {
+        url: receiver.url.clone(),
+        customer_ref: Some("acme-corp".into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    f.endpoint(NewWebhookEndpoint {
+        url: all.url.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+
+    // November with 1% of requests failing: both SLAs breached, told by
+    // the evaluator for each customer's SLA.
+    let start = at("2026-11-01T00:00:00Z");
+    let requests: Vec<Request> = (0..1000)
+        .map(|i| Request::at(start + Span::minutes(i * 40), i % 100 != 0))
+        .collect();
+    f.scenario.insert(&requests).await;
+    f.scenario.run("2026-12-01T01:00:00Z").await;
+    // A customer's own alert line names the customer; a maintenance
+    // window names its SLAs; a fact about no customer names neither.
+    f.fact(
+        "sla.threshold_crossed",
+        json!({"customer": acme.id.to_string()}),
+    )
+    .await;
+    f.fact(
+        "maintenance.scheduled",
+        json!({"window": "mw_x", "sla": null, "slas": [{"sla": acme_sla.id.to_string()}]}),
+    )
+    .await;
+    f.fact("endpoint.disabled", json!({"endpoint": "ep_x"}))
+        .await;
+
+    let messages = f.messages().await;
+    let slas_told: Vec<&str> = messages
+        .iter()
+        .filter_map(|(_, _, p)| p["slaName"].as_str())
+        .collect();
+    assert!(
+        slas_told.contains(&"acme-sla") && slas_told.contains(&"beta-sla"),
+        "the evaluator told of both SLAs: {slas_told:?}"
+    );
+    let about_acme: Vec<String> = messages
+        .iter()
+        .filter(|(_, t, p)| {
+            p["slaName"] == "acme-sla"
+                || t == "sla.threshold_crossed"
+                || t == "maintenance.scheduled"
+        })
+        .map(|(id, _, _)| id.clone())
+        .collect();
+
+    let deliverer = f.deliverer(Settings::default(), "w1").await;
+    deliver_until(&deliverer, &all, messages.len()).await;
+    deliver_until(&deliverer, &receiver, about_acme.len()).await;
+    let mut got = receiver.ids();
+    got.sort();
+    let mut want = about_acme.clone();
+    want.sort();
+    assert_eq!(got, want, "the filtered endpoint got exactly acme's facts");
+
+    // A recovery honours the filter too.
+    let id = f
+        .app
+        .list_webhook_endpoints(&f.admin)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.customer_ref.is_some())
+        .unwrap()
+        .id
+        .to_string();
+    let replay = f
+        .app
+        .recover_webhook_messages(&f.admin, &id, start)
+        .await
+        .unwrap();
+    assert_eq!(replay.queued, about_acme.len() as u64);
+}
+
+#[tokio::test]
+async fn an_ordered_endpoint_gets_one_message_at_a_time_in_the_order_written() {
+    let f = flow().await;
+    // The first attempt fails (503, retry after 1 s): the later messages
+    // wait for it rather than overtake it.
+    let receiver = Receiver::start(Duration::ZERO, 1).await;
+    f.endpoint(NewWebhookEndpoint {
+        url: receiver.url.clone(),
+        ordered: Some(true),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut written = Vec::new();
+    for i in 0..4 {
+        written.push(f.fact("sla.breached", json!({"n": i})).await);
+    }
+    let settings = Settings {
+        endpoint_concurrency: 8,
+        ..Settings::default()
+    };
+    let (one, two) = (
+        f.deliverer(settings.clone(), "w1").await,
+        f.deliverer(settings, "w2").await,
+    );
+    for _ in 0..400 {
+        let (a, b) = tokio::join!(one.round(), two.round());
+        a.unwrap();
+        b.unwrap();
+        if receiver.ids().len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut want = vec![written[0].clone()];
+    want.extend(written.iter().cloned());
+    assert_eq!(
+        receiver.ids(),
+        want,
+        "the retry of the first, then the rest in order"
+    );
+    assert_eq!(receiver.peak.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_endpoint_never_holds_more_deliveries_than_the_limit_across_workers() {
+    let f = flow().await;
+    let receiver = Receiver::start(Duration::from_millis(150), 0).await;
+    f.endpoint(NewWebhookEndpoint {
+        url: receiver.url.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    for i in 0..12 {
+        f.fact("sla.breached", json!({"n": i})).await;
+    }
+    let settings = Settings {
+        endpoint_concurrency: 3,
+        ..Settings::default()
+    };
+    let (one, two) = (
+        f.deliverer(settings.clone(), "w1").await,
+        f.deliverer(settings, "w2").await,
+    );
+    let work = |d: Deliverer, r: Receiver| async move {
+        for _ in 0..400 {
+            d.round().await.unwrap();
+            if r.ids().len() >= 12 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::join!(work(one, receiver.clone()), work(two, receiver.clone()));
+    assert_eq!(receiver.ids().len(), 12, "every message delivered once");
+    assert_eq!(
+        receiver.peak.load(Ordering::SeqCst),
+        3,
+        "at most 3 in flight at once, and the workers used them"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limited_endpoint_gets_at_most_its_rate_per_second() {
+    let f = flow().await;
+    let receiver = Receiver::start(Duration::ZERO, 0).await;
+    f.endpoint(NewWebhookEndpoint {
+        url: receiver.url.clone(),
+        rate_limit_per_sec: Some(3),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    for i in 0..9 {
+        f.fact("sla.breached", json!({"n": i})).await;
+    }
+    let deliverer = f.deliverer(Settings::default(), "w1").await;
+    deliver_until(&deliverer, &receiver, 9).await;
+    let arrivals = receiver.arrivals();
+    // Any four attempts span a window boundary: at least a second apart
+    // (less a margin for when each request arrived after its claim).
+    for four in arrivals.windows(4) {
+        let span = four[3] - four[0];
+        assert!(
+            span >= Duration::from_millis(900),
+            "4 attempts within {span:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_endpoint_changes_in_place_and_refuses_bad_settings_by_name() {
+    let f = flow().await;
+    let id = f
+        .endpoint(NewWebhookEndpoint {
+            url: "http://127.0.0.1:9/a".into(),
+            customer_ref: Some("acme-corp".into()),
+            rate_limit_per_sec: Some(5),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let changed = f
+        .app
+        .update_webhook_endpoint(
+            &f.admin,
+            &id,
+            WebhookEndpointChange {
+                url: Some("http://127.0.0.1:9/b".into()),
+                event_types: Some(vec!["sla.*".into()]),
+                customer_ref: Some(None),
+                ordered: Some(true),
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.url, "http://127.0.0.1:9/b");
+    assert_eq!(changed.event_types, vec!["sla.*".to_owned()]);
+    assert_eq!(changed.customer_ref, None, "null clears the filter");
+    assert_eq!(changed.rate_limit_per_sec, Some(5), "left out: kept");
+    assert!(changed.ordered && !changed.enabled);
+    assert!(changed.disabled_reason.is_some());
+
+    for (change, field) in [
+        (
+            WebhookEndpointChange {
+                rate_limit_per_sec: Some(Some(0)),
+                ..Default::default()
+            },
+            "rate_limit_per_sec",
+        ),
+        (
+            WebhookEndpointChange {
+                event_types: Some(vec!["SLA".into()]),
+                ..Default::default()
+            },
+            "event_types[0]",
+        ),
+        (
+            WebhookEndpointChange {
+                customer_ref: Some(Some("nobody".into())),
+                ..Default::default()
+            },
+            "customer_ref",
+        ),
+        (
+            WebhookEndpointChange {
+                url: Some("http://10.0.0.1/hook".into()),
+                ..Default::default()
+            },
+            "url",
+        ),
+    ] {
+        let refused = f
+            .app
+            .update_webhook_endpoint(&f.admin, &id, change)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, AppError::Invalid { field: f, .. } if f == field),
+            "{field}: {refused:?}"
+        );
+    }
+    let kept = f.app.get_webhook_endpoint(&f.admin, &id).await.unwrap();
+    assert_eq!(kept, changed, "a refused change changes nothing");
+}
