@@ -138,6 +138,7 @@ fn merge(
         } else {
             current.policy
         },
+        credits: document.credits.or_else(|| current.credits.clone()),
     };
     // The rules across objectives (at most 64, unique names) hold for the
     // merged SLA too: read it back as the native document it is stored as.

@@ -5,6 +5,7 @@
 pub mod budget;
 pub mod burn;
 pub mod composite;
+pub mod credit;
 mod decimal;
 mod document;
 pub mod event;
@@ -28,6 +29,7 @@ pub mod window;
 pub use budget::{ErrorBudget, Tally};
 pub use burn::{AlertSeverity, AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 pub use composite::{CompositeResult, ObjectiveCounts};
+pub use credit::{CreditComputation, CreditInputs, CreditPolicy, Currency, Money};
 pub use document::error::{DefinitionError, DocumentProblem};
 pub use event::{EventFields, EventSource, EventView};
 pub use filter::{EventFilter, FilterError};

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::credit::CreditPolicy;
 use crate::objective::{Objective, slug_type};
 use crate::policy::SlaPolicy;
 use crate::window::TimeWindow;
@@ -34,6 +35,9 @@ pub struct SlaDefinition {
     pub objectives: Vec<Objective>,
     /// Lateness, maintenance, degrade and no-data rules.
     pub policy: SlaPolicy,
+    /// What a missed promise is worth (`spec.credits`); `None`: the SLA
+    /// states no credits.
+    pub credits: Option<CreditPolicy>,
 }
 
 /// The format a document was written in, which decides how it applies to

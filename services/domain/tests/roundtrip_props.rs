@@ -191,6 +191,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                     window,
                     objectives,
                     policy,
+                    credits: None,
                 }
             },
         )

@@ -59,6 +59,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             "window",
             "objectives",
             "policy",
+            "credits",
         ],
         false,
         p,
@@ -92,6 +93,9 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             p.push(&path, rule);
         }
     }
+    let credits = spec
+        .get("credits")
+        .map(|node| super::credit::read(&node, objectives.as_deref(), p));
     Some(SlaDefinition {
         name: name?,
         display_name,
@@ -101,6 +105,10 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
         window: window?,
         objectives: objectives?,
         policy: policy?,
+        credits: match credits {
+            Some(c) => Some(c?),
+            None => None,
+        },
     })
 }
 
@@ -454,6 +462,8 @@ struct SpecDoc {
     objectives: Vec<ObjectiveDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     policy: Option<super::policy::PolicyDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    credits: Option<super::credit::CreditsDoc>,
 }
 
 #[derive(Serialize)]
@@ -645,6 +655,7 @@ pub(crate) fn write(sla: &SlaDefinition) -> NativeDoc {
             window,
             objectives,
             policy: super::policy::write(&sla.policy),
+            credits: sla.credits.as_ref().map(super::credit::write),
         },
     }
 }

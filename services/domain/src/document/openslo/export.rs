@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY,
-    ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
+    ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME,
+    ANNOTATION_POLICY, ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
 };
 use crate::document::native::{float, number};
 use crate::filter::EventFilter;
@@ -188,6 +188,12 @@ pub(crate) fn write(sla: &SlaDefinition) -> Vec<OpensloDoc> {
         annotations.insert(
             ANNOTATION_POLICY,
             serde_json::to_string(&policy).unwrap_or_default(),
+        );
+    }
+    if let Some(credits) = &sla.credits {
+        annotations.insert(
+            ANNOTATION_CREDITS,
+            serde_json::to_string(&crate::document::credit::write(credits)).unwrap_or_default(),
         );
     }
     let time_window = match sla.window {

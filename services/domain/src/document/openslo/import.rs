@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::indicator::{Indicator, read_indicator_ref, read_inline_indicator, resolve_indicator};
 use super::{
-    ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY,
-    ANNOTATION_SLA, Metadata, read_metadata,
+    ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME,
+    ANNOTATION_POLICY, ANNOTATION_SLA, Metadata, read_metadata,
 };
 use crate::document::error::{DefinitionError, Problems};
 use crate::document::native::{parse_time_zone, read_finite, read_threshold_value};
@@ -89,6 +89,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
                 ANNOTATION_DESCRIPTION,
                 ANNOTATION_CUSTOMER,
                 ANNOTATION_POLICY,
+                ANNOTATION_CREDITS,
             ];
             let Some(known) = known.iter().find(|k| *k == key) else {
                 continue;
@@ -231,6 +232,22 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
             }
         },
     };
+    let credits = annotation(ANNOTATION_CREDITS).map(|(text, path)| {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value) => crate::document::credit::read(
+                &Node::root(&value, path),
+                objectives.as_deref(),
+                p,
+            ),
+            Err(e) => {
+                p.push(
+                    &path,
+                    format!("must be a JSON object such as {{\"currency\": \"EUR\", \"tiered\": [...]}}: {e}"),
+                );
+                None
+            }
+        }
+    });
     Some(SlaDefinition {
         name: name?,
         display_name,
@@ -240,6 +257,10 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
         window,
         objectives: objectives?,
         policy: policy?,
+        credits: match credits {
+            Some(c) => Some(c?),
+            None => None,
+        },
     })
 }
 

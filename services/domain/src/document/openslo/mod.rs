@@ -14,7 +14,9 @@
 //!   without `slaproof.dev/sla` the SLA is named after the service. The
 //!   SLA's policy (lateness, maintenance, degrade, no data) is the
 //!   annotation `slaproof.dev/policy`, a JSON object shaped like the native
-//!   `spec.policy`. Other labels and annotations are ignored.
+//!   `spec.policy`; its credit policy is the annotation
+//!   `slaproof.dev/credits`, a JSON object shaped like the native
+//!   `spec.credits`. Other labels and annotations are ignored.
 //! - SLIs are inline (`indicator`, on the SLO or on an objective) or
 //!   referenced by name (`indicatorRef`) to `SLI` documents in the input.
 //! - We measure our own events, so a metric source must be
@@ -51,6 +53,8 @@ const ANNOTATION_DESCRIPTION: &str = "slaproof.dev/sla-description";
 const ANNOTATION_CUSTOMER: &str = "slaproof.dev/customer";
 /// The SLA's policy as a JSON object of the native `spec.policy` shape.
 const ANNOTATION_POLICY: &str = "slaproof.dev/policy";
+/// The SLA's credit policy as a JSON object of the native `spec.credits` shape.
+const ANNOTATION_CREDITS: &str = "slaproof.dev/credits";
 
 /// Whether an `SLO` among `docs` carries the SLA's policy annotation.
 pub(crate) fn sets_policy(docs: &[Value]) -> bool {
