@@ -830,7 +830,7 @@ async fn a_worker_that_dies_mid_delivery_leaves_it_to_another() {
         .unwrap();
     // Claimed, then the worker dies before sending: its lease runs out.
     let claimed =
-        slaproof_store::webhooks::claim(&world.db, "dead", 10, Duration::from_millis(500))
+        slaproof_store::webhooks::claim(&world.db, "dead", 10, Duration::from_millis(500), 8)
             .await
             .unwrap();
     assert_eq!(claimed.len(), 1);

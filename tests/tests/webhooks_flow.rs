@@ -498,3 +498,62 @@ async fn an_endpoint_changes_in_place_and_refuses_bad_settings_by_name() {
     let kept = f.app.get_webhook_endpoint(&f.admin, &id).await.unwrap();
     assert_eq!(kept, changed, "a refused change changes nothing");
 }
+
+#[tokio::test]
+async fn a_new_webhook_key_opens_the_old_ones_secrets_and_a_reseal_lets_the_old_key_go() {
+    use slaproof_app::webhooks::WebhookKey;
+    let f = flow().await;
+    let receiver = Receiver::start(Duration::ZERO, 0).await;
+    let key = |b: u8| WebhookKey::from_bytes(&[b; 32]).unwrap();
+    // One endpoint sealed under the platform-made key (no key configured),
+    // one under the operator's first key A.
+    f.endpoint(NewWebhookEndpoint {
+        url: receiver.url.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let under_a = f.app.clone().with_webhook_key(key(0xA));
+    under_a
+        .create_webhook_endpoint(
+            &f.admin,
+            NewWebhookEndpoint {
+                url: receiver.url.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let deliver_with = async |app: &App, name: &str| {
+        let key = app.webhook_key().await.unwrap();
+        Deliverer::new(
+            f.scenario.db.clone(),
+            Settings::default(),
+            key,
+            loopback(),
+            name,
+        )
+        .unwrap()
+    };
+
+    // Rotated to B, with A kept as a previous key: both endpoints deliver.
+    let rotated = f
+        .app
+        .clone()
+        .with_webhook_key(key(0xB).with_previous([key(0xA)]));
+    f.fact("sla.breached", json!({"n": 1})).await;
+    deliver_until(&deliver_with(&rotated, "w1").await, &receiver, 2).await;
+
+    let done = rotated.reseal_webhook_secrets().await.unwrap();
+    assert_eq!((done.endpoints, done.resealed, done.unopenable), (2, 2, 0));
+    let again = rotated.reseal_webhook_secrets().await.unwrap();
+    assert_eq!(again.resealed, 0, "a second re-seal has nothing to do");
+
+    // B alone now opens both; a key that never sealed them opens neither.
+    let b_alone = f.app.clone().with_webhook_key(key(0xB));
+    f.fact("sla.breached", json!({"n": 2})).await;
+    deliver_until(&deliver_with(&b_alone, "w2").await, &receiver, 4).await;
+    let stranger = f.app.clone().with_webhook_key(key(0xC));
+    let lost = stranger.reseal_webhook_secrets().await.unwrap();
+    assert_eq!(lost.unopenable, 2, "{lost:?}");
+}

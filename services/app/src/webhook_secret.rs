@@ -47,10 +47,15 @@ impl SigningSecret {
     }
 }
 
-/// The key endpoint secrets are sealed under (32 bytes). `Debug` never
-/// shows it.
+/// The key endpoint secrets are sealed under (32 bytes), and the keys it
+/// replaced, which still open what they sealed until a re-seal
+/// ([`crate::App::reseal_webhook_secrets`]) moves it under the current
+/// one. `Debug` never shows them.
 #[derive(Clone)]
-pub struct WebhookKey([u8; 32]);
+pub struct WebhookKey {
+    current: [u8; 32],
+    previous: Vec<[u8; 32]>,
+}
 
 impl std::fmt::Debug for WebhookKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,7 +79,28 @@ impl WebhookKey {
         let key: [u8; 32] = bytes
             .try_into()
             .map_err(|_| SealError::KeyLength(bytes.len()))?;
-        Ok(Self(key))
+        Ok(Self {
+            current: key,
+            previous: Vec::new(),
+        })
+    }
+
+    /// This key, still opening what `older` keys sealed (their own
+    /// previous keys included); sealing uses this one only.
+    pub fn with_previous(mut self, older: impl IntoIterator<Item = WebhookKey>) -> Self {
+        for key in older {
+            for bytes in std::iter::once(key.current).chain(key.previous) {
+                if bytes != self.current && !self.previous.contains(&bytes) {
+                    self.previous.push(bytes);
+                }
+            }
+        }
+        self
+    }
+
+    /// How many replaced keys this one still opens with.
+    pub fn previous_count(&self) -> usize {
+        self.previous.len()
     }
 
     /// A key as configured: base64 of 32 bytes.
@@ -85,8 +111,8 @@ impl WebhookKey {
         Self::from_bytes(&bytes)
     }
 
-    fn cipher(&self) -> Aes256Gcm {
-        Aes256Gcm::new((&self.0).into())
+    fn cipher(key: &[u8; 32]) -> Aes256Gcm {
+        Aes256Gcm::new(key.into())
     }
 
     /// Seals `secret` for one endpoint: the tenant and endpoint are bound in
@@ -100,8 +126,7 @@ impl WebhookKey {
     ) -> Vec<u8> {
         let nonce = rand::random::<[u8; NONCE_LEN]>();
         let aad = associated(tenant, endpoint);
-        let sealed = self
-            .cipher()
+        let sealed = Self::cipher(&self.current)
             .encrypt(
                 Nonce::from_slice(&nonce),
                 Payload {
@@ -116,29 +141,47 @@ impl WebhookKey {
         out
     }
 
-    /// Opens what [`seal`](Self::seal) made for this endpoint.
+    /// Opens what [`seal`](Self::seal) made for this endpoint, under the
+    /// current key or a replaced one.
     pub fn open(
         &self,
         tenant: TenantId,
         endpoint: WebhookEndpointId,
         sealed: &[u8],
     ) -> Result<SigningSecret, SealError> {
-        if sealed.len() < NONCE_LEN {
-            return Err(SealError::Open);
-        }
-        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        let aad = associated(tenant, endpoint);
-        self.cipher()
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: &aad,
-                },
-            )
-            .map(SigningSecret)
-            .map_err(|_| SealError::Open)
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .find_map(|key| open_under(key, tenant, endpoint, sealed))
+            .ok_or(SealError::Open)
     }
+
+    /// Whether `sealed` opens under the current key (a re-seal leaves it).
+    pub fn is_current(&self, tenant: TenantId, endpoint: WebhookEndpointId, sealed: &[u8]) -> bool {
+        open_under(&self.current, tenant, endpoint, sealed).is_some()
+    }
+}
+
+fn open_under(
+    key: &[u8; 32],
+    tenant: TenantId,
+    endpoint: WebhookEndpointId,
+    sealed: &[u8],
+) -> Option<SigningSecret> {
+    if sealed.len() < NONCE_LEN {
+        return None;
+    }
+    let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+    let aad = associated(tenant, endpoint);
+    WebhookKey::cipher(key)
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: ciphertext,
+                aad: &aad,
+            },
+        )
+        .map(SigningSecret)
+        .ok()
 }
 
 fn associated(tenant: TenantId, endpoint: WebhookEndpointId) -> Vec<u8> {
@@ -164,6 +207,25 @@ mod tests {
         let mut altered = sealed.clone();
         altered[20] ^= 1;
         assert!(key.open(tenant, endpoint, &altered).is_err());
+    }
+
+    #[test]
+    fn a_rotated_key_opens_what_the_old_one_sealed_and_seals_under_the_new() {
+        let (tenant, endpoint) = (TenantId::new(), WebhookEndpointId::new());
+        let secret = SigningSecret::generate();
+        let old = WebhookKey::from_bytes(&[1; 32]).unwrap();
+        let sealed_old = old.seal(tenant, endpoint, &secret);
+        let new = WebhookKey::from_bytes(&[2; 32])
+            .unwrap()
+            .with_previous([old.clone()]);
+        assert_eq!(new.open(tenant, endpoint, &sealed_old).unwrap(), secret);
+        assert!(!new.is_current(tenant, endpoint, &sealed_old));
+        let sealed_new = new.seal(tenant, endpoint, &secret);
+        assert!(new.is_current(tenant, endpoint, &sealed_new));
+        assert!(old.open(tenant, endpoint, &sealed_new).is_err());
+        let alone = WebhookKey::from_bytes(&[2; 32]).unwrap();
+        assert!(alone.open(tenant, endpoint, &sealed_old).is_err());
+        assert_eq!(new.with_previous([old]).previous_count(), 1);
     }
 
     #[test]

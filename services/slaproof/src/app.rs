@@ -265,14 +265,12 @@ impl Application {
 }
 
 /// `app` with the operator's webhook key (`webhooks.secret_key`), when set.
-fn with_configured_webhook_key(
+pub(crate) fn with_configured_webhook_key(
     app: slaproof_app::App,
     config: &Config,
 ) -> anyhow::Result<slaproof_app::App> {
-    Ok(match &config.webhooks.secret_key {
-        Some(text) => app.with_webhook_key(
-            WebhookKey::from_base64(text).context("reading webhooks.secret_key")?,
-        ),
+    Ok(match config.webhooks.key()? {
+        Some(key) => app.with_webhook_key(key),
         None => app,
     })
 }

@@ -39,6 +39,10 @@ pub struct Settings {
     /// makes a key on first use and keeps it in the database. Never
     /// shown by `Debug`.
     pub secret_key: Option<String>,
+    /// Keys `secret_key` replaced, comma-separated base64: secrets sealed
+    /// under them still open until `slaproof webhook reseal` seals them
+    /// under `secret_key`; then they can go. Never shown by `Debug`.
+    pub previous_secret_keys: Option<String>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -60,6 +64,10 @@ impl std::fmt::Debug for Settings {
                 "secret_key",
                 &self.secret_key.as_ref().map(|_| "<redacted>"),
             )
+            .field(
+                "previous_secret_keys",
+                &self.previous_secret_keys.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -77,6 +85,7 @@ impl Default for Settings {
             disable_after_failing_secs: 5 * 24 * 3600,
             attempts_retention_days: 30,
             secret_key: None,
+            previous_secret_keys: None,
         }
     }
 }
@@ -182,13 +191,41 @@ impl Settings {
                 ),
             });
         }
-        if let Some(key) = &self.secret_key {
-            slaproof_app::webhooks::WebhookKey::from_base64(key).map_err(|e| SettingsError {
-                key: "webhooks.secret_key",
-                rule: e.to_string(),
-            })?;
-        }
+        self.key()?;
         Ok(())
+    }
+
+    /// The configured key with the keys it replaced, if one is configured.
+    pub fn key(&self) -> Result<Option<slaproof_app::webhooks::WebhookKey>, SettingsError> {
+        use slaproof_app::webhooks::WebhookKey;
+        let Some(key) = &self.secret_key else {
+            if self.previous_secret_keys.is_some() {
+                return Err(SettingsError {
+                    key: "webhooks.previous_secret_keys",
+                    rule: "needs webhooks.secret_key, the key that replaced them".to_owned(),
+                });
+            }
+            return Ok(None);
+        };
+        let current = WebhookKey::from_base64(key).map_err(|e| SettingsError {
+            key: "webhooks.secret_key",
+            rule: e.to_string(),
+        })?;
+        let mut previous = Vec::new();
+        for (i, text) in self
+            .previous_secret_keys
+            .iter()
+            .flat_map(|list| list.split(','))
+            .filter(|t| !t.trim().is_empty())
+            .enumerate()
+        {
+            // The position, never the text: it is a key.
+            previous.push(WebhookKey::from_base64(text).map_err(|e| SettingsError {
+                key: "webhooks.previous_secret_keys",
+                rule: format!("key {}: {e}", i + 1),
+            })?);
+        }
+        Ok(Some(current.with_previous(previous)))
     }
 }
 

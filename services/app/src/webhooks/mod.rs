@@ -3,15 +3,17 @@
 //! shown once, sealed at rest.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use slaproof_domain::ids::{OutboxMessageId, WebhookEndpointId};
-use slaproof_store::{platform_secrets, webhooks};
+use slaproof_store::webhooks;
 
+mod keys;
 mod replay;
 mod update;
+
+pub use keys::Resealed;
 
 pub use update::{MAX_RATE_LIMIT_PER_SEC, WebhookEndpointChange};
 
@@ -31,9 +33,6 @@ pub const MAX_RECOVERED: i64 = 10_000;
 /// How long a test-send waits for the worker's first attempt before it
 /// answers without one (the delivery stays queued).
 pub const TEST_SEND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-/// The name of the platform-made key in `platform_secrets`, used when the
-/// operator configures none.
-const KEY_NAME: &str = "webhook_secret_key";
 
 /// A new endpoint as asked for; `Debug` leaves the header values out.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -249,25 +248,6 @@ fn parse_id(id: &str) -> Result<WebhookEndpointId, AppError> {
 }
 
 impl App {
-    /// The operator's webhook key (`webhooks.secret_key`), in place of the
-    /// one the platform makes itself.
-    pub fn with_webhook_key(mut self, key: WebhookKey) -> Self {
-        self.webhook_key = Some(Arc::new(key));
-        self
-    }
-
-    /// The key endpoint secrets are sealed under: the configured one, or
-    /// one made on first use and kept in `platform_secrets` (readable only
-    /// through a definer function), shared by every replica.
-    pub async fn webhook_key(&self) -> Result<WebhookKey, AppError> {
-        if let Some(key) = &self.webhook_key {
-            return Ok((**key).clone());
-        }
-        let fresh = rand::random::<[u8; 32]>();
-        let kept = platform_secrets::get_or_create(&self.db, KEY_NAME, &fresh).await?;
-        WebhookKey::from_bytes(&kept).map_err(|e| AppError::Internal(Box::new(e)))
-    }
-
     /// Creates an endpoint; its secret is in the answer, and only there.
     #[tracing::instrument(skip(self, caller, new), fields(tenant = %caller.tenant()))]
     pub async fn create_webhook_endpoint(

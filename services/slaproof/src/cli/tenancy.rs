@@ -193,9 +193,11 @@ pub struct TenantArg {
 /// The application layer over the configured database: the operator
 /// commands go through the same rules as the API.
 pub(super) async fn application(config: &Config) -> anyhow::Result<App> {
-    Ok(App::with_default_policy(connect(config).await?)
+    let app = App::with_default_policy(connect(config).await?)
         .await?
-        .with_outbound(config.outbound.clone()))
+        .with_outbound(config.outbound.clone());
+    // The operator's webhook key: a re-seal and a test-send need it.
+    crate::app::with_configured_webhook_key(app, config)
 }
 
 /// Every item of a paged list, page after page.

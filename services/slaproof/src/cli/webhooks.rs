@@ -1,5 +1,5 @@
 //! The operator commands on a tenant's webhook endpoints (`webhook`):
-//! listing them, a test-send, replay and recovery, through the application layer
+//! listing them, a test-send, replay and recovery, re-sealing secrets after a key rotation, through the application layer
 //! under the same rules as `/v1/webhook-endpoints`.
 
 use anyhow::Context;
@@ -12,6 +12,11 @@ use crate::config::Config;
 
 #[derive(Debug, Subcommand)]
 pub enum WebhookCommand {
+    /// Seal every endpoint's signing secret, in every tenant, under the
+    /// configured webhooks.secret_key: after a key rotation, the keys in
+    /// webhooks.previous_secret_keys (and the platform-made key) can then
+    /// be dropped.
+    Reseal,
     /// List the tenant's webhook endpoints.
     List {
         #[command(flatten)]
@@ -51,6 +56,28 @@ pub enum WebhookCommand {
 pub(super) async fn webhook(config: &Config, command: WebhookCommand) -> anyhow::Result<()> {
     let app = application(config).await?;
     match command {
+        WebhookCommand::Reseal => {
+            if config.webhooks.secret_key.is_none() {
+                anyhow::bail!(
+                    "webhooks.secret_key is not set: a re-seal moves secrets under the configured key"
+                );
+            }
+            let done = app.reseal_webhook_secrets().await?;
+            println!(
+                "{} endpoint(s): {} re-sealed under webhooks.secret_key, {} already under it{}",
+                done.endpoints,
+                done.resealed,
+                done.endpoints - done.resealed - done.unopenable,
+                if done.unopenable > 0 {
+                    format!(
+                        ", {} opening under none of the configured keys (rotate their secrets)",
+                        done.unopenable
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
         WebhookCommand::List { tenant } => {
             let admin = app.operator_in(&tenant.tenant).await?;
             for endpoint in app.list_webhook_endpoints(&admin).await? {

@@ -356,6 +356,58 @@ pub async fn update(
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
+/// One endpoint's sealed secrets, for a re-seal under a new key.
+pub struct SealedSecrets {
+    pub id: WebhookEndpointId,
+    pub current: Vec<u8>,
+    pub previous: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for SealedSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedSecrets")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every endpoint's sealed secrets, locked to the end of the transaction
+/// (a rotation meanwhile waits rather than being overwritten).
+pub async fn sealed_secrets(tx: &mut TenantTx) -> Result<Vec<SealedSecrets>, StoreError> {
+    let rows: Vec<(uuid::Uuid, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints \
+         WHERE tenant_id = $1 ORDER BY id FOR UPDATE",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, current, previous)| SealedSecrets {
+            id: WebhookEndpointId::from_uuid(id),
+            current,
+            previous,
+        })
+        .collect())
+}
+
+/// Replaces an endpoint's sealed secrets with the same secrets sealed
+/// under another key. `updated_at` stays: nothing the provider set changed
+/// (and the five-day failing rule counts from it).
+pub async fn reseal(tx: &mut TenantTx, sealed: &SealedSecrets) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE webhook_endpoints SET secret_sealed = $3, previous_secret_sealed = $4 \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sealed.id.uuid())
+    .bind(&sealed.current)
+    .bind(&sealed.previous)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// Deletes an endpoint with its deliveries and their attempts.
 #[tracing::instrument(skip(tx))]
 pub async fn delete(tx: &mut TenantTx, id: WebhookEndpointId) -> Result<(), StoreError> {

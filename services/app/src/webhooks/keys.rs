@@ -1,0 +1,90 @@
+//! The key endpoint secrets are sealed under: configured or made by the
+//! platform, rotated by configuring a new one beside the old and re-sealing.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use slaproof_store::{platform_secrets, tenants, webhooks};
+
+use super::WebhookKey;
+use crate::{App, AppError};
+
+/// The name of the platform-made key in `platform_secrets`, used when the
+/// operator configures none.
+const KEY_NAME: &str = "webhook_secret_key";
+
+/// What a re-seal did, over every tenant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Resealed {
+    /// Endpoints looked at.
+    pub endpoints: u64,
+    /// Endpoints whose secrets were sealed again under the current key.
+    pub resealed: u64,
+    /// Endpoints whose secret opens under none of the keys given: left as
+    /// they are (their deliveries fail until the secret is rotated).
+    pub unopenable: u64,
+}
+
+impl App {
+    /// The operator's webhook key (`webhooks.secret_key`, with
+    /// `webhooks.previous_secret_keys`), in place of the one the platform
+    /// makes itself.
+    pub fn with_webhook_key(mut self, key: WebhookKey) -> Self {
+        self.webhook_key = Some(Arc::new(key));
+        self
+    }
+
+    /// The key endpoint secrets are sealed under: the configured one, or
+    /// one made on first use and kept in `platform_secrets` (readable only
+    /// through a definer function), shared by every replica. A configured
+    /// key still opens what the platform's key sealed, so that an operator
+    /// moving to a key of its own loses no endpoint (then re-seals).
+    pub async fn webhook_key(&self) -> Result<WebhookKey, AppError> {
+        let fresh = rand::random::<[u8; 32]>();
+        let kept = platform_secrets::get_or_create(&self.db, KEY_NAME, &fresh).await?;
+        let platform =
+            WebhookKey::from_bytes(&kept).map_err(|e| AppError::Internal(Box::new(e)))?;
+        Ok(match &self.webhook_key {
+            Some(key) => (**key).clone().with_previous([platform]),
+            None => platform,
+        })
+    }
+
+    /// Seals every endpoint's secrets (and a rotation's previous secret)
+    /// under the current key, tenant by tenant, each in one transaction:
+    /// after it, the replaced keys can leave the configuration. An
+    /// operator's operation (the CLI's `slaproof webhook reseal`); running
+    /// it again does nothing more.
+    #[tracing::instrument(skip(self))]
+    pub async fn reseal_webhook_secrets(&self) -> Result<Resealed, AppError> {
+        let key = self.webhook_key().await?;
+        let mut done = Resealed::default();
+        for tenant in tenants::list(&self.db).await? {
+            let mut tx = self.db.tenant_tx(tenant.id).await?;
+            for mut sealed in webhooks::sealed_secrets(&mut tx).await? {
+                done.endpoints += 1;
+                let stale = |s: &[u8]| !key.is_current(tenant.id, sealed.id, s);
+                if !stale(&sealed.current) && !sealed.previous.as_deref().is_some_and(stale) {
+                    continue;
+                }
+                let Ok(current) = key.open(tenant.id, sealed.id, &sealed.current) else {
+                    tracing::warn!(tenant = %tenant.id, endpoint = %sealed.id, "a webhook secret opens under none of the configured keys");
+                    done.unopenable += 1;
+                    continue;
+                };
+                // A previous secret that no longer opens only loses its
+                // overlap signature: dropped rather than kept unopenable.
+                let previous = sealed
+                    .previous
+                    .as_deref()
+                    .and_then(|s| key.open(tenant.id, sealed.id, s).ok());
+                sealed.current = key.seal(tenant.id, sealed.id, &current);
+                sealed.previous = previous.map(|p| key.seal(tenant.id, sealed.id, &p));
+                webhooks::reseal(&mut tx, &sealed).await?;
+                done.resealed += 1;
+            }
+            tx.commit().await?;
+        }
+        Ok(done)
+    }
+}
