@@ -28,6 +28,7 @@ pub mod slas;
 pub mod tenants;
 pub mod thresholds;
 mod webhook_secret;
+pub mod webhook_events;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -19,6 +19,7 @@ pub(crate) mod probes;
 pub(crate) mod slas;
 pub(crate) mod tenants;
 pub(crate) mod thresholds;
+pub(crate) mod webhook_events;
 pub(crate) mod webhooks;
 
 use axum::Router;
@@ -45,6 +46,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(tenants::router())
         .merge(probes::router())
         .merge(webhooks::router())
+        .merge(webhook_events::router())
         .merge(thresholds::router())
         .merge(evaluation_status::router())
 }
@@ -247,6 +249,8 @@ impl utoipa::Modify for BearerAuth {
         webhooks::resend,
         webhooks::recover,
         webhooks::test_send,
+        webhook_events::list,
+        webhook_events::schema,
         thresholds::list,
         thresholds::set,
         thresholds::remove,
