@@ -271,6 +271,50 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // A customer's fee and a credit owed, as compensation writes it.
+    let customer = customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    slaproof_store::credits::add_fee(
+        &mut tx,
+        &slaproof_store::credits::Fee {
+            customer,
+            effective_from: Utc::now() - Duration::days(60),
+            currency: "EUR".into(),
+            minor_units: 2,
+            amount_minor: 100_000,
+            created_at: Utc::now(),
+            created_by: "seed".into(),
+        },
+    )
+    .await
+    .unwrap();
+    slaproof_store::credits::append(
+        &mut tx,
+        &slaproof_store::credits::CreditEntry {
+            id: slaproof_domain::ids::CreditId::new(),
+            sla: applied.sla,
+            customer,
+            period_start: Utc::now() - Duration::days(30),
+            period_end: Utc::now(),
+            version: 1,
+            revision: 1,
+            kind: slaproof_store::credits::EntryKind::Issued,
+            corrects: None,
+            currency: "EUR".into(),
+            minor_units: 2,
+            amount_minor: 100,
+            total_minor: 100,
+            computation: serde_json::json!({}),
+            results: serde_json::json!([]),
+            attestation: None,
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
     // An SLA whose evaluation failed, as the evaluator records it (after
     // the run above, which would clear it).
     sqlx::query(

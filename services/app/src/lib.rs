@@ -12,6 +12,7 @@ pub mod audit;
 mod authz;
 mod caller;
 pub mod compliance;
+pub mod credits;
 pub mod customers;
 pub mod dashboard;
 pub mod embed;
@@ -27,8 +28,8 @@ mod sla_apply;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;
-mod webhook_secret;
 pub mod webhook_events;
+mod webhook_secret;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -59,6 +59,8 @@ id_kinds! {
     AuditRecordKind => AuditRecordId, "aud", "audit record";
     /// A URL a tenant receives webhooks at.
     WebhookEndpointKind => WebhookEndpointId, "ep", "webhook endpoint";
+    /// A service credit ledger entry.
+    CreditEntryKind => CreditId, "cred", "credit";
 }
 
 /// A typed id: a UUID shown as `prefix_<32 hex digits>`.

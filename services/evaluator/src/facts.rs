@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::window::{Period, TimeWindow};
-use slaproof_store::{TenantTx, outbox};
+use slaproof_store::{TenantTx, jobs, outbox};
 
 use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
@@ -234,6 +234,7 @@ async fn close_period(
     grace: Duration,
     out: &mut Closed,
 ) -> Result<(), EvaluatorError> {
+    let frozen_before = out.objectives.len() + out.composites.len();
     let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
     for evaluation in &evaluations {
         if let Some((revision, was_met)) = freeze_period(tx, evaluation).await? {
@@ -267,6 +268,27 @@ async fn close_period(
                 revision,
             });
         }
+    }
+    if out.objectives.len() + out.composites.len() > frozen_before
+        && sla.definition.credits.is_some()
+    {
+        // The period's credit, computed by compensation from the results
+        // now in force; asked in this transaction, so a frozen result never
+        // goes without its credit.
+        jobs::enqueue(
+            tx,
+            &jobs::NewJob {
+                kind: jobs::CREDIT.to_owned(),
+                payload: serde_json::json!({
+                    "sla": sla.id.to_string(),
+                    "periodStart": period.start,
+                    "periodEnd": period.end,
+                }),
+                dedup_key: Some(format!("{}:{}", sla.id, period.start.to_rfc3339())),
+                run_at: Utc::now(),
+            },
+        )
+        .await?;
     }
     Ok(())
 }

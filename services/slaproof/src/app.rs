@@ -38,6 +38,8 @@ pub enum Service {
     /// Delivers the outbox's facts to tenants' webhook endpoints, signed
     /// per Standard Webhooks, at least once.
     Webhooks,
+    /// Turns closed periods into service credits in the ledger.
+    Compensation,
     /// The provider and customer API: `/v1/customers`, `/v1/slas`, …
     Api,
 }
@@ -49,6 +51,7 @@ impl Service {
         Service::Ingest,
         Service::Evaluator,
         Service::Probes,
+        Service::Compensation,
         Service::Webhooks,
         Service::Api,
     ];
@@ -60,6 +63,7 @@ impl Service {
             Service::Evaluator => "evaluator",
             Service::Probes => "probes",
             Service::Webhooks => "webhooks",
+            Service::Compensation => "compensation",
             Service::Api => "api",
         }
     }
@@ -227,6 +231,19 @@ impl Application {
                             shutdown.clone(),
                         ));
                     }
+                }
+                Service::Compensation => {
+                    let worker = format!(
+                        "compensation-{}-{:08x}",
+                        std::process::id(),
+                        rand::random::<u32>()
+                    );
+                    workers.spawn(slaproof_compensation::run(
+                        self.db.clone(),
+                        self.config.compensation.clone(),
+                        worker,
+                        shutdown.clone(),
+                    ));
                 }
                 Service::Evaluator => {
                     // Names this process's job leases in the jobs table.

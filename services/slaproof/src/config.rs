@@ -34,6 +34,7 @@ const SECTIONS: &[&str] = &[
     "evaluator",
     "probes",
     "webhooks",
+    "compensation",
     "outbound",
     "api",
     "demo",
@@ -56,6 +57,8 @@ pub struct Config {
     /// The webhook worker: delivery, retries, the key secrets are sealed
     /// under.
     pub webhooks: slaproof_webhooks::Settings,
+    /// The compensation worker: credit jobs.
+    pub compensation: slaproof_compensation::Settings,
     /// Where slaproof may connect on a tenant's behalf (probe targets).
     pub outbound: slaproof_http::outbound::OutboundPolicy,
     /// The API's token issuer, audience and verification keys.

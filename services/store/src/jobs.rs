@@ -18,6 +18,12 @@ use crate::{Database, StoreError, TenantTx};
 /// The kind of the evaluator's job: one per tenant, evaluating all its SLAs.
 pub const EVALUATE: &str = "evaluate";
 
+/// The kind of compensation's job: one per SLA and period, computing its
+/// credit from the results in force. The evaluator enqueues it in the
+/// transaction that freezes a period's result (payload `sla`,
+/// `periodStart`, `periodEnd`; deduplicated by SLA and period).
+pub const CREDIT: &str = "credit";
+
 /// The longest delay before a failed job is tried again, and the delay of
 /// a stuck one.
 pub const RETRY_CAP: Duration = Duration::from_secs(600);

@@ -9,6 +9,7 @@
 
 pub mod audit;
 pub mod charts;
+pub mod credits;
 pub mod customers;
 pub mod embed_origins;
 pub mod embed_tokens;

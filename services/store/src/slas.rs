@@ -231,6 +231,22 @@ pub async fn find(
     })
 }
 
+/// Version `version` of the SLA `id` (the terms a period was judged by).
+pub async fn find_version(
+    tx: &mut TenantTx,
+    id: SlaId,
+    version: i32,
+) -> Result<StoredSla, StoreError> {
+    let name: Option<String> =
+        sqlx::query_scalar("SELECT name FROM slas WHERE tenant_id = $1 AND id = $2")
+            .bind(tx.tenant().uuid())
+            .bind(id.uuid())
+            .fetch_optional(&mut **tx)
+            .await?;
+    let name = name.ok_or_else(|| StoreError::not_found("SLA", id))?;
+    find(tx, &name, Some(version)).await
+}
+
 /// The version in force of the SLA called `name`, its row locked until the
 /// transaction ends, or `None` when there is no such SLA: what a new
 /// version is made from, so that two applies of the same SLA never build

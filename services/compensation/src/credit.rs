@@ -1,0 +1,252 @@
+//! One period's credit: the inputs read from the frozen results, the fee and the minute rollups, the domain's computation, and the ledger entry it leads to.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use slaproof_domain::credit::{
+    CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, Currency, Incident,
+    Money, ObjectiveOutcome, compute,
+};
+use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
+use slaproof_domain::objective::ObjectiveName;
+use slaproof_store::credits::{self, CreditEntry, EntryKind};
+use slaproof_store::{StoreError, TenantTx, customers, maintenance, outbox, slas};
+
+/// Why a period's credit could not be worked out; each is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum CompensationError {
+    #[error("credit store: {0}")]
+    Store(#[from] StoreError),
+    #[error("the job's payload is not a credit job's: {0}")]
+    Payload(String),
+    #[error("the credit job's lease passed to another worker before it finished")]
+    LeaseLost,
+}
+
+/// What computing a period's credit came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Credited {
+    /// The SLA has no credit policy, or no customer to credit.
+    NotCovered,
+    /// No result is frozen for the period (yet).
+    NotClosed,
+    /// The policy owes nothing and nothing was issued before.
+    NothingOwed,
+    /// The period's credit is what the ledger holds already.
+    Unchanged(CreditEntry),
+    /// A new entry: the first credit, or a correction.
+    Recorded(CreditEntry),
+    /// The contract data does not allow a computation (no fee on file, a
+    /// fee in another currency…): told as `credit.not_computed`, so the
+    /// provider fixes it and asks again.
+    Blocked(CreditError),
+}
+
+/// Computes the credit of the SLA's period starting at `period_start` from
+/// the results in force and records what changed, in `tx`.
+#[tracing::instrument(skip(tx))]
+pub async fn credit_period(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: DateTime<Utc>,
+) -> Result<Credited, CompensationError> {
+    let results = credits::frozen_results(tx, sla, period_start).await?;
+    let Some(version) = results.iter().map(|r| r.version).max() else {
+        return Ok(Credited::NotClosed);
+    };
+    let period_end = results
+        .iter()
+        .map(|r| r.period_end)
+        .max()
+        .unwrap_or(period_start);
+    let stored = slas::find_version(tx, sla, version).await?;
+    let (Some(policy), Some(customer)) = (&stored.definition.credits, stored.customer) else {
+        return Ok(Credited::NotCovered);
+    };
+    let composite = credits::frozen_composite(tx, sla, period_start).await?;
+    let fee = credits::fee_at(tx, customer, period_start).await?;
+    let fee =
+        match fee {
+            Some(f) => {
+                let currency = Currency::new(&f.currency, u8::try_from(f.minor_units).ok())
+                    .map_err(|e| StoreError::Corrupt {
+                        what: "customer fee",
+                        reason: e.to_string(),
+                    })?;
+                Some(Money::new(f.amount_minor, currency))
+            }
+            None => None,
+        };
+    let objectives: Vec<ObjectiveOutcome> = results
+        .iter()
+        .filter_map(|r| {
+            Some(ObjectiveOutcome {
+                objective: ObjectiveName::parse(&r.objective).ok()?,
+                achieved_ppm: r.compliance_ppm.map(i64::from),
+                met: r.met,
+            })
+        })
+        .collect();
+    let mut incidents = Vec::new();
+    if let CreditKind::Impact(impact) = &policy.kind {
+        let excluded: Vec<(DateTime<Utc>, DateTime<Utc>)> =
+            maintenance::periods(tx, sla, &stored.definition, period_start, period_end)
+                .await?
+                .into_iter()
+                .map(|p| (p.start, p.end))
+                .collect();
+        for result in &results {
+            let Ok(objective) = ObjectiveName::parse(&result.objective) else {
+                continue;
+            };
+            if !impact.levels.contains_key(&objective) {
+                continue;
+            }
+            for run in credits::bad_runs(
+                tx,
+                sla,
+                version,
+                &result.objective,
+                result.target_ppm,
+                period_start,
+                period_end,
+                &excluded,
+            )
+            .await?
+            {
+                incidents.push(Incident {
+                    objective: objective.clone(),
+                    start: run.start,
+                    end: run.end,
+                    requests: u64::try_from(run.requests).unwrap_or(0),
+                });
+            }
+        }
+    }
+    let inputs = CreditInputs {
+        fee,
+        objectives,
+        composite: composite.as_ref().map(|c| CompositeOutcome {
+            // 1 − the share of the weighted budget spent, in ppm.
+            achieved_ppm: Some(1_000_000 - c.consumed_pico.div_euclid(1_000_000)),
+            met: c.met.unwrap_or(true),
+        }),
+        incidents,
+    };
+    let name = stored.definition.name.to_string();
+    let computation = match compute(policy, &inputs) {
+        Ok(c) => c,
+        Err(e) => {
+            return blocked(tx, &name, sla, customer, period_start, period_end, e).await;
+        }
+    };
+    let mut links: Vec<Value> = results
+        .iter()
+        .map(|r| json!({"objective": r.objective, "periodResult": r.id, "revision": r.revision}))
+        .collect();
+    if let Some(c) = &composite {
+        links.push(json!({"composite": true, "periodResult": c.id, "revision": c.revision}));
+    }
+    let previous = credits::latest_entry(tx, sla, customer, period_start, version).await?;
+    let total = computation.total.minor;
+    let (kind, revision, amount, corrects) = match &previous {
+        None if total == 0 => return Ok(Credited::NothingOwed),
+        None => (EntryKind::Issued, 1, total, None),
+        Some(p) if p.total_minor == total => return Ok(Credited::Unchanged(p.clone())),
+        Some(p) => (
+            EntryKind::Corrected,
+            p.revision + 1,
+            total - p.total_minor,
+            Some(p.id),
+        ),
+    };
+    let entry = credits::append(
+        tx,
+        &CreditEntry {
+            id: CreditId::new(),
+            sla,
+            customer,
+            period_start,
+            period_end,
+            version,
+            revision,
+            kind,
+            corrects,
+            currency: computation.currency.code().to_owned(),
+            minor_units: i16::from(computation.currency.exponent()),
+            amount_minor: amount,
+            total_minor: total,
+            computation: json!({"inputs": inputs, "computation": computation}),
+            results: Value::Array(links),
+            attestation: None,
+            created_at: Utc::now(),
+        },
+    )
+    .await?;
+    let customer_ref = customers::find(tx, customer).await?.external_ref;
+    let fact = told(&entry, &name, &customer_ref, &computation);
+    let event_type = match entry.kind {
+        EntryKind::Issued => "credit.issued",
+        EntryKind::Corrected => "credit.corrected",
+    };
+    outbox::enqueue(tx, event_type, &fact).await?;
+    tracing::info!(
+        credit = %entry.id, kind = entry.kind.as_str(), amount_minor = entry.amount_minor,
+        total_minor = entry.total_minor, "credit recorded"
+    );
+    Ok(Credited::Recorded(entry))
+}
+
+/// The fact of a ledger entry: the amounts in minor units and as decimal
+/// text, the formula's inputs and steps, and the links to what caused it.
+pub(crate) fn told(
+    entry: &CreditEntry,
+    sla_name: &str,
+    customer_ref: &str,
+    computation: &CreditComputation,
+) -> Value {
+    let currency = &computation.currency;
+    json!({
+        "credit": entry.id.to_string(),
+        "kind": entry.kind.as_str(),
+        "sla": entry.sla.to_string(),
+        "slaName": sla_name,
+        "customer": entry.customer.to_string(),
+        "customerRef": customer_ref,
+        "version": entry.version,
+        "periodStart": entry.period_start,
+        "periodEnd": entry.period_end,
+        "revision": entry.revision,
+        "corrects": entry.corrects.map(|c| c.to_string()),
+        "currency": entry.currency,
+        "amountMinor": entry.amount_minor,
+        "amount": currency.amount_text(entry.amount_minor),
+        "totalMinor": entry.total_minor,
+        "total": currency.amount_text(entry.total_minor),
+        "formula": computation.formula,
+        "computation": computation,
+        "results": entry.results,
+    })
+}
+
+/// Tells that a period's credit cannot be computed, and why.
+async fn blocked(
+    tx: &mut TenantTx,
+    sla_name: &str,
+    sla: SlaId,
+    customer: CustomerId,
+    period_start: DateTime<Utc>,
+    period_end: DateTime<Utc>,
+    error: CreditError,
+) -> Result<Credited, CompensationError> {
+    let fact = json!({
+        "sla": sla.to_string(),
+        "slaName": sla_name,
+        "customer": customer.to_string(),
+        "periodStart": period_start,
+        "periodEnd": period_end,
+        "reason": error.to_string(),
+    });
+    outbox::enqueue(tx, "credit.not_computed", &fact).await?;
+    tracing::warn!(%sla, %period_start, error = %error, "credit not computed");
+    Ok(Credited::Blocked(error))
+}

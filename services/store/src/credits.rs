@@ -1,0 +1,480 @@
+//! Service credits: customers' fees, the frozen results a credit is computed
+//! from, incidents found in the minute rollups, and the append-only ledger.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
+
+use crate::{Keyset, StoreError, TenantTx};
+
+/// A customer's fee per SLA period from an instant on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fee {
+    pub customer: CustomerId,
+    pub effective_from: DateTime<Utc>,
+    pub currency: String,
+    pub minor_units: i16,
+    pub amount_minor: i64,
+    pub created_at: DateTime<Utc>,
+    pub created_by: String,
+}
+
+type FeeRow = (
+    uuid::Uuid,
+    DateTime<Utc>,
+    String,
+    i16,
+    i64,
+    DateTime<Utc>,
+    String,
+);
+
+fn fee(row: FeeRow) -> Fee {
+    let (customer, effective_from, currency, minor_units, amount_minor, created_at, created_by) =
+        row;
+    Fee {
+        customer: CustomerId::from_uuid(customer),
+        effective_from,
+        currency,
+        minor_units,
+        amount_minor,
+        created_at,
+        created_by,
+    }
+}
+
+const FEE_COLUMNS: &str =
+    "customer_id, effective_from, currency, minor_units, amount_minor, created_at, created_by";
+
+/// Records a fee from `fee.effective_from` on. A fee already recorded from
+/// that very instant is a conflict: the history is never rewritten.
+pub async fn add_fee(tx: &mut TenantTx, new: &Fee) -> Result<Fee, StoreError> {
+    let row: FeeRow = sqlx::query_as(&format!(
+        "INSERT INTO customer_fees (tenant_id, customer_id, effective_from, currency, minor_units, \
+             amount_minor, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {FEE_COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(new.customer.uuid())
+    .bind(new.effective_from)
+    .bind(&new.currency)
+    .bind(new.minor_units)
+    .bind(new.amount_minor)
+    .bind(&new.created_by)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(fee(row))
+}
+
+/// A customer's fees, oldest first.
+pub async fn fees(tx: &mut TenantTx, customer: CustomerId) -> Result<Vec<Fee>, StoreError> {
+    let rows: Vec<FeeRow> = sqlx::query_as(&format!(
+        "SELECT {FEE_COLUMNS} FROM customer_fees WHERE tenant_id = $1 AND customer_id = $2 \
+         ORDER BY effective_from"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(customer.uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(fee).collect())
+}
+
+/// The fee of the period starting at `period_start`: the latest in effect
+/// at that instant.
+pub async fn fee_at(
+    tx: &mut TenantTx,
+    customer: CustomerId,
+    period_start: DateTime<Utc>,
+) -> Result<Option<Fee>, StoreError> {
+    let row: Option<FeeRow> = sqlx::query_as(&format!(
+        "SELECT {FEE_COLUMNS} FROM customer_fees WHERE tenant_id = $1 AND customer_id = $2 \
+           AND effective_from <= $3 ORDER BY effective_from DESC LIMIT 1"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(customer.uuid())
+    .bind(period_start)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map(fee))
+}
+
+/// An objective's frozen result in force for a period (its highest
+/// revision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrozenResult {
+    pub id: uuid::Uuid,
+    pub objective: String,
+    pub version: i32,
+    pub revision: i32,
+    pub period_end: DateTime<Utc>,
+    pub target_ppm: i32,
+    pub compliance_ppm: Option<i32>,
+    pub met: bool,
+}
+
+/// Every objective's result in force for the SLA's period starting at
+/// `period_start`.
+pub async fn frozen_results(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: DateTime<Utc>,
+) -> Result<Vec<FrozenResult>, StoreError> {
+    type Row = (
+        uuid::Uuid,
+        String,
+        i32,
+        i32,
+        DateTime<Utc>,
+        i32,
+        Option<i32>,
+        bool,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT DISTINCT ON (objective) id, objective, version, revision, period_end, target_ppm, \
+                compliance_ppm, met \
+         FROM period_results WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3 \
+         ORDER BY objective, revision DESC",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(period_start)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, objective, version, revision, period_end, target_ppm, compliance_ppm, met)| {
+                FrozenResult {
+                    id,
+                    objective,
+                    version,
+                    revision,
+                    period_end,
+                    target_ppm,
+                    compliance_ppm,
+                    met,
+                }
+            },
+        )
+        .collect())
+}
+
+/// The composite's frozen result in force for a period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrozenComposite {
+    pub id: uuid::Uuid,
+    pub revision: i32,
+    /// Share of the weighted error budget spent, in 10⁻¹².
+    pub consumed_pico: i64,
+    pub met: Option<bool>,
+}
+
+pub async fn frozen_composite(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: DateTime<Utc>,
+) -> Result<Option<FrozenComposite>, StoreError> {
+    let row: Option<(uuid::Uuid, i32, i64, Option<bool>)> = sqlx::query_as(
+        "SELECT id, revision, consumed_pico, met FROM composite_period_results \
+         WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3 ORDER BY revision DESC LIMIT 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(period_start)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(
+        row.map(|(id, revision, consumed_pico, met)| FrozenComposite {
+            id,
+            revision,
+            consumed_pico,
+            met,
+        }),
+    )
+}
+
+/// A run of consecutive bad minutes of an objective: minutes whose
+/// compliance was under the target, and the requests counted in them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadRun {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub requests: i64,
+}
+
+/// The objective's runs of bad minutes in `[from, to)` from the minute
+/// rollups of `version`, the minutes wholly inside `excluded` (the SLA's
+/// maintenance as the evaluator applies it) left out. A minute with no
+/// requests is neither bad nor a break in a run.
+#[allow(clippy::too_many_arguments)]
+pub async fn bad_runs(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    objective: &str,
+    target_ppm: i32,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    excluded: &[(DateTime<Utc>, DateTime<Utc>)],
+) -> Result<Vec<BadRun>, StoreError> {
+    let starts: Vec<DateTime<Utc>> = excluded.iter().map(|e| e.0).collect();
+    let ends: Vec<DateTime<Utc>> = excluded.iter().map(|e| e.1).collect();
+    let rows: Vec<(DateTime<Utc>, DateTime<Utc>, i64)> = sqlx::query_as(
+        "WITH minutes AS ( \
+             SELECT r.minute, r.total, \
+                    r.good::numeric * 1000000 < $5::numeric * r.total AS bad \
+             FROM evaluator_rollups r \
+             WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 AND r.objective = $4 \
+               AND r.minute >= $6 AND r.minute < $7 AND r.total > 0 \
+               AND NOT EXISTS (SELECT 1 FROM unnest($8::timestamptz[], $9::timestamptz[]) AS x(s, e) \
+                   WHERE x.s <= r.minute AND x.e >= r.minute + interval '1 minute') \
+         ), runs AS ( \
+             SELECT minute, total, bad, \
+                    sum(CASE WHEN bad THEN 0 ELSE 1 END) OVER (ORDER BY minute) AS island \
+             FROM minutes \
+         ) \
+         SELECT min(minute), max(minute) + interval '1 minute', sum(total)::bigint \
+         FROM runs WHERE bad GROUP BY island ORDER BY 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(objective)
+    .bind(target_ppm)
+    .bind(from)
+    .bind(to)
+    .bind(&starts)
+    .bind(&ends)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(start, end, requests)| BadRun {
+            start,
+            end,
+            requests,
+        })
+        .collect())
+}
+
+/// Whether an entry issues a period's credit or corrects an earlier entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    Issued,
+    Corrected,
+}
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Issued => "issued",
+            EntryKind::Corrected => "corrected",
+        }
+    }
+}
+
+/// A ledger entry as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreditEntry {
+    pub id: CreditId,
+    pub sla: SlaId,
+    pub customer: CustomerId,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub version: i32,
+    pub revision: i32,
+    pub kind: EntryKind,
+    pub corrects: Option<CreditId>,
+    pub currency: String,
+    pub minor_units: i16,
+    pub amount_minor: i64,
+    pub total_minor: i64,
+    pub computation: serde_json::Value,
+    pub results: serde_json::Value,
+    pub attestation: Option<uuid::Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    id: uuid::Uuid,
+    sla_id: uuid::Uuid,
+    customer_id: uuid::Uuid,
+    period_start: DateTime<Utc>,
+    period_end: DateTime<Utc>,
+    version: i32,
+    revision: i32,
+    kind: String,
+    corrects: Option<uuid::Uuid>,
+    currency: String,
+    minor_units: i16,
+    amount_minor: i64,
+    total_minor: i64,
+    computation: serde_json::Value,
+    results: serde_json::Value,
+    attestation_id: Option<uuid::Uuid>,
+    created_at: DateTime<Utc>,
+}
+
+const ENTRY_COLUMNS: &str = "id, sla_id, customer_id, period_start, period_end, version, revision, \
+                             kind, corrects, currency, minor_units, amount_minor, total_minor, \
+                             computation, results, attestation_id, created_at";
+
+fn entry(row: EntryRow) -> CreditEntry {
+    CreditEntry {
+        id: CreditId::from_uuid(row.id),
+        sla: SlaId::from_uuid(row.sla_id),
+        customer: CustomerId::from_uuid(row.customer_id),
+        period_start: row.period_start,
+        period_end: row.period_end,
+        version: row.version,
+        revision: row.revision,
+        kind: if row.kind == "corrected" {
+            EntryKind::Corrected
+        } else {
+            EntryKind::Issued
+        },
+        corrects: row.corrects.map(CreditId::from_uuid),
+        currency: row.currency,
+        minor_units: row.minor_units,
+        amount_minor: row.amount_minor,
+        total_minor: row.total_minor,
+        computation: row.computation,
+        results: row.results,
+        attestation: row.attestation_id,
+        created_at: row.created_at,
+    }
+}
+
+/// The period's latest entry for this customer and version, if any.
+pub async fn latest_entry(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    customer: CustomerId,
+    period_start: DateTime<Utc>,
+    version: i32,
+) -> Result<Option<CreditEntry>, StoreError> {
+    let row: Option<EntryRow> = sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 AND sla_id = $2 \
+           AND customer_id = $3 AND period_start = $4 AND version = $5 \
+         ORDER BY revision DESC LIMIT 1"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(customer.uuid())
+    .bind(period_start)
+    .bind(version)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map(entry))
+}
+
+/// Appends an entry; a second entry with the same SLA, customer, period,
+/// version and revision is refused by the database (`Conflict`).
+pub async fn append(tx: &mut TenantTx, new: &CreditEntry) -> Result<CreditEntry, StoreError> {
+    let row: EntryRow = sqlx::query_as(&format!(
+        "INSERT INTO credit_entries (tenant_id, id, sla_id, customer_id, period_start, period_end, \
+             version, revision, kind, corrects, currency, minor_units, amount_minor, total_minor, \
+             computation, results) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+         RETURNING {ENTRY_COLUMNS}"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(new.id.uuid())
+    .bind(new.sla.uuid())
+    .bind(new.customer.uuid())
+    .bind(new.period_start)
+    .bind(new.period_end)
+    .bind(new.version)
+    .bind(new.revision)
+    .bind(new.kind.as_str())
+    .bind(new.corrects.map(|c| c.uuid()))
+    .bind(&new.currency)
+    .bind(new.minor_units)
+    .bind(new.amount_minor)
+    .bind(new.total_minor)
+    .bind(&new.computation)
+    .bind(&new.results)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(entry(row))
+}
+
+/// Which entries a listing reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryFilter {
+    pub customer: Option<CustomerId>,
+    pub sla: Option<SlaId>,
+    /// Entries of periods starting at or after this.
+    pub from: Option<DateTime<Utc>>,
+    /// Entries of periods starting before this.
+    pub to: Option<DateTime<Utc>>,
+}
+
+/// Entries in the order written (ids are time-ordered; the keyset is the
+/// last id, `cred_…`).
+pub async fn list(
+    tx: &mut TenantTx,
+    filter: &EntryFilter,
+    page: &Keyset,
+) -> Result<Vec<CreditEntry>, StoreError> {
+    let after: Option<uuid::Uuid> = match &page.after {
+        Some(key) => Some(
+            CreditId::from_str(key)
+                .map_err(|_| StoreError::not_found("page of credits after", key))?
+                .uuid(),
+        ),
+        None => None,
+    };
+    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 \
+           AND ($2::uuid IS NULL OR customer_id = $2) AND ($3::uuid IS NULL OR sla_id = $3) \
+           AND ($4::timestamptz IS NULL OR period_start >= $4) \
+           AND ($5::timestamptz IS NULL OR period_start < $5) \
+           AND ($6::uuid IS NULL OR id > $6) \
+         ORDER BY id LIMIT $7"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(filter.customer.map(|c| c.uuid()))
+    .bind(filter.sla.map(|s| s.uuid()))
+    .bind(filter.from)
+    .bind(filter.to)
+    .bind(after)
+    .bind(page.fetch())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(entry).collect())
+}
+
+pub async fn find(tx: &mut TenantTx, id: CreditId) -> Result<CreditEntry, StoreError> {
+    let row: Option<EntryRow> = sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(id.uuid())
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(entry)
+        .ok_or_else(|| StoreError::not_found("credit", id))
+}
+
+/// Every entry of one period for one customer and SLA, in order.
+pub async fn period_entries(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    customer: CustomerId,
+    period_start: DateTime<Utc>,
+) -> Result<Vec<CreditEntry>, StoreError> {
+    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 AND sla_id = $2 \
+           AND customer_id = $3 AND period_start = $4 ORDER BY version, revision"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(customer.uuid())
+    .bind(period_start)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(entry).collect())
+}

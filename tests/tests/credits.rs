@@ -1,0 +1,475 @@
+//! Service credits end to end: requests stored, the evaluator closing the
+//! month, the compensation worker computing the credit into the ledger, and
+//! the provider and the customer reading it. Amounts are computed by hand
+//! in each test's comment.
+
+use chrono::Duration;
+use serde_json::Value;
+use slaproof_app::credits::{CreditQuery, NewFee, credits_csv};
+use slaproof_app::{App, Caller, PageRequest, Principal};
+use slaproof_compensation::{Credited, Settings, credit_period, work_due};
+use slaproof_store::{customers, slas};
+use slaproof_tests::scenario::{Request, Scenario, at};
+
+/// Two objectives, each with its own tier table; the credit is capped at
+/// 30% of the fee. `{POLICY}` is spliced into the spec.
+const TIERED: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {good: status < 500}
+  - name: no-client-errors
+    target: 99%
+    ratio: {good: status < 400}
+{POLICY}  credits:
+    currency: EUR
+    capPercentOfFee: 30
+    tiered:
+    - objective: availability
+      tiers:
+      - {below: "99.95", percent: "10"}
+      - {below: "99", percent: "25"}
+      - {below: "95", percent: "100"}
+    - objective: no-client-errors
+      tiers:
+      - {below: "99", percent: "10"}
+"#;
+
+fn tiered(policy: &str) -> String {
+    TIERED.replace("{POLICY}", policy)
+}
+
+/// `n` requests in November, one a minute from the 10th, with `status(i)`.
+fn november(n: i64, status: impl Fn(i64) -> i32) -> Vec<Request> {
+    (0..n)
+        .map(|i| {
+            let occurred_at = at("2026-11-10T00:00:00Z") + Duration::minutes(i);
+            Request {
+                occurred_at,
+                received_at: occurred_at,
+                status: status(i),
+            }
+        })
+        .collect()
+}
+
+async fn fee(app: &App, admin: &Caller, amount: &str) {
+    app.set_customer_fee(
+        admin,
+        "acme-corp",
+        NewFee {
+            effective_from: at("2026-01-01T00:00:00Z"),
+            currency: "EUR".into(),
+            amount: amount.into(),
+            minor_units: None,
+        },
+    )
+    .await
+    .unwrap();
+}
+
+async fn compensate(s: &Scenario) -> usize {
+    work_due(&s.db, &Settings::default(), "compensation-test")
+        .await
+        .unwrap()
+}
+
+async fn ledger(app: &App, caller: &Caller) -> Vec<slaproof_app::credits::Credit> {
+    app.list_credits(caller, &CreditQuery::default(), &PageRequest::default())
+        .await
+        .unwrap()
+        .items
+}
+
+async fn customer_user(s: &Scenario, app: &App, reference: &str) -> Caller {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let customer = customers::find_by_ref(&mut tx, reference)
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+    app.caller(Principal {
+        subject: format!("user@{reference}"),
+        tenant: s.tenant,
+        roles: vec!["customer_admin".into()],
+        customer: Some(customer.id),
+        embed: None,
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_month_breached_on_two_objectives_is_credited_by_both_tables_under_the_cap() {
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start: the month is its to judge.
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    // 1000 requests: 20 answered 500 and 5 answered 404.
+    // availability: 980/1000 = 98.0% < 99 → 25% of 1000.00 = 250.00;
+    // no-client-errors: 975/1000 = 97.5% < 99 → 10% = 100.00;
+    // the tables add up to 350.00, capped at 30% of the fee: 300.00.
+    s.insert(&november(1000, |i| match i {
+        0..20 => 500,
+        20..25 => 404,
+        _ => 200,
+    }))
+    .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    assert_eq!(compensate(&s).await, 1);
+
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1, "{credits:?}");
+    let credit = &credits[0];
+    assert_eq!(
+        (
+            credit.kind.as_str(),
+            credit.total.as_str(),
+            credit.amount_minor
+        ),
+        ("issued", "300.00", 30_000)
+    );
+    assert_eq!(credit.currency, "EUR");
+    assert_eq!(credit.period_start, at("2026-11-01T00:00:00Z"));
+    let steps = &credit.computation["computation"];
+    assert_eq!(steps["raw"], "350", "{steps}");
+    assert_eq!(steps["caps"][0]["limit"]["minor"], 30_000, "{steps}");
+    assert_eq!(
+        credit.results.as_array().unwrap().len(),
+        2,
+        "linked to both frozen results"
+    );
+
+    let told = s.told_of("credit.issued").await;
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["total"], "300.00");
+    assert_eq!(told[0]["customerRef"], "acme-corp");
+    assert_eq!(told[0]["credit"], credit.id.to_string());
+
+    // Nothing new: asking again changes nothing.
+    app.recompute_credit(&admin, "chat-sla", at("2026-11-01T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(compensate(&s).await, 1);
+    assert_eq!(ledger(&app, &admin).await.len(), 1);
+
+    // The statement and the CSV export carry the same numbers.
+    let statement = app
+        .credit_statement(&admin, "chat-sla", at("2026-11-01T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(statement.total, "300.00");
+    assert_eq!(statement.customer_ref, "acme-corp");
+    let csv = credits_csv(&credits);
+    let line = csv.lines().nth(1).unwrap();
+    assert!(
+        line.contains(",issued,chat-sla,acme-corp,")
+            && line.contains(",EUR,300.00,30000,300.00,30000,"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn late_data_that_changes_the_result_adds_a_correcting_entry_referencing_the_original() {
+    let s = Scenario::new(
+        &tiered("  policy:\n    lateGrace: 1h\n    lateCorrections: true\n"),
+        "2026-11-01",
+        "2026-12-31",
+    )
+    .await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start: the month is its to judge.
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    // 1000 requests, 5 failed: 99.5% < 99.95 → 10% = 100.00.
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T02:00:00Z").await;
+    compensate(&s).await;
+    let first = ledger(&app, &admin).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].total, "100.00");
+
+    // Ten failures of November reported on December 3rd: 985/1010 =
+    // 97.52% for both objectives. availability < 99 → 25% = 250.00;
+    // no-client-errors (missed now too) < 99 → 10% = 100.00; 350.00
+    // capped at 300.00: the correction adds 200.00.
+    let late: Vec<Request> = (0..10)
+        .map(|i| Request {
+            occurred_at: at("2026-11-20T00:00:00Z") + Duration::minutes(i),
+            received_at: at("2026-12-03T00:00:00Z"),
+            status: 500,
+        })
+        .collect();
+    s.insert(&late).await;
+    s.run("2026-12-03T00:01:00Z").await;
+    compensate(&s).await;
+    let both = ledger(&app, &admin).await;
+    assert_eq!(both.len(), 2, "{both:?}");
+    let correction = &both[1];
+    assert_eq!(correction.kind, "corrected");
+    assert_eq!(correction.corrects, Some(first[0].id));
+    assert_eq!(correction.revision, 2);
+    assert_eq!(
+        (correction.amount.as_str(), correction.total.as_str()),
+        ("200.00", "300.00")
+    );
+    let told = s.told_of("credit.corrected").await;
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["corrects"], first[0].id.to_string());
+    assert_eq!(told[0]["amount"], "200.00");
+    // The balance of the period is its last total.
+    let balance: i64 = both.iter().map(|c| c.amount_minor).sum();
+    assert_eq!(balance, 30_000);
+}
+
+#[tokio::test]
+async fn two_workers_computing_one_period_at_once_record_one_credit() {
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start: the month is its to judge.
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    tx.commit().await.unwrap();
+    let november = at("2026-11-01T00:00:00Z");
+
+    // A worker that dies between computing and recording: its
+    // transaction never commits, and leaves nothing.
+    let mut dying = s.db.tenant_tx(s.tenant).await.unwrap();
+    assert!(matches!(
+        credit_period(&mut dying, sla, november).await.unwrap(),
+        Credited::Recorded(_)
+    ));
+    drop(dying);
+    assert!(ledger(&app, &admin).await.is_empty());
+
+    // Two at once: the second waits on the first's entry, then fails on
+    // the ledger's unique key; retried, it finds the credit unchanged.
+    let (mut one, mut two) = (
+        s.db.tenant_tx(s.tenant).await.unwrap(),
+        s.db.tenant_tx(s.tenant).await.unwrap(),
+    );
+    let first = credit_period(&mut one, sla, november).await.unwrap();
+    let second = tokio::spawn(async move {
+        let outcome = credit_period(&mut two, sla, november).await;
+        (outcome.is_ok(), two.commit().await.is_ok())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    one.commit().await.unwrap();
+    let (second_ok, _) = second.await.unwrap();
+    assert!(matches!(first, Credited::Recorded(_)));
+    assert!(!second_ok, "the second entry is refused by the unique key");
+    let mut retry = s.db.tenant_tx(s.tenant).await.unwrap();
+    assert!(matches!(
+        credit_period(&mut retry, sla, november).await.unwrap(),
+        Credited::Unchanged(_)
+    ));
+    retry.commit().await.unwrap();
+
+    // And the workers: two draining the same job at once record nothing
+    // more (one claims it, the other finds none).
+    let settings = Settings::default();
+    let (a, b) = tokio::join!(
+        work_due(&s.db, &settings, "w1"),
+        work_due(&s.db, &settings, "w2")
+    );
+    assert_eq!(a.unwrap() + b.unwrap(), 1);
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1);
+    assert_eq!(credits[0].total, "100.00");
+}
+
+#[tokio::test]
+async fn an_impact_credit_across_midnight_in_berlin_is_one_incident_priced_by_its_requests() {
+    let document = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: Europe/Berlin}
+  objectives:
+  - name: availability
+    target: 99%
+    ratio: {good: status < 500}
+  credits:
+    currency: EUR
+    impact:
+      levels: {availability: L3}
+"#;
+    let s = Scenario::new(document, "2026-10-31", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start (in Berlin).
+    s.run("2026-10-31T23:00:00Z").await;
+    // Two requests a minute on November 14th from 23:00 to 01:00 Berlin
+    // (22:00-00:00 UTC); every one failed from 23:50 to 00:10 Berlin
+    // (22:50-23:10 UTC): one incident of 20 minutes across local midnight,
+    // 40 requests, QPS 40/1200; the credit is 1200 s x 1/30 QPS x 6.0
+    // (L3) x 0.80 EUR = 40 x 6.0 x 0.80 = 192.00 EUR.
+    let start = at("2026-11-14T22:00:00Z");
+    let requests: Vec<Request> = (0..240)
+        .map(|i| {
+            let occurred_at = start + Duration::seconds(i * 30);
+            let minute = i / 2;
+            Request {
+                occurred_at,
+                received_at: occurred_at,
+                status: if (50..70).contains(&minute) { 500 } else { 200 },
+            }
+        })
+        .collect();
+    s.insert(&requests).await;
+    // November in Berlin ends at 2026-11-30T23:00Z.
+    s.run("2026-12-01T00:00:00Z").await;
+    compensate(&s).await;
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1, "{credits:?}");
+    assert_eq!(credits[0].total, "192.00");
+    assert_eq!(credits[0].period_start, at("2026-10-31T23:00:00Z"));
+    let incidents = &credits[0].computation["computation"]["incidents"];
+    assert_eq!(incidents.as_array().unwrap().len(), 1, "{incidents}");
+    assert_eq!(incidents[0]["start"], "2026-11-14T22:50:00Z");
+    assert_eq!(incidents[0]["end"], "2026-11-14T23:10:00Z");
+    assert_eq!(incidents[0]["requests"], 40);
+    assert_eq!(incidents[0]["duration_seconds"], "1200");
+}
+
+#[tokio::test]
+async fn a_customer_reads_its_own_credits_only_and_a_missing_fee_is_told_not_zeroed() {
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start: the month is its to judge.
+    s.run("2026-11-01T00:00:00Z").await;
+    app.create_customer(
+        &admin,
+        slaproof_app::customers::NewCustomer {
+            external_ref: "beta-inc".into(),
+            name: "Beta".into(),
+        },
+    )
+    .await
+    .unwrap();
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    // No fee on file: the tiered credit cannot be computed, and says so.
+    compensate(&s).await;
+    assert!(ledger(&app, &admin).await.is_empty());
+    let blocked: Vec<Value> = s.told_of("credit.not_computed").await;
+    assert_eq!(blocked.len(), 1);
+    assert!(
+        blocked[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no fee on file"),
+        "{blocked:?}"
+    );
+    // The fee recorded, the provider asks again.
+    fee(&app, &admin, "1000.00").await;
+    app.recompute_credit(&admin, "chat-sla", at("2026-11-01T00:00:00Z"))
+        .await
+        .unwrap();
+    compensate(&s).await;
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1);
+
+    let acme = customer_user(&s, &app, "acme-corp").await;
+    let beta = customer_user(&s, &app, "beta-inc").await;
+    assert_eq!(ledger(&app, &acme).await.len(), 1);
+    assert!(ledger(&app, &beta).await.is_empty());
+    let id = credits[0].id.to_string();
+    assert!(app.get_credit(&acme, &id).await.is_ok());
+    assert!(matches!(
+        app.get_credit(&beta, &id).await,
+        Err(slaproof_app::AppError::NotFound { .. })
+    ));
+    let asked_for_other = app
+        .list_credits(
+            &beta,
+            &CreditQuery {
+                customer_ref: Some("acme-corp".into()),
+                ..Default::default()
+            },
+            &PageRequest::default(),
+        )
+        .await
+        .unwrap();
+    assert!(asked_for_other.items.is_empty());
+    // The fee is the provider's contract data, not the customer's to set.
+    assert!(
+        app.set_customer_fee(
+            &acme,
+            "acme-corp",
+            NewFee {
+                effective_from: at("2026-12-01T00:00:00Z"),
+                currency: "EUR".into(),
+                amount: "1.00".into(),
+                minor_units: None,
+            },
+        )
+        .await
+        .is_err()
+    );
+    // Bad fees are refused by name.
+    for (currency, amount, field) in [("EURO", "1.00", "currency"), ("EUR", "1.001", "amount")] {
+        let refused = app
+            .set_customer_fee(
+                &admin,
+                "acme-corp",
+                NewFee {
+                    effective_from: at("2027-01-01T00:00:00Z"),
+                    currency: currency.into(),
+                    amount: amount.into(),
+                    minor_units: None,
+                },
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, slaproof_app::AppError::Invalid { field: f, .. } if f == field),
+            "{refused:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_ledger_refuses_updates_and_deletes() {
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    // The SLA is seen from the month's start: the month is its to judge.
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let refused = sqlx::query("UPDATE credit_entries SET total_minor = 0")
+        .execute(&mut *tx)
+        .await;
+    assert!(refused.is_err(), "an update is refused");
+    drop(tx);
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    assert!(
+        sqlx::query("DELETE FROM credit_entries")
+            .execute(&mut *tx)
+            .await
+            .is_err()
+    );
+}
