@@ -162,6 +162,35 @@ async fn a_month_breached_on_two_objectives_is_credited_by_both_tables_under_the
     assert_eq!(compensate(&s).await, 1);
     assert_eq!(ledger(&app, &admin).await.len(), 1);
 
+    // The dashboard shows the period's credit to whoever holds
+    // sla:read:credits, and says it is left out to whoever does not.
+    let dashboard = app
+        .sla_dashboard(&admin, "chat-sla", None, None)
+        .await
+        .unwrap();
+    let shown = dashboard.credits.expect("the provider admin reads credits");
+    assert_eq!(shown.len(), 1);
+    assert_eq!(
+        (shown[0].total.as_str(), shown[0].corrections),
+        ("300.00", 0)
+    );
+    let viewer = app
+        .caller(Principal {
+            subject: "ops@provider".into(),
+            tenant: s.tenant,
+            roles: vec!["operations_viewer".into()],
+            customer: None,
+            embed: None,
+        })
+        .await
+        .unwrap();
+    let dashboard = app
+        .sla_dashboard(&viewer, "chat-sla", None, None)
+        .await
+        .unwrap();
+    assert!(dashboard.credits.is_none());
+    assert!(dashboard.redacted.iter().any(|r| r.field == "credits"));
+
     // The statement and the CSV export carry the same numbers.
     let statement = app
         .credit_statement(&admin, "chat-sla", at("2026-11-01T00:00:00Z"))

@@ -48,8 +48,31 @@ pub struct DashboardView {
     /// not here); absent without `maintenance:read`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<Vec<MaintenanceSpan>>,
+    /// The credit owed for each of the last 12 closed periods that earned
+    /// one, newest first (the ledger's latest entry of each period); absent
+    /// (and listed in `redacted`) without `sla:read:credits`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credits: Option<Vec<PeriodCredit>>,
     pub redacted: Vec<Redaction>,
 }
+
+/// A closed period's credit as it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct PeriodCredit {
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub currency: String,
+    /// Decimal text in the currency's unit.
+    pub total: String,
+    pub total_minor: i64,
+    /// The ledger entry it stands at (`cred_…`).
+    pub credit: String,
+    /// How many times a later result corrected it.
+    pub corrections: i32,
+}
+
+/// How many closed periods' credits the dashboard shows.
+const DASHBOARD_CREDIT_PERIODS: i64 = 12;
 
 /// One objective on the dashboard.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -236,6 +259,42 @@ impl App {
         };
         let periods =
             maintenance::periods(&mut tx, stored.id, &stored.definition, from, to).await?;
+        let credits = match stored.customer {
+            Some(customer) if caller.has(Scope::SlaReadCredits) => Some(
+                slaproof_store::credits::period_totals(
+                    &mut tx,
+                    stored.id,
+                    customer,
+                    DASHBOARD_CREDIT_PERIODS,
+                )
+                .await?
+                .into_iter()
+                .map(|e| PeriodCredit {
+                    total: slaproof_domain::credit::Currency::new(
+                        &e.currency,
+                        u8::try_from(e.minor_units).ok(),
+                    )
+                    .map(|c| c.amount_text(e.total_minor))
+                    .unwrap_or_else(|_| e.total_minor.to_string()),
+                    period_start: e.period_start,
+                    period_end: e.period_end,
+                    currency: e.currency,
+                    total_minor: e.total_minor,
+                    credit: e.id.to_string(),
+                    corrections: e.revision - 1,
+                })
+                .collect(),
+            ),
+            Some(_) => {
+                redacted.push(Redaction {
+                    field: "credits".to_owned(),
+                    scope: Scope::SlaReadCredits.as_str(),
+                });
+                None
+            }
+            // An SLA without a customer credits nobody.
+            None => Some(Vec::new()),
+        };
         tx.commit().await?;
 
         let mut minutes: std::collections::HashMap<String, Vec<MinutePoint>> =
@@ -350,6 +409,7 @@ impl App {
             objectives,
             percentiles,
             maintenance,
+            credits,
             redacted,
         })
     }

@@ -478,3 +478,27 @@ pub async fn period_entries(
     .await?;
     Ok(rows.into_iter().map(entry).collect())
 }
+
+/// The latest entry of each of the SLA's periods for the customer (the
+/// period's credit as it stands), newest period first, at most `limit`.
+pub async fn period_totals(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    customer: CustomerId,
+    limit: i64,
+) -> Result<Vec<CreditEntry>, StoreError> {
+    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM ( \
+             SELECT DISTINCT ON (period_start) * FROM credit_entries \
+             WHERE tenant_id = $1 AND sla_id = $2 AND customer_id = $3 \
+             ORDER BY period_start, version DESC, revision DESC \
+         ) latest ORDER BY period_start DESC LIMIT $4"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(customer.uuid())
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(entry).collect())
+}

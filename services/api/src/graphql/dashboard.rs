@@ -143,6 +143,48 @@ impl Dashboard {
             })
             .collect())
     }
+
+    /// The credit owed for each of the last 12 closed periods that earned
+    /// one, newest first; needs `sla:read:credits`.
+    #[graphql(visible = "holds_credits")]
+    async fn credits(&self) -> async_graphql::Result<Vec<PeriodCredit>> {
+        let credits = self
+            .0
+            .credits
+            .as_ref()
+            .ok_or_else(|| refuse(AppError::MissingScope(Scope::SlaReadCredits)))?;
+        Ok(credits
+            .iter()
+            .map(|c| PeriodCredit {
+                period_start: c.period_start.to_rfc3339(),
+                period_end: c.period_end.to_rfc3339(),
+                currency: c.currency.clone(),
+                total: c.total.clone(),
+                total_minor: c.total_minor,
+                credit: c.credit.clone(),
+                corrections: c.corrections,
+            })
+            .collect())
+    }
+}
+
+fn holds_credits(ctx: &Context<'_>) -> bool {
+    super::holds(ctx, Scope::SlaReadCredits)
+}
+
+/// A closed period's credit as it stands.
+#[derive(Debug, SimpleObject)]
+struct PeriodCredit {
+    period_start: String,
+    period_end: String,
+    currency: String,
+    /// Decimal text in the currency's unit.
+    total: String,
+    total_minor: i64,
+    /// The ledger entry it stands at (`cred_…`).
+    credit: String,
+    /// How many times a later result corrected it.
+    corrections: i32,
 }
 
 #[derive(Debug, SimpleObject)]
