@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use slaproof_domain::credit::ledger::{Standing, Step, next_step};
 use slaproof_domain::credit::{
     CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, Currency, Incident,
     Money, ObjectiveOutcome, compute,
@@ -148,16 +149,24 @@ pub async fn credit_period(
     }
     let previous = credits::latest_entry(tx, sla, customer, period_start, version).await?;
     let total = computation.total.minor;
-    let (kind, revision, amount, corrects) = match &previous {
-        None if total == 0 => return Ok(Credited::NothingOwed),
-        None => (EntryKind::Issued, 1, total, None),
-        Some(p) if p.total_minor == total => return Ok(Credited::Unchanged(p.clone())),
-        Some(p) => (
-            EntryKind::Corrected,
-            p.revision + 1,
-            total - p.total_minor,
-            Some(p.id),
-        ),
+    // The ledger rule is the domain's (and property-tested there).
+    let standing = previous.as_ref().map(|p| Standing {
+        entry: p.id,
+        revision: p.revision,
+        total_minor: p.total_minor,
+    });
+    let (kind, revision, amount, corrects) = match next_step(standing, total) {
+        Step::Nothing => return Ok(Credited::NothingOwed),
+        Step::Unchanged => {
+            return Ok(previous.map_or(Credited::NothingOwed, Credited::Unchanged));
+        }
+        Step::Issue { total_minor } => (EntryKind::Issued, 1, total_minor, None),
+        Step::Correct {
+            corrects,
+            revision,
+            amount_minor,
+            ..
+        } => (EntryKind::Corrected, revision, amount_minor, Some(corrects)),
     };
     let entry = credits::append(
         tx,

@@ -45,6 +45,7 @@
 //! row, a webhook and a statement can show the formula and every input.
 
 mod compute;
+pub mod ledger;
 mod money;
 
 pub use compute::{
