@@ -35,6 +35,10 @@ pub const INCIDENT_AT: std::time::Duration = std::time::Duration::from_secs(300)
 /// (`tests/tests/demo_story.rs`, and "The demo" in the README).
 pub const INCIDENT_LENGTH: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// The demo customer's fee per month (10,000.00 EUR), from this instant on.
+const DEMO_FEE_MINOR: i64 = 1_000_000;
+const DEMO_FEE_FROM: &str = "2020-01-01T00:00:00Z";
+
 /// What the demo consists of.
 #[derive(Debug, Clone)]
 pub struct Demo {
@@ -76,6 +80,27 @@ pub async fn ensure(db: &Database, data_dir: &Path) -> anyhow::Result<Demo> {
         }
     };
     slas::apply(&mut tx, &definition).await?;
+    // The customer's fee, which the demo SLA's credits are a share of.
+    if slaproof_store::credits::fees(&mut tx, customer)
+        .await?
+        .is_empty()
+    {
+        slaproof_store::credits::add_fee(
+            &mut tx,
+            &slaproof_store::credits::Fee {
+                customer,
+                effective_from: DEMO_FEE_FROM
+                    .parse()
+                    .context("the demo fee's start is an RFC 3339 instant")?,
+                currency: "EUR".to_owned(),
+                minor_units: 2,
+                amount_minor: DEMO_FEE_MINOR,
+                created_at: chrono::Utc::now(),
+                created_by: "demo".to_owned(),
+            },
+        )
+        .await?;
+    }
 
     fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let key_path = data_dir.join(KEY_FILE);
