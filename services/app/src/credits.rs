@@ -135,17 +135,17 @@ struct Names {
 
 impl Names {
     async fn view(&mut self, tx: &mut TenantTx, entry: CreditEntry) -> Result<Credit, AppError> {
-        if !self.slas.contains_key(&entry.sla) {
+        use std::collections::hash_map::Entry;
+        if let Entry::Vacant(slot) = self.slas.entry(entry.sla) {
             let name = slas::find_version(tx, entry.sla, entry.version)
                 .await?
                 .definition
                 .name
                 .to_string();
-            self.slas.insert(entry.sla, name);
+            slot.insert(name);
         }
-        if !self.customers.contains_key(&entry.customer) {
-            let reference = customers::find(tx, entry.customer).await?.external_ref;
-            self.customers.insert(entry.customer, reference);
+        if let Entry::Vacant(slot) = self.customers.entry(entry.customer) {
+            slot.insert(customers::find(tx, entry.customer).await?.external_ref);
         }
         let currency = Currency::new(&entry.currency, u8::try_from(entry.minor_units).ok())
             .map_err(|e| AppError::Internal(Box::new(e)))?;
