@@ -184,6 +184,14 @@ impl App {
     ) -> Result<Page<Credit>, AppError> {
         caller.require(Scope::SlaReadCredits)?;
         let keyset = page.keyset()?;
+        if let Some(after) = &keyset.after
+            && after.parse::<CreditId>().is_err()
+        {
+            return Err(AppError::invalid(
+                "cursor",
+                "is not a cursor this listing gave",
+            ));
+        }
         let query = query.clone();
         self.in_tx(caller, async |tx| {
             let filter = self.filter_of(tx, caller, &query).await?;
@@ -233,6 +241,7 @@ impl App {
 
     /// Every credit the query reads, for a billing system: at most
     /// `MAX_EXPORT` entries, oldest first.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn export_credits(
         &self,
         caller: &Caller,
@@ -248,7 +257,10 @@ impl App {
             all.extend(page.items);
             match page.next_cursor {
                 Some(cursor) if all.len() < MAX_EXPORT => request.cursor = Some(cursor),
-                _ => return Ok(all),
+                _ => {
+                    all.truncate(MAX_EXPORT);
+                    return Ok(all);
+                }
             }
         }
     }
@@ -475,9 +487,10 @@ pub fn credits_csv(credits: &[Credit]) -> String {
 }
 
 fn csv_field(text: &str) -> String {
-    // A leading =, +, - or @ would be a formula to a spreadsheet; amounts
-    // are numbers and stay as they are, names are quoted and prefixed.
-    let risky = text.starts_with(['=', '+', '@']) && text.parse::<f64>().is_err();
+    // A leading =, +, -, @, tab or carriage return makes a formula of a
+    // cell in a spreadsheet (CSV injection); amounts are numbers and stay
+    // as they are, anything else is quoted and prefixed with '.
+    let risky = text.starts_with(['=', '+', '-', '@', '\t', '\r']) && text.parse::<f64>().is_err();
     if risky || text.contains([',', '"', '\r', '\n']) {
         let text = if risky {
             format!("'{text}")

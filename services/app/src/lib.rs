@@ -12,6 +12,7 @@ pub mod audit;
 mod authz;
 mod caller;
 pub mod compliance;
+pub mod credit_statement;
 pub mod credits;
 pub mod customers;
 pub mod dashboard;

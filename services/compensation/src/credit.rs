@@ -147,7 +147,7 @@ pub async fn credit_period(
     if let Some(c) = &composite {
         links.push(json!({"composite": true, "periodResult": c.id, "revision": c.revision}));
     }
-    let previous = credits::latest_entry(tx, sla, customer, period_start, version).await?;
+    let previous = credits::latest_entry(tx, sla, customer, period_start).await?;
     let total = computation.total.minor;
     // The ledger rule is the domain's (and property-tested there).
     let standing = previous.as_ref().map(|p| Standing {

@@ -347,24 +347,24 @@ fn entry(row: EntryRow) -> CreditEntry {
     }
 }
 
-/// The period's latest entry for this customer and version, if any.
+/// The period's latest entry for this customer, if any, whichever SLA
+/// version wrote it: a period re-judged under another version corrects the
+/// credit it had rather than starting a second one.
 pub async fn latest_entry(
     tx: &mut TenantTx,
     sla: SlaId,
     customer: CustomerId,
     period_start: DateTime<Utc>,
-    version: i32,
 ) -> Result<Option<CreditEntry>, StoreError> {
     let row: Option<EntryRow> = sqlx::query_as(&format!(
         "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 AND sla_id = $2 \
-           AND customer_id = $3 AND period_start = $4 AND version = $5 \
-         ORDER BY revision DESC LIMIT 1"
+           AND customer_id = $3 AND period_start = $4 \
+         ORDER BY created_at DESC, revision DESC LIMIT 1"
     ))
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
     .bind(customer.uuid())
     .bind(period_start)
-    .bind(version)
     .fetch_optional(&mut **tx)
     .await?;
     Ok(row.map(entry))
@@ -468,7 +468,7 @@ pub async fn period_entries(
 ) -> Result<Vec<CreditEntry>, StoreError> {
     let rows: Vec<EntryRow> = sqlx::query_as(&format!(
         "SELECT {ENTRY_COLUMNS} FROM credit_entries WHERE tenant_id = $1 AND sla_id = $2 \
-           AND customer_id = $3 AND period_start = $4 ORDER BY version, revision"
+           AND customer_id = $3 AND period_start = $4 ORDER BY created_at, revision"
     ))
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
@@ -491,7 +491,7 @@ pub async fn period_totals(
         "SELECT {ENTRY_COLUMNS} FROM ( \
              SELECT DISTINCT ON (period_start) * FROM credit_entries \
              WHERE tenant_id = $1 AND sla_id = $2 AND customer_id = $3 \
-             ORDER BY period_start, version DESC, revision DESC \
+             ORDER BY period_start, created_at DESC, revision DESC \
          ) latest ORDER BY period_start DESC LIMIT $4"
     ))
     .bind(tx.tenant().uuid())

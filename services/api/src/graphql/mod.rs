@@ -9,6 +9,7 @@
 
 mod audit;
 mod compliance;
+mod credits;
 mod customers;
 mod dashboard;
 mod embed;
@@ -79,6 +80,7 @@ pub struct Query(
     probes::ProbeQuery,
     thresholds::ThresholdQuery,
     webhooks::WebhookQuery,
+    credits::CreditQuery,
 );
 
 // Every mutation, resource by resource (no description, as above).
@@ -93,6 +95,7 @@ pub struct Mutation(
     probes::ProbeMutation,
     thresholds::ThresholdMutation,
     webhooks::WebhookMutation,
+    credits::CreditMutation,
 );
 
 /// An application error as a GraphQL error: the message, a `code`, and the

@@ -10,6 +10,7 @@
 //! same rule.
 
 pub(crate) mod audit;
+pub(crate) mod credits;
 pub(crate) mod customers;
 pub(crate) mod embed;
 pub(crate) mod evaluation_status;
@@ -49,6 +50,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(webhook_events::router())
         .merge(thresholds::router())
         .merge(evaluation_status::router())
+        .merge(credits::router())
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
@@ -255,6 +257,13 @@ impl utoipa::Modify for BearerAuth {
         thresholds::set,
         thresholds::remove,
         evaluation_status::show,
+        credits::list,
+        credits::export,
+        credits::show,
+        credits::statement,
+        credits::recompute,
+        credits::fees,
+        credits::set_fee,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),

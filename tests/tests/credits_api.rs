@@ -1,0 +1,554 @@
+//! Credits through the real HTTP server: the ledger listed and exported (CSV and JSON), one credit, a period's statement (JSON and the printable page), fees recorded and refused, a recomputation asked for, each caller seeing what its token allows; and the same over GraphQL.
+//!
+//! The month is closed by the evaluator and credited by the compensation
+//! worker, driven round by round on the database an API-only server reads,
+//! so that nothing runs on the wall clock behind the test's back.
+
+use std::net::SocketAddr;
+
+use chrono::Duration;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_domain::ids::CustomerId;
+use slaproof_store::customers;
+use slaproof_tests::fixtures::{self, trust_test_key};
+use slaproof_tests::scenario::{Request, Scenario, at};
+use tokio_util::sync::CancellationToken;
+
+/// One objective with a tier table: 10% of the fee below 99.95%, capped at
+/// 30% of the fee.
+const TIERED: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {good: status < 500}
+  credits:
+    currency: EUR
+    capPercentOfFee: 30
+    tiered:
+    - objective: availability
+      tiers:
+      - {below: "99.95", percent: "10"}
+      - {below: "99", percent: "25"}
+"#;
+
+/// November's start in a path: RFC 3339, URL-encoded.
+const NOVEMBER: &str = "2026-11-01T00%3A00%3A00Z";
+
+/// A tenant whose November closed breached (1000 requests, 5 failed:
+/// 99.5%), an API server over its database, and a second customer.
+struct Platform {
+    s: Scenario,
+    address: SocketAddr,
+    http: reqwest::Client,
+    acme: CustomerId,
+    beta: CustomerId,
+    stop: CancellationToken,
+}
+
+impl Platform {
+    async fn start() -> Self {
+        let s = Scenario::new(TIERED, "2026-11-01", "2026-12-02").await;
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let acme = customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let beta = customers::create(&mut tx, "beta-inc", "Beta <Inc> & Co")
+            .await
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        // The SLA is seen from the month's start: the month is its to judge.
+        s.run("2026-11-01T00:00:00Z").await;
+        let november: Vec<Request> = (0..1000)
+            .map(|i| Request::at(at("2026-11-10T00:00:00Z") + Duration::minutes(i), i >= 5))
+            .collect();
+        s.insert(&november).await;
+        s.run("2026-12-01T01:00:00Z").await;
+
+        let mut config = slaproof::Config::default();
+        config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        trust_test_key(&mut config);
+        let api = slaproof::Application::build(config, s.db.clone(), &[slaproof::Service::Api])
+            .await
+            .unwrap();
+        let address = api.local_addr();
+        let stop = CancellationToken::new();
+        tokio::spawn(api.run(stop.clone()));
+        Self {
+            s,
+            address,
+            http: reqwest::Client::new(),
+            acme,
+            beta,
+            stop,
+        }
+    }
+
+    fn token(&self, roles: &[&str], customer: Option<CustomerId>) -> String {
+        fixtures::token(self.s.tenant, roles, customer)
+    }
+
+    async fn call(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        fixtures::call(&self.http, self.address, token, method, path, body).await
+    }
+
+    /// A GET answered as text, with its content type.
+    async fn text(
+        &self,
+        token: &str,
+        path: &str,
+    ) -> (StatusCode, reqwest::header::HeaderMap, String) {
+        let response = self
+            .http
+            .get(format!("http://{}{path}", self.address))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        (status, headers, response.text().await.unwrap())
+    }
+
+    async fn graphql(&self, token: &str, query: &str) -> Value {
+        let (status, body) = self
+            .call(token, "POST", "/graphql", Some(json!({ "query": query })))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    /// Runs the compensation worker until no credit job is due.
+    async fn compensate(&self) {
+        let settings = slaproof_compensation::Settings::default();
+        while slaproof_compensation::work_due(&self.s.db, &settings, "credits-api")
+            .await
+            .unwrap()
+            > 0
+        {}
+    }
+}
+
+impl Drop for Platform {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn fee(effective_from: &str, currency: &str, amount: &str) -> Value {
+    json!({"effective_from": effective_from, "currency": currency, "amount": amount})
+}
+
+#[tokio::test]
+async fn the_ledger_statements_and_fees_through_rest() {
+    let p = Platform::start().await;
+    let admin = p.token(&["provider_admin"], None);
+
+    // Fees: refused by name, recorded, refused again at the same instant.
+    let fees = "/v1/customers/acme-corp/fees";
+    for (body, field) in [
+        (fee("2026-01-01T00:00:00Z", "EURO", "1000.00"), "currency"),
+        (fee("2026-01-01T00:00:00Z", "EUR", "1000.001"), "amount"),
+        (fee("2026-01-01T00:00:00Z", "EUR", "-1.00"), "amount"),
+        (json!({"currency": "EUR", "amount": "1.00"}), "body"),
+    ] {
+        let (status, problem) = p.call(&admin, "POST", fees, Some(body)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert_eq!(problem["field"], field, "{problem}");
+    }
+    let (status, recorded) = p
+        .call(
+            &admin,
+            "POST",
+            fees,
+            Some(fee("2026-01-01T00:00:00Z", "EUR", "1000.00")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{recorded}");
+    assert_eq!(
+        (
+            &recorded["amount"],
+            &recorded["amount_minor"],
+            &recorded["currency"]
+        ),
+        (&json!("1000.00"), &json!(100_000), &json!("EUR"))
+    );
+    let (status, again) = p
+        .call(
+            &admin,
+            "POST",
+            fees,
+            Some(fee("2026-01-01T00:00:00Z", "EUR", "1200.00")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    let (status, listed) = p.call(&admin, "GET", fees, None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    let (status, _) = p
+        .call(&admin, "GET", "/v1/customers/nobody/fees", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Recomputed with the fee on file: 10% of 1000.00 = 100.00.
+    let (status, queued) = p
+        .call(
+            &admin,
+            "POST",
+            &format!("/v1/slas/chat-sla/credits/{NOVEMBER}/recompute"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    for (start, field) in [
+        ("yesterday", "period_start"),
+        ("2026-10-01T00%3A00%3A00Z", "period_start"),
+    ] {
+        let (status, problem) = p
+            .call(
+                &admin,
+                "POST",
+                &format!("/v1/slas/chat-sla/credits/{start}/recompute"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert_eq!(problem["field"], field);
+    }
+    p.compensate().await;
+
+    // The ledger.
+    let (status, page) = p.call(&admin, "GET", "/v1/credits", None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let credits = page["data"].as_array().unwrap();
+    assert_eq!(credits.len(), 1, "{page}");
+    assert!(page.get("next_cursor").is_none(), "{page}");
+    let credit = &credits[0];
+    assert_eq!(
+        (&credit["kind"], &credit["total"], &credit["amount_minor"]),
+        (&json!("issued"), &json!("100.00"), &json!(10_000))
+    );
+    assert_eq!(credit["customer_ref"], "acme-corp");
+    assert_eq!(credit["period_start"], "2026-11-01T00:00:00Z");
+    assert_eq!(credit["computation"]["computation"]["raw"], "100");
+    let id = credit["id"].as_str().unwrap().to_owned();
+    for filtered in [
+        "/v1/credits?customer_ref=acme-corp&sla=chat-sla&from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+        "/v1/credits?limit=1",
+    ] {
+        let (status, page) = p.call(&admin, "GET", filtered, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(page["data"].as_array().unwrap().len(), 1, "{filtered}");
+    }
+    for other in [
+        "/v1/credits?customer_ref=beta-inc",
+        "/v1/credits?sla=nope",
+        "/v1/credits?from=2026-12-01T00:00:00Z",
+    ] {
+        let (status, page) = p.call(&admin, "GET", other, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert!(page["data"].as_array().unwrap().is_empty(), "{other}");
+    }
+    // Bad query values are problems naming what is wrong, never a 500.
+    for (bad, field) in [
+        ("/v1/credits?from=last-week", "query"),
+        ("/v1/credits?limit=0", "limit"),
+        ("/v1/credits?limit=many", "query"),
+        ("/v1/credits?cursor=zz", "cursor"),
+        ("/v1/credits/export?format=xml", "format"),
+        ("/v1/credits/export?to=soon", "query"),
+    ] {
+        let (status, problem) = p.call(&admin, "GET", bad, None).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {problem}");
+        assert_eq!(problem["field"], field, "{bad}: {problem}");
+    }
+
+    // One credit.
+    let (status, one) = p
+        .call(&admin, "GET", &format!("/v1/credits/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    assert_eq!(&one, credit);
+    let (status, _) = p.call(&admin, "GET", "/v1/credits/cred_nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // The export: CSV by default, JSON when asked.
+    let (status, headers, csv) = p.text(&admin, "/v1/credits/export").await;
+    assert_eq!(status, StatusCode::OK, "{csv}");
+    assert_eq!(headers["content-type"], "text/csv; charset=utf-8");
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"credits.csv\""
+    );
+    let mut lines = csv.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("id,kind,sla,customer_ref,period_start,period_end,"),
+        "{csv}"
+    );
+    let line = lines.next().unwrap();
+    assert!(
+        line.starts_with(&format!("{id},issued,chat-sla,acme-corp,"))
+            && line.contains(",EUR,100.00,10000,100.00,10000,"),
+        "{line}"
+    );
+    assert!(lines.next().is_none(), "{csv}");
+    let (status, exported) = p
+        .call(
+            &admin,
+            "GET",
+            "/v1/credits/export?format=json&sla=chat-sla",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{exported}");
+    assert_eq!(exported, json!([credit]));
+
+    // The statement, as JSON and as a page to print.
+    let statement_path = format!("/v1/slas/chat-sla/credits/{NOVEMBER}");
+    let (status, statement) = p.call(&admin, "GET", &statement_path, None).await;
+    assert_eq!(status, StatusCode::OK, "{statement}");
+    assert_eq!(statement["total"], "100.00");
+    assert_eq!(statement["customer_ref"], "acme-corp");
+    assert_eq!(statement["entries"][0]["id"], id.as_str());
+    let (status, headers, page) = p
+        .text(&admin, &format!("{statement_path}?format=html"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(headers["content-type"], "text/html; charset=utf-8");
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    for shown in [
+        "<style>",
+        "chat-sla",
+        "Acme Corp (acme-corp)",
+        "availability",
+        "99.5%",
+        "sum over tier tables of fee",
+        "cap_percent_of_fee (30% of the fee)",
+        "half-even",
+        "1000.00 EUR",
+        "Credit owed for the period: 100.00 EUR",
+        &id,
+    ] {
+        assert!(page.contains(shown), "{shown} is not on the page:\n{page}");
+    }
+    assert!(!page.contains("<script"), "{page}");
+    // The same instant written another way names the same period.
+    let (status, same) = p
+        .call(
+            &admin,
+            "GET",
+            "/v1/slas/chat-sla/credits/2026-11-01T01%3A00%3A00%2B01%3A00",
+            None,
+        )
+        .await;
+    assert_eq!((status, &same), (StatusCode::OK, &statement));
+    for (bad, status_wanted) in [
+        (
+            format!("{statement_path}?format=pdf"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "/v1/slas/chat-sla/credits/november".to_owned(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "/v1/slas/chat-sla/credits/2026-10-01T00%3A00%3A00Z".to_owned(),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v1/slas/nope/credits/{NOVEMBER}"),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let (status, problem) = p.call(&admin, "GET", &bad, None).await;
+        assert_eq!(status, status_wanted, "{bad}: {problem}");
+    }
+
+    // A customer's users: each its own only, and no fee of theirs to set.
+    let acme = p.token(&["customer_admin"], Some(p.acme));
+    let beta = p.token(&["customer_admin"], Some(p.beta));
+    let (status, own) = p.call(&acme, "GET", "/v1/credits", None).await;
+    assert_eq!(status, StatusCode::OK, "{own}");
+    assert_eq!(own["data"].as_array().unwrap().len(), 1);
+    let (status, statement) = p.call(&acme, "GET", &statement_path, None).await;
+    assert_eq!(status, StatusCode::OK, "{statement}");
+    let (status, others) = p
+        .call(&beta, "GET", "/v1/credits?customer_ref=acme-corp", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{others}");
+    assert!(others["data"].as_array().unwrap().is_empty(), "{others}");
+    for path in [format!("/v1/credits/{id}"), statement_path.clone()] {
+        let (status, problem) = p.call(&beta, "GET", &path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {problem}");
+    }
+    let (status, _, csv) = p.text(&beta, "/v1/credits/export").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(csv.lines().count(), 1, "only the header: {csv}");
+    let (status, refused) = p
+        .call(
+            &acme,
+            "POST",
+            fees,
+            Some(fee("2027-01-01T00:00:00Z", "EUR", "1.00")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+
+    // A token without the credits scope.
+    let viewer = p.token(&["operations_viewer"], None);
+    for path in [
+        "/v1/credits".to_owned(),
+        "/v1/credits/export".to_owned(),
+        format!("/v1/credits/{id}"),
+        statement_path.clone(),
+    ] {
+        let (status, problem) = p.call(&viewer, "GET", &path, None).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {problem}");
+        assert_eq!(problem["scope"], "sla:read:credits", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn credits_and_fees_through_graphql() {
+    let p = Platform::start().await;
+    let admin = p.token(&["provider_admin"], None);
+
+    let answer = p
+        .graphql(
+            &admin,
+            r#"mutation { setCustomerFee(customerRef: "acme-corp", input: {effectiveFrom: "2026-01-01T00:00:00Z", currency: "EUR", amount: "1000.00"}) { effectiveFrom currency amount amountMinor createdBy } }"#,
+        )
+        .await;
+    let set = &answer["data"]["setCustomerFee"];
+    assert_eq!(set["amount"], "1000.00", "{answer}");
+    assert_eq!(set["amountMinor"], 100_000);
+    let refused = p
+        .graphql(
+            &admin,
+            r#"mutation { setCustomerFee(customerRef: "acme-corp", input: {effectiveFrom: "2027-01-01T00:00:00Z", currency: "EURO", amount: "1.00"}) { amount } }"#,
+        )
+        .await;
+    assert_eq!(
+        refused["errors"][0]["extensions"]["code"], "INVALID",
+        "{refused}"
+    );
+    let answer = p
+        .graphql(
+            &admin,
+            r#"mutation { recomputeCredit(sla: "chat-sla", periodStart: "2026-11-01T00:00:00Z") }"#,
+        )
+        .await;
+    assert_eq!(answer["data"]["recomputeCredit"], true, "{answer}");
+    p.compensate().await;
+
+    let answer = p
+        .graphql(
+            &admin,
+            r#"{
+                credits(sla: "chat-sla", from: "2026-11-01T00:00:00Z", first: 10) {
+                    edges { cursor node { id kind customerRef periodStart currency amount total totalMinor computation results } }
+                    pageInfo { hasNextPage }
+                }
+                creditStatement(sla: "chat-sla", periodStart: "2026-11-01T00:00:00Z") { customerRef total entries { id } }
+                customerFees(customerRef: "acme-corp") { amount currency }
+            }"#,
+        )
+        .await;
+    let data = &answer["data"];
+    let edges = data["credits"]["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), 1, "{answer}");
+    let node = &edges[0]["node"];
+    assert_eq!(
+        (&node["kind"], &node["total"], &node["totalMinor"]),
+        (&json!("issued"), &json!("100.00"), &json!(10_000))
+    );
+    assert_eq!(node["computation"]["computation"]["kind"], "tiered");
+    assert_eq!(data["credits"]["pageInfo"]["hasNextPage"], false);
+    assert_eq!(data["creditStatement"]["total"], "100.00");
+    assert_eq!(data["creditStatement"]["entries"][0]["id"], node["id"]);
+    assert_eq!(data["customerFees"][0]["amount"], "1000.00");
+    let id = node["id"].as_str().unwrap();
+    let one = p
+        .graphql(
+            &admin,
+            &format!(r#"{{ credit(id: "{id}") {{ id total }} }}"#),
+        )
+        .await;
+    assert_eq!(one["data"]["credit"]["total"], "100.00", "{one}");
+    let bad = p
+        .graphql(
+            &admin,
+            r#"{ credits(from: "last week") { edges { cursor } } }"#,
+        )
+        .await;
+    assert_eq!(bad["errors"][0]["extensions"]["code"], "INVALID", "{bad}");
+
+    // A customer's user sees its own; another customer's sees none.
+    let acme = p.token(&["customer_admin"], Some(p.acme));
+    let beta = p.token(&["customer_admin"], Some(p.beta));
+    let query = r#"{ credits { edges { node { id } } } }"#;
+    let own = p.graphql(&acme, query).await;
+    assert_eq!(
+        own["data"]["credits"]["edges"].as_array().unwrap().len(),
+        1,
+        "{own}"
+    );
+    let none = p.graphql(&beta, query).await;
+    assert!(
+        none["data"]["credits"]["edges"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{none}"
+    );
+
+    // Without the scope: refused naming it, and hidden from introspection.
+    let viewer = p.token(&["operations_viewer"], None);
+    let refused = p.graphql(&viewer, query).await;
+    assert_eq!(
+        refused["errors"][0]["extensions"]["scope"], "sla:read:credits",
+        "{refused}"
+    );
+    let fields = |answer: &Value| -> Vec<String> {
+        answer["data"]["__schema"]["queryType"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let introspect = r#"{ __schema { queryType { fields { name } } } }"#;
+    let shown = fields(&p.graphql(&admin, introspect).await);
+    for field in ["credits", "credit", "creditStatement", "customerFees"] {
+        assert!(
+            shown.iter().any(|f| f == field),
+            "{field} not shown: {shown:?}"
+        );
+    }
+    let hidden = fields(&p.graphql(&viewer, introspect).await);
+    assert!(
+        !hidden
+            .iter()
+            .any(|f| f == "credits" || f == "creditStatement"),
+        "{hidden:?}"
+    );
+}
