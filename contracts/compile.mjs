@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// Compiles Solidity sources with the pinned solc-js (no network, no native
+// solc) and writes one JSON artifact per contract: ABI, creation and runtime
+// bytecode, function selectors, and the compiler version and settings.
+//
+//   node contracts/compile.mjs --out <dir> <file.sol>...
+//
+// Settings: optimizer on with 200 runs, evmVersion shanghai. Shanghai, not
+// paris: every chain slaproof anchors on (Ethereum and the OP Stack and
+// Arbitrum L2s that carry EAS) has run it since 2023-24, and its PUSH0 makes
+// code smaller and a little cheaper. Not cancun or later: nothing here needs
+// transient storage or MCOPY, and an older target runs on more chains.
+// Imports resolve against the importing file's directory, contracts/, and
+// contracts/node_modules.
+//
+// Artifacts go to files rather than stdout, because piped output over 64 KiB
+// can be cut short. Exit status 1 with solc's formatted messages on stderr
+// when any source has an error; warnings are printed and do not fail.
+
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const solc = require('solc')
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+export const SETTINGS = Object.freeze({
+  optimizer: { enabled: true, runs: 200 },
+  evmVersion: 'shanghai',
+  outputSelection: {
+    '*': {
+      '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object', 'evm.methodIdentifiers'],
+    },
+  },
+})
+
+function usage(message) {
+  if (message) console.error(`compile.mjs: ${message}`)
+  console.error('usage: node contracts/compile.mjs --out <dir> <file.sol>...')
+  process.exit(2)
+}
+
+function parseArgs(argv) {
+  let out
+  const files = []
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--out') {
+      out = argv[++i]
+      if (!out) usage('--out needs a directory')
+    } else if (argv[i].startsWith('--')) {
+      usage(`unknown option ${argv[i]}`)
+    } else {
+      files.push(argv[i])
+    }
+  }
+  if (!out) usage('--out is required')
+  if (files.length === 0) usage('no source files given')
+  return { out, files }
+}
+
+// Source units are named by their path as given; imports are looked up in
+// the directories of the given sources, then in contracts/ and its packages.
+function importResolver(searchDirs) {
+  return (path) => {
+    for (const dir of searchDirs) {
+      const candidate = resolve(dir, path)
+      if (existsSync(candidate)) return { contents: readFileSync(candidate, 'utf8') }
+    }
+    return { error: `file not found: ${path} (looked in ${searchDirs.join(', ')})` }
+  }
+}
+
+function main() {
+  const { out, files } = parseArgs(process.argv.slice(2))
+  const sources = {}
+  const searchDirs = []
+  for (const file of files) {
+    const name = basename(file)
+    if (sources[name]) usage(`two sources named ${name}`)
+    sources[name] = { content: readFileSync(file, 'utf8') }
+    const dir = dirname(resolve(file))
+    if (!searchDirs.includes(dir)) searchDirs.push(dir)
+  }
+  searchDirs.push(here, join(here, 'node_modules'))
+
+  const input = { language: 'Solidity', sources, settings: SETTINGS }
+  const output = JSON.parse(
+    solc.compile(JSON.stringify(input), { import: importResolver(searchDirs) }),
+  )
+
+  const messages = output.errors ?? []
+  for (const m of messages) console.error(m.formattedMessage ?? m.message)
+  if (messages.some((m) => m.severity === 'error')) process.exit(1)
+
+  mkdirSync(out, { recursive: true })
+  const compiler = { version: solc.version(), settings: { optimizer: SETTINGS.optimizer, evmVersion: SETTINGS.evmVersion } }
+  const written = new Map()
+  for (const [sourceName, contracts] of Object.entries(output.contracts ?? {})) {
+    for (const [contractName, c] of Object.entries(contracts)) {
+      // One file per contract name: two contracts of one name would
+      // overwrite each other's artifact.
+      if (written.has(contractName)) {
+        console.error(`compile.mjs: contract ${contractName} is in both ${written.get(contractName)} and ${sourceName}`)
+        process.exit(1)
+      }
+      written.set(contractName, sourceName)
+      const artifact = {
+        contractName,
+        sourceName,
+        abi: c.abi,
+        bytecode: `0x${c.evm.bytecode.object}`,
+        deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
+        methodIdentifiers: c.evm.methodIdentifiers,
+        compiler,
+      }
+      const path = join(out, `${contractName}.json`)
+      writeFileSync(path, `${JSON.stringify(artifact, null, 2)}\n`)
+      console.log(path)
+    }
+  }
+}
+
+main()
