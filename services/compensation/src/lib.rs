@@ -4,10 +4,11 @@
 //! period's result (a first close, or a correction); a compensation worker
 //! claims it and computes the period's credit from every result in force,
 //! appending to the ledger, telling the fact and completing the job in one
-//! transaction. A worker that dies before its commit leaves nothing; the
-//! job's lease runs out and another does the work. The ledger's unique key
-//! (SLA, customer, period, version, revision) leaves one entry however
-//! many workers race.
+//! transaction (the jobs of a tenant claimed together share it, each in a
+//! savepoint, so that they pay for one commit). A worker that dies before
+//! its commit leaves nothing; the jobs' leases run out and another does the
+//! work. The ledger's unique key (SLA, customer, period, version,
+//! revision) leaves one entry however many workers race.
 
 mod credit;
 mod worker;

@@ -5,8 +5,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use slaproof_domain::ids::SlaId;
-use slaproof_store::Database;
 use slaproof_store::jobs::{self, ClaimedJob};
+use slaproof_store::{Database, StoreError, TenantTx};
 use tokio_util::sync::CancellationToken;
 
 use crate::credit::{CompensationError, Credited, credit_period};
@@ -45,20 +45,18 @@ struct CreditJob {
 /// one transaction. A lease lost to another worker rolls it all back.
 #[tracing::instrument(skip(db, job), fields(tenant = %job.tenant))]
 pub async fn run_job(db: &Database, job: &ClaimedJob) -> Result<Credited, CompensationError> {
-    let payload: CreditJob = serde_json::from_value(job.payload.clone())
-        .map_err(|e| CompensationError::Payload(e.to_string()))?;
     let mut tx = db.tenant_tx(job.tenant).await?;
-    let credited = credit_period(&mut tx, payload.sla, payload.period_start).await?;
-    if !jobs::complete(&mut tx, job).await? {
-        tx.rollback().await?;
-        return Err(CompensationError::LeaseLost);
-    }
+    let credited = credit_and_complete(&mut tx, job).await?;
     tx.commit().await?;
     Ok(credited)
 }
 
 /// Claims and runs due credit jobs until none is left; answers how many
 /// ran (failed ones are retried later with a growing delay).
+///
+/// The jobs of one tenant claimed together share one transaction, each in
+/// a savepoint of its own (`run_together`): a commit waits for the
+/// disk, and one commit per credit cost more than the credit itself.
 pub async fn work_due(
     db: &Database,
     settings: &Settings,
@@ -67,13 +65,30 @@ pub async fn work_due(
     let mut ran = 0;
     loop {
         let lease = Duration::from_secs(settings.lease_secs);
-        let claimed = jobs::claim(db, jobs::CREDIT, worker, settings.batch, lease).await?;
+        let mut claimed = jobs::claim(db, jobs::CREDIT, worker, settings.batch, lease).await?;
         if claimed.is_empty() {
             return Ok(ran);
         }
-        for job in &claimed {
-            ran += 1;
-            if let Err(err) = run_job(db, job).await {
+        ran += claimed.len();
+        claimed.sort_by_key(|job| job.tenant.uuid());
+        for tenant_jobs in claimed.chunk_by(|a, b| a.tenant == b.tenant) {
+            let failed = match run_together(db, tenant_jobs).await {
+                Ok(failed) => failed,
+                Err(err) => {
+                    // The shared transaction is gone and took nothing with
+                    // it: each job alone, so that one cannot hold back the
+                    // others.
+                    tracing::warn!(error = %err, jobs = tenant_jobs.len(), "credit batch failed; running its jobs one by one");
+                    let mut failed = Vec::new();
+                    for job in tenant_jobs {
+                        if let Err(err) = run_job(db, job).await {
+                            failed.push((job, err));
+                        }
+                    }
+                    failed
+                }
+            };
+            for (job, err) in failed {
                 let retry = jobs::retry_delay(job.attempts);
                 tracing::error!(tenant = %job.tenant, error = %err, attempts = job.attempts, "credit job failed; will retry");
                 if let Err(fail) = jobs::fail(db, job, &err.to_string(), retry).await {
@@ -82,6 +97,57 @@ pub async fn work_due(
             }
         }
     }
+}
+
+/// Runs claimed jobs of one tenant in one transaction, each job's credit
+/// and completion in a savepoint: a job that fails is rolled back to its
+/// savepoint and answered with its error, the others commit together. A
+/// worker that dies before the commit leaves nothing of any of them.
+#[tracing::instrument(skip_all, fields(jobs = jobs.len()))]
+async fn run_together<'a>(
+    db: &Database,
+    jobs: &'a [ClaimedJob],
+) -> Result<Vec<(&'a ClaimedJob, CompensationError)>, CompensationError> {
+    let Some(first) = jobs.first() else {
+        return Ok(Vec::new());
+    };
+    let mut tx = db.tenant_tx(first.tenant).await?;
+    let mut failed = Vec::new();
+    for job in jobs {
+        savepoint(&mut tx, "SAVEPOINT slaproof_credit").await?;
+        match credit_and_complete(&mut tx, job).await {
+            Ok(_) => savepoint(&mut tx, "RELEASE SAVEPOINT slaproof_credit").await?,
+            Err(err) => {
+                savepoint(&mut tx, "ROLLBACK TO SAVEPOINT slaproof_credit").await?;
+                savepoint(&mut tx, "RELEASE SAVEPOINT slaproof_credit").await?;
+                failed.push((job, err));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(failed)
+}
+
+async fn savepoint(tx: &mut TenantTx, statement: &str) -> Result<(), CompensationError> {
+    sqlx::query(statement)
+        .execute(&mut **tx)
+        .await
+        .map_err(StoreError::from)?;
+    Ok(())
+}
+
+/// One job's credit and its completion, in `tx`.
+async fn credit_and_complete(
+    tx: &mut TenantTx,
+    job: &ClaimedJob,
+) -> Result<Credited, CompensationError> {
+    let payload: CreditJob = serde_json::from_value(job.payload.clone())
+        .map_err(|e| CompensationError::Payload(e.to_string()))?;
+    let credited = credit_period(tx, payload.sla, payload.period_start).await?;
+    if !jobs::complete(tx, job).await? {
+        return Err(CompensationError::LeaseLost);
+    }
+    Ok(credited)
 }
 
 /// Runs rounds until `shutdown`.
