@@ -1,6 +1,6 @@
 //! The worker's rounds: fan-out from the outbox, then delivery.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use slaproof_app::webhooks::WebhookKey;
 use slaproof_domain::ids::TenantId;
 use slaproof_http::outbound::{OutboundPolicy, refusal_of};
-use slaproof_store::webhooks::{self, Attempt, ClaimedDelivery, Next};
+use slaproof_store::webhooks::{self, Attempt, AttemptRecord, ClaimedDelivery, Next};
 use slaproof_store::{Database, StoreError, outbox};
 use tokio_util::sync::CancellationToken;
 
@@ -28,8 +28,8 @@ pub enum WebhookError {
 }
 
 /// Claims outbox messages and writes their deliveries, each tenant's in
-/// one transaction with marking them dispatched. Answers how many
-/// messages were handed on.
+/// one transaction (one statement) with marking them dispatched. Answers
+/// how many messages were handed on.
 #[tracing::instrument(skip(db))]
 pub async fn relay_outbox(
     db: &Database,
@@ -39,23 +39,21 @@ pub async fn relay_outbox(
 ) -> Result<usize, WebhookError> {
     let messages = outbox::claim(db, worker, batch, lease).await?;
     let count = messages.len();
-    let mut by_tenant: BTreeMap<TenantId, Vec<outbox::OutboxMessage>> = BTreeMap::new();
+    let mut by_tenant: BTreeMap<TenantId, Vec<webhooks::Relayed>> = BTreeMap::new();
     for message in messages {
-        by_tenant.entry(message.tenant).or_default().push(message);
+        by_tenant
+            .entry(message.tenant)
+            .or_default()
+            .push(webhooks::Relayed {
+                message: message.id,
+                event_type: message.event_type,
+                payload: message.payload,
+                created_at: message.created_at,
+            });
     }
     for (tenant, messages) in by_tenant {
         let mut tx = db.tenant_tx(tenant).await?;
-        for message in &messages {
-            webhooks::fan_out(
-                &mut tx,
-                message.id,
-                &message.event_type,
-                &message.payload,
-                message.created_at,
-            )
-            .await?;
-            outbox::mark_dispatched(&mut tx, message.id).await?;
-        }
+        webhooks::fan_out_and_dispatch(&mut tx, &messages).await?;
         tx.commit().await?;
     }
     Ok(count)
@@ -119,7 +117,9 @@ impl Deliverer {
         Ok(relayed + sent)
     }
 
-    /// Claims due deliveries and sends them, at most `concurrency` at once.
+    /// Claims due deliveries and sends them, at most `concurrency` at once,
+    /// recording the attempts as they finish: those finished together in
+    /// one transaction per tenant.
     #[tracing::instrument(skip(self), fields(worker = %self.worker))]
     pub async fn deliver_due(&self) -> Result<usize, WebhookError> {
         let claimed = webhooks::claim(
@@ -131,67 +131,79 @@ impl Deliverer {
         )
         .await?;
         let count = claimed.len();
-        let results: Vec<Result<(), WebhookError>> = futures_util::stream::iter(claimed)
-            .map(|delivery| self.deliver(delivery))
+        let mut finished = futures_util::stream::iter(claimed)
+            .map(|delivery| async move {
+                let sent = self.send(&delivery).await;
+                (delivery, sent)
+            })
             .buffer_unordered(self.settings.concurrency)
-            .collect()
-            .await;
-        for result in results {
-            result?;
+            .ready_chunks(self.settings.concurrency);
+        // A batch that fails to record is left to its leases (sent again
+        // later: at least once); the others are still recorded.
+        let mut first_error = None;
+        while let Some(batch) = finished.next().await {
+            if let Err(err) = self.record(batch).await {
+                first_error.get_or_insert(err);
+            }
         }
-        Ok(count)
+        first_error.map_or(Ok(count), Err)
     }
 
-    /// Sends one delivery and records the attempt.
-    #[tracing::instrument(skip(self, delivery), fields(tenant = %delivery.tenant, endpoint = %delivery.endpoint, message = %delivery.message, attempt = delivery.attempt))]
-    async fn deliver(&self, delivery: ClaimedDelivery) -> Result<(), WebhookError> {
-        let sent = self.send(&delivery).await;
-        let next = if sent.attempt.status.is_some_and(|s| (200..300).contains(&s)) {
-            Next::Delivered
-        } else if sent.gone {
-            Next::Failed
-        } else {
-            match schedule::next_delay(delivery.attempt, sent.retry_after) {
-                Some(delay) => Next::RetryAt(
-                    Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX),
-                ),
-                None => Next::Failed,
+    /// Records finished attempts and what follows each, one transaction
+    /// per tenant; disables an endpoint that answered 410 or has failed
+    /// for too long.
+    async fn record(&self, finished: Vec<(ClaimedDelivery, Sent)>) -> Result<(), WebhookError> {
+        let mut by_tenant: BTreeMap<TenantId, Vec<(ClaimedDelivery, Sent, Next)>> = BTreeMap::new();
+        for (delivery, sent) in finished {
+            let next = next_of(&delivery, &sent);
+            if next != Next::Delivered {
+                tracing::info!(tenant = %delivery.tenant, endpoint = %delivery.endpoint, message = %delivery.message, attempt = delivery.attempt, status = ?sent.attempt.status, error = ?sent.attempt.error, ?next, "webhook attempt failed");
             }
-        };
-        if next != Next::Delivered {
-            tracing::info!(status = ?sent.attempt.status, error = ?sent.attempt.error, ?next, "webhook attempt failed");
+            by_tenant
+                .entry(delivery.tenant)
+                .or_default()
+                .push((delivery, sent, next));
         }
-        let mut tx = self.db.tenant_tx(delivery.tenant).await?;
-        let recorded = webhooks::record_attempt(
-            &mut tx,
-            delivery.id,
-            &self.worker,
-            delivery.attempt,
-            &sent.attempt,
-            next,
-        )
-        .await?;
-        if recorded && sent.gone {
-            let detail = "the endpoint answered 410 Gone";
-            disable(&mut tx, &delivery, "gone", detail, None).await?;
-        } else if recorded && next != Next::Delivered {
-            let threshold = self.settings.disable_after_failing();
-            if let Some(since) =
-                webhooks::failing_since(&mut tx, delivery.endpoint, threshold).await?
-            {
-                let detail = format!("every attempt failed since {}", since.to_rfc3339());
-                disable(&mut tx, &delivery, "failing", &detail, Some(since)).await?;
+        for (tenant, finished) in by_tenant {
+            let records: Vec<AttemptRecord> = finished
+                .iter()
+                .map(|(delivery, sent, next)| AttemptRecord {
+                    delivery: delivery.id,
+                    attempt: delivery.attempt,
+                    outcome: sent.attempt.clone(),
+                    next: *next,
+                })
+                .collect();
+            let mut tx = self.db.tenant_tx(tenant).await?;
+            let recorded: HashSet<uuid::Uuid> =
+                webhooks::record_attempts(&mut tx, &self.worker, &records)
+                    .await?
+                    .into_iter()
+                    .collect();
+            for (delivery, sent, next) in &finished {
+                if !recorded.contains(&delivery.id) {
+                    tracing::warn!(tenant = %delivery.tenant, endpoint = %delivery.endpoint, message = %delivery.message, attempt = delivery.attempt, "lease lost before the attempt was recorded; another worker owns it");
+                } else if sent.gone {
+                    let detail = "the endpoint answered 410 Gone";
+                    disable(&mut tx, delivery, "gone", detail, None).await?;
+                } else if *next != Next::Delivered {
+                    let threshold = self.settings.disable_after_failing();
+                    if let Some(since) =
+                        webhooks::failing_since(&mut tx, delivery.endpoint, threshold).await?
+                    {
+                        let detail = format!("every attempt failed since {}", since.to_rfc3339());
+                        disable(&mut tx, delivery, "failing", &detail, Some(since)).await?;
+                    }
+                }
             }
-        }
-        tx.commit().await?;
-        if !recorded {
-            tracing::warn!("lease lost before the attempt was recorded; another worker owns it");
+            tx.commit().await?;
         }
         Ok(())
     }
 
     /// The HTTP exchange; never fails: every way it can go wrong is an
     /// attempt too.
+    #[tracing::instrument(skip(self, delivery), fields(tenant = %delivery.tenant, endpoint = %delivery.endpoint, message = %delivery.message, attempt = delivery.attempt))]
     async fn send(&self, delivery: &ClaimedDelivery) -> Sent {
         let started_at = Utc::now();
         let start = Instant::now();
@@ -301,6 +313,24 @@ impl Deliverer {
             },
             retry_after,
             gone: status == reqwest::StatusCode::GONE,
+        }
+    }
+}
+
+/// What follows an attempt: delivered on a 2xx, given up on a 410 or when
+/// the schedule is exhausted, else retried (after `Retry-After` if the
+/// receiver asked for longer).
+fn next_of(delivery: &ClaimedDelivery, sent: &Sent) -> Next {
+    if sent.attempt.status.is_some_and(|s| (200..300).contains(&s)) {
+        Next::Delivered
+    } else if sent.gone {
+        Next::Failed
+    } else {
+        match schedule::next_delay(delivery.attempt, sent.retry_after) {
+            Some(delay) => Next::RetryAt(
+                Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX),
+            ),
+            None => Next::Failed,
         }
     }
 }

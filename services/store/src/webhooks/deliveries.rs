@@ -59,6 +59,59 @@ pub async fn fan_out(
     Ok(done.rows_affected())
 }
 
+/// One outbox message for [`fan_out_and_dispatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relayed {
+    pub message: OutboxMessageId,
+    pub event_type: String,
+    pub payload: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// [`fan_out`] for many of the tenant's messages in one statement, which
+/// also marks them dispatched (what `outbox::mark_dispatched` does for
+/// one): the relay's hand-on of a claimed batch in one round trip.
+/// Answers how many deliveries were written.
+pub async fn fan_out_and_dispatch(
+    tx: &mut TenantTx,
+    messages: &[Relayed],
+) -> Result<u64, StoreError> {
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<uuid::Uuid> = messages.iter().map(|m| m.message.uuid()).collect();
+    let types: Vec<&str> = messages.iter().map(|m| m.event_type.as_str()).collect();
+    let payloads: Vec<&serde_json::Value> = messages.iter().map(|m| &m.payload).collect();
+    let created: Vec<DateTime<Utc>> = messages.iter().map(|m| m.created_at).collect();
+    let written: i64 = sqlx::query_scalar(&format!(
+        "WITH m AS ( \
+             SELECT * FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::timestamptz[]) \
+                 AS t (id, event_type, payload, created_at) \
+         ), fanned AS ( \
+             INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
+             SELECT e.tenant_id, gen_random_uuid(), e.id, m.id FROM m \
+             JOIN webhook_endpoints e ON e.tenant_id = $1 AND e.enabled AND e.created_at <= m.created_at \
+             WHERE {} AND {} \
+             ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING \
+             RETURNING 1 \
+         ), dispatched AS ( \
+             UPDATE outbox SET dispatched_at = now(), locked_by = NULL, locked_until = NULL \
+             WHERE tenant_id = $1 AND id IN (SELECT id FROM m) \
+         ) \
+         SELECT count(*) FROM fanned",
+        filter_matches("e.event_types", "m.event_type"),
+        customer_matches("e.customer_id", "m.payload"),
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(&ids)
+    .bind(&types)
+    .bind(&payloads)
+    .bind(&created)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(u64::try_from(written).unwrap_or(0))
+}
+
 /// The type of one of the tenant's outbox messages, if there is one.
 pub async fn message_type(
     tx: &mut TenantTx,
@@ -378,6 +431,98 @@ pub async fn record_attempt(
     .execute(&mut **tx)
     .await?;
     Ok(true)
+}
+
+/// One attempt to record with [`record_attempts`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub delivery: uuid::Uuid,
+    /// The attempt's number, as claimed.
+    pub attempt: i32,
+    pub outcome: Attempt,
+    pub next: Next,
+}
+
+/// [`record_attempt`] for many deliveries of the transaction's tenant in
+/// one statement: each is recorded unless the worker's lease on it was
+/// lost to another. Answers the deliveries recorded.
+#[tracing::instrument(skip(tx, records), fields(records = records.len()))]
+pub async fn record_attempts(
+    tx: &mut TenantTx,
+    worker: &str,
+    records: &[AttemptRecord],
+) -> Result<Vec<uuid::Uuid>, StoreError> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::with_capacity(records.len());
+    let mut attempts = Vec::with_capacity(records.len());
+    let mut delivered = Vec::with_capacity(records.len());
+    let mut failed = Vec::with_capacity(records.len());
+    let mut retry_at = Vec::with_capacity(records.len());
+    let mut started_at = Vec::with_capacity(records.len());
+    let mut duration_ms = Vec::with_capacity(records.len());
+    let mut status = Vec::with_capacity(records.len());
+    let mut excerpt = Vec::with_capacity(records.len());
+    let mut error = Vec::with_capacity(records.len());
+    for r in records {
+        let (d, f, at) = match r.next {
+            Next::Delivered => (true, false, None),
+            Next::Failed => (false, true, None),
+            Next::RetryAt(at) => (false, false, Some(at)),
+        };
+        ids.push(r.delivery);
+        attempts.push(r.attempt);
+        delivered.push(d);
+        failed.push(f);
+        retry_at.push(at);
+        started_at.push(r.outcome.started_at);
+        duration_ms.push(r.outcome.duration_ms);
+        status.push(r.outcome.status);
+        excerpt.push(r.outcome.response_excerpt.clone());
+        error.push(r.outcome.error.clone());
+    }
+    // The lease check and the attempt row as in `record_attempt`, for
+    // every record at once: only the deliveries the update matched get
+    // their attempt written.
+    let recorded: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "WITH input AS ( \
+             SELECT * FROM unnest($3::uuid[], $4::int[], $5::bool[], $6::bool[], $7::timestamptz[], \
+                                  $8::timestamptz[], $9::int[], $10::int[], $11::text[], $12::text[]) \
+                 AS t (id, attempt, delivered, failed, retry_at, started_at, duration_ms, status, \
+                       response_excerpt, error) \
+         ), updated AS ( \
+             UPDATE webhook_deliveries d SET locked_by = NULL, locked_until = NULL, \
+                 delivered_at = CASE WHEN i.delivered THEN now() END, \
+                 failed_at = CASE WHEN i.failed THEN now() END, \
+                 next_attempt_at = coalesce(i.retry_at, d.next_attempt_at) \
+             FROM input i \
+             WHERE d.tenant_id = $1 AND d.id = i.id AND d.locked_by = $2 AND d.attempts = i.attempt \
+             RETURNING d.id \
+         ), logged AS ( \
+             INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, \
+                                           status, response_excerpt, error) \
+             SELECT $1, i.id, i.attempt, i.started_at, i.duration_ms, i.status, i.response_excerpt, i.error \
+             FROM input i JOIN updated u ON u.id = i.id \
+             ON CONFLICT DO NOTHING \
+         ) \
+         SELECT id FROM updated",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(worker)
+    .bind(&ids)
+    .bind(&attempts)
+    .bind(&delivered)
+    .bind(&failed)
+    .bind(&retry_at)
+    .bind(&started_at)
+    .bind(&duration_ms)
+    .bind(&status)
+    .bind(&excerpt)
+    .bind(&error)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(recorded)
 }
 
 /// An attempt as the provider reads it.
