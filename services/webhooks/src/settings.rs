@@ -78,7 +78,7 @@ impl Default for Settings {
             poll_interval_ms: 500,
             batch: 100,
             concurrency: 16,
-            endpoint_concurrency: 8,
+            endpoint_concurrency: 16,
             request_timeout_secs: 15,
             max_response_bytes: 64 * 1024,
             lease_secs: 60,
