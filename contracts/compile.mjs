@@ -3,7 +3,13 @@
 // solc) and writes one JSON artifact per contract: ABI, creation and runtime
 // bytecode, function selectors, and the compiler version and settings.
 //
-//   node contracts/compile.mjs --out <dir> <file.sol>...
+//   node contracts/compile.mjs [--solc <version>] --out <dir> <file.sol>...
+//
+// The compiler is npm `solc` (slaproof's own pin) unless `--solc <version>`
+// asks for another: then the package `solc-<version>` (an npm alias of
+// `solc@<version>` in package.json). Third-party sources that pin an exact
+// pragma compile with the version they pin: EAS 1.9.0 says
+// `pragma solidity 0.8.29`, and its own build uses that compiler.
 //
 // Settings: optimizer on with 200 runs, evmVersion shanghai. Shanghai, not
 // paris: every chain slaproof anchors on (Ethereum and the OP Stack and
@@ -23,7 +29,6 @@ import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
-const solc = require('solc')
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -39,17 +44,21 @@ export const SETTINGS = Object.freeze({
 
 function usage(message) {
   if (message) console.error(`compile.mjs: ${message}`)
-  console.error('usage: node contracts/compile.mjs --out <dir> <file.sol>...')
+  console.error('usage: node contracts/compile.mjs [--solc <version>] --out <dir> <file.sol>...')
   process.exit(2)
 }
 
 function parseArgs(argv) {
   let out
+  let version
   const files = []
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--out') {
       out = argv[++i]
       if (!out) usage('--out needs a directory')
+    } else if (argv[i] === '--solc') {
+      version = argv[++i]
+      if (!version) usage('--solc needs a version')
     } else if (argv[i].startsWith('--')) {
       usage(`unknown option ${argv[i]}`)
     } else {
@@ -58,7 +67,29 @@ function parseArgs(argv) {
   }
   if (!out) usage('--out is required')
   if (files.length === 0) usage('no source files given')
-  return { out, files }
+  return { out, version, files }
+}
+
+// The pinned compiler, or the aliased package of the version asked for;
+// either way its reported version must be the one asked for.
+function loadSolc(version) {
+  if (!version) return require('solc')
+  const pinned = require('solc')
+  const solc = pinned.version().startsWith(`${version}+`) ? pinned : loadAlias(version)
+  if (!solc.version().startsWith(`${version}+`)) {
+    console.error(`compile.mjs: asked for solc ${version}, package reports ${solc.version()}`)
+    process.exit(1)
+  }
+  return solc
+}
+
+function loadAlias(version) {
+  try {
+    return require(`solc-${version}`)
+  } catch {
+    console.error(`compile.mjs: solc ${version} is not installed; add "solc-${version}": "npm:solc@${version}" to contracts/package.json`)
+    process.exit(1)
+  }
 }
 
 // Source units are named by their path as given; imports are looked up in
@@ -74,7 +105,8 @@ function importResolver(searchDirs) {
 }
 
 function main() {
-  const { out, files } = parseArgs(process.argv.slice(2))
+  const { out, version, files } = parseArgs(process.argv.slice(2))
+  const solc = loadSolc(version)
   const sources = {}
   const searchDirs = []
   for (const file of files) {

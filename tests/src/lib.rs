@@ -8,6 +8,7 @@
 //! is dropped, so no test depends on what another test or an earlier run
 //! left behind.
 
+pub mod chain;
 pub mod fixtures;
 pub mod maintenance;
 pub mod scenario;

@@ -3,15 +3,12 @@
 //! Needs `npm ci --prefix contracts` (solc and anvil from npm); without it the
 //! test prints a loud SKIPPED message, except under `CI`, where it fails.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::{Value, json};
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
+use slaproof_tests::chain::{self, Anvil, hex, hex_u64};
 
 /// `keccak256("ProofInvalid()")[..4]`: the generated verifier's only answer to a proof that does not verify.
 const PROOF_INVALID: &str = "0x7fcdd1f4";
@@ -21,157 +18,6 @@ const VERIFY_PROOF: &str = "verifyProof(uint256[8],uint256[4])";
 /// multiplication and one addition (6,150): 205,600 gas, before the 21,000
 /// of any transaction and the calldata.
 const EIP1108_FLOOR: u64 = 45_000 + 4 * 34_000 + 4 * 6_150;
-
-fn contracts_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the workspace")
-        .join("contracts")
-}
-
-/// The anvil binary of this platform, as `@foundry-rs/anvil` installs it:
-/// from the per-platform optional dependency, or from the `dist/` its
-/// install script downloads when optional dependencies were skipped. Run
-/// directly rather than through the package's `bin.mjs` wrapper, so that
-/// killing the child stops the node itself.
-fn anvil_binary(contracts: &Path) -> Option<PathBuf> {
-    let os = match std::env::consts::OS {
-        "linux" => "linux",
-        "macos" => "darwin",
-        "windows" => "win32",
-        _ => return None,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        _ => return None,
-    };
-    let exe = if os == "win32" { "anvil.exe" } else { "anvil" };
-    let scope = contracts.join("node_modules/@foundry-rs");
-    [
-        scope.join(format!("anvil-{os}-{arch}/bin/{exe}")),
-        scope.join(format!("anvil/dist/{exe}")),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-}
-
-fn tools() -> Option<PathBuf> {
-    let contracts = contracts_dir();
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let solc = contracts.join("node_modules/solc/soljson.js").is_file();
-    let anvil = anvil_binary(&contracts);
-    (node && solc).then_some(anvil).flatten()
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// A running anvil, killed when dropped so that a failing assertion does not
-/// leave a node behind.
-struct Anvil {
-    child: Child,
-    url: String,
-}
-
-impl Anvil {
-    /// Starts anvil on a port the kernel picks (`--port 0`) and reads the
-    /// port back from its `Listening on` line: no window in which another
-    /// process could take a port chosen beforehand.
-    fn start(binary: &Path) -> Anvil {
-        let mut child = Command::new(binary)
-            // The hardfork pinned so that gas figures do not move with
-            // anvil's default: Osaka, Ethereum mainnet's since December 2025.
-            .args(["--host", "127.0.0.1", "--port", "0", "--hardfork", "osaka"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("anvil starts");
-        let stdout = child.stdout.take().expect("anvil's stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        // Anvil logs every request; the reader keeps draining its stdout
-        // after the banner so that a full pipe never blocks the node.
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = Vec::new();
-            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                let text = String::from_utf8_lossy(&line);
-                if let Some(addr) = text.trim().strip_prefix("Listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-                line.clear();
-            }
-        });
-        let mut anvil = Anvil {
-            child,
-            url: String::new(),
-        };
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("anvil prints `Listening on <addr>` within 30 s");
-        anvil.url = format!("http://{addr}");
-        anvil
-    }
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal JSON-RPC client: the calls this test makes, nothing more.
-struct Rpc {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Rpc {
-    /// The JSON-RPC answer: `Ok(result)` or `Err(error object)`.
-    async fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
-        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let answer: Value = self
-            .http
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{method}: {e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("{method}: answer is not JSON: {e}"));
-        match answer.get("error") {
-            Some(error) => Err(error.clone()),
-            None => Ok(answer["result"].clone()),
-        }
-    }
-
-    /// The receipt of `tx`, polled: anvil mines at once, but a receipt may
-    /// lag the answer to `eth_sendTransaction`.
-    async fn receipt(&self, tx: &Value) -> Value {
-        for _ in 0..100 {
-            let receipt = self.ok("eth_getTransactionReceipt", json!([tx])).await;
-            if !receipt.is_null() {
-                return receipt;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let pending = self.ok("eth_getTransactionByHash", json!([tx])).await;
-        panic!("no receipt for {tx} after 10 s; the transaction: {pending}");
-    }
-
-    async fn ok(&self, method: &str, params: Value) -> Value {
-        self.call(method, params)
-            .await
-            .unwrap_or_else(|e| panic!("{method} failed: {e}"))
-    }
-}
 
 /// A decimal integer below 2²⁵⁶ as one ABI word (32 bytes, big-endian, hex).
 fn abi_word(decimal: &str) -> String {
@@ -189,10 +35,6 @@ fn abi_word(decimal: &str) -> String {
     hex(&word)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// `verifyProof(uint256[8], uint256[4])` calldata: static arrays are encoded
 /// in place, so it is the selector and twelve words.
 fn verify_calldata(selector: &str, proof: &[String; 8], input: &[String; 4]) -> String {
@@ -200,46 +42,21 @@ fn verify_calldata(selector: &str, proof: &[String; 8], input: &[String; 4]) -> 
     format!("0x{selector}{words}")
 }
 
-fn hex_u64(value: &Value) -> u64 {
-    let s = value.as_str().expect("a hex quantity");
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("a hex quantity")
-}
-
 /// Compiles `source` with `contracts/compile.mjs` and returns the artifact of `contract`.
 fn compile(source: &Path, out: &Path, contract: &str) -> Value {
-    let output = Command::new("node")
-        .arg(contracts_dir().join("compile.mjs"))
-        .arg("--out")
-        .arg(out)
-        .arg(source)
-        .output()
-        .expect("node runs compile.mjs");
-    assert!(
-        output.status.success(),
-        "solc refused the generated verifier:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let warnings = String::from_utf8_lossy(&output.stderr);
+    let warnings = chain::compile(&[source], out, None);
     if !warnings.trim().is_empty() {
         eprintln!("solc's warnings on the generated verifier:\n{warnings}");
     }
-    let path = out.join(format!("{contract}.json"));
-    serde_json::from_slice(&std::fs::read(&path).expect("the artifact is written"))
-        .expect("the artifact is JSON")
+    chain::artifact(out, contract)
 }
 
 #[tokio::test]
 async fn generated_verifier_accepts_the_proof_on_anvil_and_refuses_a_changed_input() {
-    let Some(anvil_bin) = tools() else {
-        assert!(
-            !in_ci(),
-            "solc or anvil is missing under CI: run `npm ci --prefix contracts` before the tests"
-        );
-        eprintln!(
-            "\n\n!!! SKIPPED generated_verifier_accepts_the_proof_on_anvil_and_refuses_a_changed_input: \
-             node, contracts/node_modules/solc or the anvil binary is missing; install them with \
-             `npm ci --prefix contracts` !!!\n\n"
-        );
+    let Some(anvil_bin) = chain::tools_or_skip(
+        "generated_verifier_accepts_the_proof_on_anvil_and_refuses_a_changed_input",
+        &[],
+    ) else {
         return;
     };
 
@@ -267,10 +84,7 @@ async fn generated_verifier_accepts_the_proof_on_anvil_and_refuses_a_changed_inp
     let bytecode = artifact["bytecode"].as_str().unwrap().to_owned();
 
     let anvil = Anvil::start(&anvil_bin);
-    let rpc = Rpc {
-        http: reqwest::Client::new(),
-        url: anvil.url.clone(),
-    };
+    let rpc = anvil.rpc();
     // Anvil's first dev account is unlocked: no signing needed.
     let accounts = rpc.ok("eth_accounts", json!([])).await;
     let from = accounts[0].as_str().unwrap().to_owned();

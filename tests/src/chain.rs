@@ -1,0 +1,630 @@
+//! A real EVM for the chain tests: anvil from `contracts/node_modules`, a minimal JSON-RPC client, solc-js through `contracts/compile.mjs`, and hand ABI encoding for fixed layouts.
+//!
+//! No alloy here on purpose: these tests check the contracts and the
+//! encodings themselves, so every byte sent and read is spelled out.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The workspace's `contracts/` folder.
+pub fn contracts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .join("contracts")
+}
+
+/// The anvil binary of this platform, as `@foundry-rs/anvil` installs it:
+/// from the per-platform optional dependency, or from the `dist/` its
+/// install script downloads when optional dependencies were skipped. Run
+/// directly rather than through the package's `bin.mjs` wrapper, so that
+/// killing the child stops the node itself.
+pub fn anvil_binary(contracts: &Path) -> Option<PathBuf> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        "windows" => "win32",
+        _ => return None,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    let exe = if os == "win32" { "anvil.exe" } else { "anvil" };
+    let scope = contracts.join("node_modules/@foundry-rs");
+    [
+        scope.join(format!("anvil-{os}-{arch}/bin/{exe}")),
+        scope.join(format!("anvil/dist/{exe}")),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// The anvil binary when node, the pinned solc-js and anvil are all
+/// installed (`npm ci --prefix contracts`); `None` otherwise.
+pub fn tools() -> Option<PathBuf> {
+    let contracts = contracts_dir();
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let solc = contracts.join("node_modules/solc/soljson.js").is_file();
+    let anvil = anvil_binary(&contracts);
+    (node && solc).then_some(anvil).flatten()
+}
+
+/// Whether the tests run under CI, where a missing tool is a failure rather than a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// The anvil binary when the tools and the npm `packages` a test needs
+/// (folders under `contracts/node_modules`, e.g. `solc-0.8.29`) are
+/// installed, or `None` after a loud SKIPPED message naming `test`; panics
+/// under CI, where they must be installed.
+pub fn tools_or_skip(test: &str, packages: &[&str]) -> Option<PathBuf> {
+    let modules = contracts_dir().join("node_modules");
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| !modules.join(p).is_dir())
+        .collect();
+    let found = tools().filter(|_| missing.is_empty());
+    if found.is_none() {
+        assert!(
+            !in_ci(),
+            "solc, anvil or the npm packages {missing:?} are missing under CI: run \
+             `npm ci --prefix contracts` before the tests"
+        );
+        eprintln!(
+            "\n\n!!! SKIPPED {test}: node, contracts/node_modules/solc, the anvil binary or the \
+             npm packages {missing:?} are missing; install them with `npm ci --prefix contracts` !!!\n\n"
+        );
+    }
+    found
+}
+
+/// A running anvil, killed when dropped so that a failing assertion does not
+/// leave a node behind.
+#[derive(Debug)]
+pub struct Anvil {
+    child: Child,
+    pub url: String,
+}
+
+impl Anvil {
+    /// Starts anvil on a port the kernel picks (`--port 0`) and reads the
+    /// port back from its `Listening on` line: no window in which another
+    /// process could take a port chosen beforehand.
+    pub fn start(binary: &Path) -> Anvil {
+        let mut child = Command::new(binary)
+            // The hardfork pinned so that gas figures do not move with
+            // anvil's default: Osaka, Ethereum mainnet's since December 2025.
+            .args(["--host", "127.0.0.1", "--port", "0", "--hardfork", "osaka"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("anvil starts");
+        let stdout = child.stdout.take().expect("anvil's stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        // Anvil logs every request; the reader keeps draining its stdout
+        // after the banner so that a full pipe never blocks the node.
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let text = String::from_utf8_lossy(&line);
+                if let Some(addr) = text.trim().strip_prefix("Listening on ") {
+                    let _ = tx.send(addr.to_owned());
+                }
+                line.clear();
+            }
+        });
+        let mut anvil = Anvil {
+            child,
+            url: String::new(),
+        };
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("anvil prints `Listening on <addr>` within 30 s");
+        anvil.url = format!("http://{addr}");
+        anvil
+    }
+
+    /// A JSON-RPC client of this node.
+    pub fn rpc(&self) -> Rpc {
+        Rpc {
+            http: reqwest::Client::new(),
+            url: self.url.clone(),
+        }
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal JSON-RPC client: the calls the chain tests make, nothing more.
+#[derive(Debug)]
+pub struct Rpc {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Rpc {
+    /// The JSON-RPC answer: `Ok(result)` or `Err(error object)`.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let answer: Value = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{method}: answer is not JSON: {e}"));
+        match answer.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(answer["result"].clone()),
+        }
+    }
+
+    /// The result of a call that must succeed.
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        self.call(method, params)
+            .await
+            .unwrap_or_else(|e| panic!("{method} failed: {e}"))
+    }
+
+    /// The receipt of `tx`, polled: anvil mines at once, but a receipt may
+    /// lag the answer to `eth_sendTransaction`.
+    pub async fn receipt(&self, tx: &Value) -> Value {
+        for _ in 0..100 {
+            let receipt = self.ok("eth_getTransactionReceipt", json!([tx])).await;
+            if !receipt.is_null() {
+                return receipt;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let pending = self.ok("eth_getTransactionByHash", json!([tx])).await;
+        panic!("no receipt for {tx} after 10 s; the transaction: {pending}");
+    }
+
+    /// Anvil's first dev account, unlocked: transactions from it need no signing.
+    pub async fn dev_account(&self) -> String {
+        let accounts = self.ok("eth_accounts", json!([])).await;
+        accounts[0]
+            .as_str()
+            .expect("anvil has dev accounts")
+            .to_owned()
+    }
+
+    /// Sends a transaction from `from` and returns its receipt, which must show success.
+    pub async fn transact(&self, from: &str, to: Option<&str>, data: &[u8], what: &str) -> Value {
+        let mut tx = json!({ "from": from, "data": format!("0x{}", hex(data)) });
+        if let Some(to) = to {
+            tx["to"] = json!(to);
+        }
+        let hash = self
+            .call("eth_sendTransaction", json!([tx]))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: the node refused the transaction: {e}"));
+        let receipt = self.receipt(&hash).await;
+        assert_eq!(receipt["status"], "0x1", "{what} failed: {receipt}");
+        receipt
+    }
+
+    /// Deploys creation code (constructor arguments appended) and returns
+    /// the contract's address and the deployment's gas.
+    pub async fn deploy(&self, from: &str, code: &[u8], what: &str) -> (String, u64) {
+        let receipt = self.transact(from, None, code, what).await;
+        let address = receipt["contractAddress"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: no contract address in {receipt}"))
+            .to_owned();
+        (address, hex_u64(&receipt["gasUsed"]))
+    }
+
+    /// `eth_call` at the latest block; the return data, which must not be a revert.
+    pub async fn view(&self, to: &str, data: &[u8], what: &str) -> Vec<u8> {
+        let call = json!({ "to": to, "data": format!("0x{}", hex(data)) });
+        let answer = self
+            .call("eth_call", json!([call, "latest"]))
+            .await
+            .unwrap_or_else(|e| panic!("{what} reverted: {e}"));
+        unhex(answer.as_str().expect("eth_call answers hex"))
+    }
+}
+
+/// Lower-case hex without a prefix.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from hex, with or without `0x`; panics on anything else (test input only).
+pub fn unhex(s: &str) -> Vec<u8> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    assert!(s.len().is_multiple_of(2), "odd-length hex: {s}");
+    (0..s.len() / 2)
+        .map(|i| {
+            u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or_else(|_| panic!("not hex: {s}"))
+        })
+        .collect()
+}
+
+/// A JSON-RPC hex quantity (`"0x1a"`) as a number.
+pub fn hex_u64(value: &Value) -> u64 {
+    let s = value.as_str().expect("a hex quantity");
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("a hex quantity")
+}
+
+/// Compiles `sources` with `contracts/compile.mjs` into `out`, with the
+/// pinned solc or, given `solc`, the aliased package of that version.
+/// Returns solc's warnings (empty when none); panics with its errors.
+pub fn compile(sources: &[&Path], out: &Path, solc: Option<&str>) -> String {
+    let mut command = Command::new("node");
+    command.arg(contracts_dir().join("compile.mjs"));
+    if let Some(version) = solc {
+        command.args(["--solc", version]);
+    }
+    let output = command
+        .arg("--out")
+        .arg(out)
+        .args(sources)
+        .output()
+        .expect("node runs compile.mjs");
+    assert!(
+        output.status.success(),
+        "solc refused {sources:?}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The artifact `compile` wrote for `contract`.
+pub fn artifact(out: &Path, contract: &str) -> Value {
+    let path = out.join(format!("{contract}.json"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).expect("the artifact is JSON")
+}
+
+/// The creation bytecode of an artifact.
+pub fn creation_code(artifact: &Value) -> Vec<u8> {
+    unhex(
+        artifact["bytecode"]
+            .as_str()
+            .expect("the artifact has bytecode"),
+    )
+}
+
+/// The 4-byte selector of `signature` (as solc writes it, e.g.
+/// `getSchema(bytes32)`), read from the artifact's method identifiers.
+pub fn selector(artifact: &Value, signature: &str) -> [u8; 4] {
+    let id = artifact["methodIdentifiers"][signature]
+        .as_str()
+        .unwrap_or_else(|| panic!("{} has no {signature}", artifact["contractName"]));
+    unhex(id).try_into().expect("a selector is 4 bytes")
+}
+
+/// ABI encoding and decoding (the Solidity contract ABI's `abi.encode`) for
+/// the few types the tests use: static words, dynamic bytes and strings,
+/// and tuples of them.
+pub mod abi {
+    /// A value to encode, or one decoded.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Token {
+        /// Any static 32-byte value: uintN, address, bool, bytes32.
+        Word([u8; 32]),
+        /// `bytes` or `string`: a length word, then the bytes padded to whole words.
+        Bytes(Vec<u8>),
+        /// A struct or a function's arguments.
+        Tuple(Vec<Token>),
+    }
+
+    /// The shape to decode a value by.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Kind {
+        Word,
+        Bytes,
+        Tuple(Vec<Kind>),
+    }
+
+    impl Token {
+        fn is_dynamic(&self) -> bool {
+            match self {
+                Token::Word(_) => false,
+                Token::Bytes(_) => true,
+                Token::Tuple(items) => items.iter().any(Token::is_dynamic),
+            }
+        }
+
+        /// Words the value takes in its enclosing head: a static tuple
+        /// sits there in place, anything else is one word (the value or
+        /// an offset).
+        fn head_words(&self) -> usize {
+            match self {
+                Token::Tuple(items) if !self.is_dynamic() => {
+                    items.iter().map(Token::head_words).sum()
+                }
+                _ => 1,
+            }
+        }
+
+        /// The word of a static value; panics on another token.
+        pub fn word(&self) -> [u8; 32] {
+            match self {
+                Token::Word(w) => *w,
+                other => panic!("expected a word, got {other:?}"),
+            }
+        }
+
+        /// The bytes of a dynamic value; panics on another token.
+        pub fn bytes(&self) -> &[u8] {
+            match self {
+                Token::Bytes(b) => b,
+                other => panic!("expected bytes, got {other:?}"),
+            }
+        }
+
+        /// The items of a tuple; panics on another token.
+        pub fn items(&self) -> &[Token] {
+            match self {
+                Token::Tuple(items) => items,
+                other => panic!("expected a tuple, got {other:?}"),
+            }
+        }
+
+        /// A word as an unsigned integer that must fit in 128 bits.
+        pub fn uint(&self) -> u128 {
+            let w = self.word();
+            assert!(
+                w[..16].iter().all(|&b| b == 0),
+                "{w:02x?} does not fit in u128"
+            );
+            u128::from_be_bytes(w[16..].try_into().expect("16 bytes"))
+        }
+    }
+
+    impl Kind {
+        fn is_dynamic(&self) -> bool {
+            match self {
+                Kind::Word => false,
+                Kind::Bytes => true,
+                Kind::Tuple(items) => items.iter().any(Kind::is_dynamic),
+            }
+        }
+
+        /// Words a value of this kind takes in its enclosing head.
+        fn head_words(&self) -> usize {
+            match self {
+                Kind::Tuple(items) if !self.is_dynamic() => {
+                    items.iter().map(Kind::head_words).sum()
+                }
+                _ => 1,
+            }
+        }
+    }
+
+    /// An unsigned integer as a word.
+    pub fn uint(value: u128) -> Token {
+        let mut w = [0u8; 32];
+        w[16..].copy_from_slice(&value.to_be_bytes());
+        Token::Word(w)
+    }
+
+    /// A `bytes32` (or any 32 raw bytes) as a word.
+    pub fn bytes32(value: [u8; 32]) -> Token {
+        Token::Word(value)
+    }
+
+    /// A boolean as a word.
+    pub fn boolean(value: bool) -> Token {
+        uint(u128::from(value))
+    }
+
+    /// An address (`0x` + 40 hex digits, any case) as a word, right-aligned.
+    pub fn address(hex: &str) -> Token {
+        let bytes = super::unhex(hex);
+        assert_eq!(bytes.len(), 20, "an address is 20 bytes: {hex}");
+        let mut w = [0u8; 32];
+        w[12..].copy_from_slice(&bytes);
+        Token::Word(w)
+    }
+
+    /// `abi.encode(tokens...)`: the values as one tuple, heads then tails.
+    pub fn encode(tokens: &[Token]) -> Vec<u8> {
+        let head_len: usize = 32 * tokens.iter().map(Token::head_words).sum::<usize>();
+        let mut head = Vec::with_capacity(head_len);
+        let mut tail = Vec::new();
+        for token in tokens {
+            if token.is_dynamic() {
+                // The offset of a dynamic value counts from the start of
+                // the enclosing tuple's encoding.
+                head.extend_from_slice(&uint((head_len + tail.len()) as u128).word());
+                tail.extend(encode_one(token));
+            } else {
+                head.extend(encode_one(token));
+            }
+        }
+        head.extend(tail);
+        head
+    }
+
+    fn encode_one(token: &Token) -> Vec<u8> {
+        match token {
+            Token::Word(w) => w.to_vec(),
+            Token::Bytes(b) => {
+                let mut out = uint(b.len() as u128).word().to_vec();
+                out.extend_from_slice(b);
+                out.resize(32 + b.len().div_ceil(32) * 32, 0);
+                out
+            }
+            Token::Tuple(items) => encode(items),
+        }
+    }
+
+    /// Calldata: a selector, then the arguments encoded as a tuple.
+    pub fn call(selector: [u8; 4], args: &[Token]) -> Vec<u8> {
+        let mut out = selector.to_vec();
+        out.extend(encode(args));
+        out
+    }
+
+    /// Decodes `data` as the tuple of `kinds` (return data, event data,
+    /// `abi.encode` output). Panics on data too short or offsets out of
+    /// range, naming where.
+    pub fn decode(data: &[u8], kinds: &[Kind]) -> Vec<Token> {
+        let mut tokens = Vec::with_capacity(kinds.len());
+        let mut at = 0;
+        for kind in kinds {
+            let token = if kind.is_dynamic() {
+                let offset = word_as_usize(data, at);
+                decode_one(data, offset, kind)
+            } else {
+                decode_one(data, at, kind)
+            };
+            tokens.push(token);
+            at += 32 * kind.head_words();
+        }
+        tokens
+    }
+
+    fn decode_one(data: &[u8], at: usize, kind: &Kind) -> Token {
+        match kind {
+            Kind::Word => Token::Word(word_at(data, at)),
+            Kind::Bytes => {
+                let len = word_as_usize(data, at);
+                let start = at + 32;
+                let bytes = data.get(start..start + len).unwrap_or_else(|| {
+                    panic!(
+                        "bytes of length {len} at {start} overrun {} bytes",
+                        data.len()
+                    )
+                });
+                Token::Bytes(bytes.to_vec())
+            }
+            Kind::Tuple(items) => Token::Tuple(decode(
+                data.get(at..)
+                    .unwrap_or_else(|| panic!("tuple at {at} is past the end")),
+                items,
+            )),
+        }
+    }
+
+    fn word_at(data: &[u8], at: usize) -> [u8; 32] {
+        data.get(at..at + 32)
+            .unwrap_or_else(|| panic!("no word at {at} in {} bytes", data.len()))
+            .try_into()
+            .expect("32 bytes")
+    }
+
+    fn word_as_usize(data: &[u8], at: usize) -> usize {
+        let w = word_at(data, at);
+        assert!(
+            w[..24].iter().all(|&b| b == 0),
+            "offset or length at {at} is too large"
+        );
+        u64::from_be_bytes(w[24..].try_into().expect("8 bytes")) as usize
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn words(hex: &[&str]) -> Vec<u8> {
+            hex.iter()
+                .flat_map(|w| {
+                    let w = super::super::unhex(w);
+                    let mut padded = vec![0u8; 32 - w.len()];
+                    padded.extend(w);
+                    padded
+                })
+                .collect()
+        }
+
+        /// The Solidity ABI specification's example: `f(uint256,uint32[],bytes10,bytes)`
+        /// reduced to what is supported here, `(uint256 0x123, bytes "Hello, world!")`.
+        #[test]
+        fn a_dynamic_bytes_after_a_word_is_an_offset_then_a_padded_tail() {
+            let encoded = encode(&[uint(0x123), Token::Bytes(b"Hello, world!".to_vec())]);
+            let mut expected = words(&["0123", "40", "0d"]);
+            let mut text = b"Hello, world!".to_vec();
+            text.resize(32, 0);
+            expected.extend(text);
+            assert_eq!(encoded, expected);
+            assert_eq!(
+                decode(&encoded, &[Kind::Word, Kind::Bytes]),
+                vec![uint(0x123), Token::Bytes(b"Hello, world!".to_vec())]
+            );
+        }
+
+        #[test]
+        fn empty_bytes_is_a_zero_length_and_no_tail_words() {
+            assert_eq!(encode(&[Token::Bytes(Vec::new())]), words(&["20", "00"]));
+        }
+
+        #[test]
+        fn a_dynamic_tuple_is_an_offset_and_its_offsets_count_from_the_tuple() {
+            // (bytes32 s, (address a, bytes d, uint256 v)) as EAS's attest takes it, without the outer wrapper.
+            let inner = Token::Tuple(vec![
+                address("0x00000000000000000000000000000000000000aa"),
+                Token::Bytes(vec![0xbe, 0xef]),
+                uint(7),
+            ]);
+            let encoded = encode(&[bytes32([1; 32]), inner.clone()]);
+            let mut expected = [1u8; 32].to_vec();
+            expected.extend(words(&[
+                "40", // the inner tuple starts after two head words
+                "aa", // a
+                "60", // d: three head words into the inner tuple
+                "07", // v
+                "02",
+                "beef000000000000000000000000000000000000000000000000000000000000",
+            ]));
+            assert_eq!(encoded, expected);
+            let kinds = [
+                Kind::Word,
+                Kind::Tuple(vec![Kind::Word, Kind::Bytes, Kind::Word]),
+            ];
+            assert_eq!(decode(&encoded, &kinds), vec![bytes32([1; 32]), inner]);
+        }
+
+        #[test]
+        fn bytes_of_whole_words_take_no_padding() {
+            let data = vec![0x11; 64];
+            let encoded = encode(&[Token::Bytes(data.clone())]);
+            assert_eq!(encoded.len(), 32 + 32 + 64);
+            assert_eq!(decode(&encoded, &[Kind::Bytes]), vec![Token::Bytes(data)]);
+        }
+
+        #[test]
+        fn static_values_encode_in_place() {
+            let encoded = encode(&[uint(1), boolean(true), bytes32([0xff; 32])]);
+            assert_eq!(encoded.len(), 96);
+            assert_eq!(
+                decode(&encoded, &[Kind::Word, Kind::Word, Kind::Word])[0].uint(),
+                1
+            );
+        }
+
+        #[test]
+        #[should_panic(expected = "overrun")]
+        fn a_length_past_the_end_is_refused() {
+            let mut encoded = encode(&[Token::Bytes(vec![1, 2, 3])]);
+            encoded[63] = 0xff;
+            decode(&encoded, &[Kind::Bytes]);
+        }
+    }
+}
