@@ -246,6 +246,33 @@ impl Rpc {
             .unwrap_or_else(|e| panic!("{what} reverted: {e}"));
         unhex(answer.as_str().expect("eth_call answers hex"))
     }
+
+    /// Anvil's unlocked dev accounts: `eth_sendTransaction` and `eth_call`
+    /// accept any of them as `from`.
+    pub async fn dev_accounts(&self) -> Vec<String> {
+        let accounts = self.ok("eth_accounts", json!([])).await;
+        accounts
+            .as_array()
+            .expect("eth_accounts answers an array")
+            .iter()
+            .map(|a| a.as_str().expect("an address").to_owned())
+            .collect()
+    }
+
+    /// The revert data of a call from `from` that must revert: `eth_call`
+    /// at the latest block, which runs it as the transaction would run.
+    pub async fn revert_data(&self, from: &str, to: &str, data: &[u8], what: &str) -> Vec<u8> {
+        let call = json!({ "from": from, "to": to, "data": format!("0x{}", hex(data)) });
+        let error = self
+            .call("eth_call", json!([call, "latest"]))
+            .await
+            .expect_err(&format!("{what}: the call succeeded, it must revert"));
+        unhex(
+            error["data"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{what}: a revert without data: {error}")),
+        )
+    }
 }
 
 /// Lower-case hex without a prefix.
