@@ -11,6 +11,7 @@
 pub mod chain;
 pub mod fixtures;
 pub mod maintenance;
+pub mod merkle;
 pub mod scenario;
 pub mod world;
 

@@ -1,0 +1,375 @@
+//! EAS on a real anvil, the batched path: 1,000 statement ids of one epoch as an OpenZeppelin-compatible Merkle tree, checked against npm `@openzeppelin/merkle-tree`, its root attested once, and inclusion proofs checked on chain with OpenZeppelin's `MerkleProof`.
+//!
+//! Needs `npm ci --prefix contracts` (solc, EAS, OpenZeppelin's contracts
+//! and merkle-tree, anvil from npm); without it the test prints a loud
+//! SKIPPED message, except under `CI`, where it fails.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use sha3::{Digest, Keccak256};
+use slaproof_tests::chain::abi::{self, Kind, Token};
+use slaproof_tests::chain::{self, Anvil, Rpc, hex, hex_u64, unhex};
+use slaproof_tests::merkle::StandardTree;
+
+/// slaproof's schema for one epoch's batch: the Merkle root of its
+/// statement ids, the epoch `[epochStart, epochEnd)` and how many
+/// statements the tree holds.
+const BATCH_SCHEMA: &str = "bytes32 root,uint64 epochStart,uint64 epochEnd,uint32 count";
+
+/// Statements in the batch: the issue's goal is at most 1,000 gas per
+/// statement for a batch of 1,000.
+const BATCH: usize = 1_000;
+
+const EAS_SOLC: &str = "0.8.29";
+const EAS_SOLC_PACKAGE: &str = "solc-0.8.29";
+const EAS_PACKAGE: &str = "@ethereum-attestation-service/eas-contracts";
+const MERKLE_PACKAGE: &str = "@openzeppelin/merkle-tree";
+
+const REGISTER: &str = "register(string,address,bool)";
+const ATTEST: &str = "attest((bytes32,(address,uint64,bool,bytes32,bytes,uint256)))";
+const GET_ATTESTATION: &str = "getAttestation(bytes32)";
+const VERIFY: &str = "verify(bytes32[],bytes32,bytes32)";
+const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
+const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
+
+const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
+
+fn keccak(data: &[u8]) -> [u8; 32] {
+    Keccak256::digest(data).into()
+}
+
+fn hex32(word: &[u8; 32]) -> String {
+    format!("0x{}", hex(word))
+}
+
+/// Stand-in statement ids: keccak-256 of distinct 32-byte words, as an
+/// id is the keccak of an ABI-encoded statement.
+fn statement_ids(count: usize) -> Vec<[u8; 32]> {
+    (0..count)
+        .map(|i| keccak(&abi::encode(&[abi::uint(i as u128)])))
+        .collect()
+}
+
+/// The log of `address` with event `signature` in a receipt.
+fn find_log<'r>(receipt: &'r Value, address: &str, signature: &str) -> &'r Value {
+    let topic = hex32(&keccak(signature.as_bytes()));
+    receipt["logs"]
+        .as_array()
+        .expect("a receipt has logs")
+        .iter()
+        .find(|log| {
+            log["address"].as_str().map(str::to_lowercase) == Some(address.to_lowercase())
+                && log["topics"][0] == topic
+        })
+        .unwrap_or_else(|| panic!("no {signature} log from {address} in {receipt}"))
+}
+
+fn topic_word(log: &Value, i: usize) -> [u8; 32] {
+    unhex(log["topics"][i].as_str().expect("a topic"))
+        .try_into()
+        .expect("a topic is 32 bytes")
+}
+
+/// Runs `contracts/merkle-check.mjs` on `input` and returns its answer.
+fn merkle_check(input: &Value) -> Value {
+    let mut child = Command::new("node")
+        .arg(chain::contracts_dir().join("merkle-check.mjs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs merkle-check.mjs");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(input.to_string().as_bytes())
+        .expect("writing merkle-check.mjs's input");
+    let output = child.wait_with_output().expect("merkle-check.mjs ends");
+    assert!(
+        output.status.success(),
+        "merkle-check.mjs failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("merkle-check.mjs answers JSON")
+}
+
+/// Calldata of `verify(bytes32[] proof, bytes32 root, bytes32 statementId)`:
+/// the array's offset (three head words), the root and the id, then the
+/// array's length and items.
+fn verify_call(selector: [u8; 4], proof: &[[u8; 32]], root: [u8; 32], id: [u8; 32]) -> Vec<u8> {
+    let mut data = abi::call(
+        selector,
+        &[abi::uint(3 * 32), abi::bytes32(root), abi::bytes32(id)],
+    );
+    data.extend(abi::uint(proof.len() as u128).word());
+    for p in proof {
+        data.extend(p);
+    }
+    data
+}
+
+/// Deploys SchemaRegistry, then EAS over it; returns both addresses.
+async fn deploy_eas(rpc: &Rpc, from: &str, out: &Path) -> (String, String) {
+    let registry = chain::artifact(out, "SchemaRegistry");
+    let eas = chain::artifact(out, "EAS");
+    let (registry, _) = rpc
+        .deploy(from, &chain::creation_code(&registry), "SchemaRegistry")
+        .await;
+    let mut code = chain::creation_code(&eas);
+    code.extend(abi::encode(&[abi::address(&registry)]));
+    let (eas, _) = rpc.deploy(from, &code, "EAS").await;
+    (registry, eas)
+}
+
+#[tokio::test]
+async fn a_batch_root_attested_once_proves_each_statement_by_inclusion() {
+    let Some(anvil_bin) = chain::tools_or_skip(
+        "a_batch_root_attested_once_proves_each_statement_by_inclusion",
+        &[
+            EAS_PACKAGE,
+            EAS_SOLC_PACKAGE,
+            "@openzeppelin/contracts",
+            MERKLE_PACKAGE,
+        ],
+    ) else {
+        return;
+    };
+
+    // Arrange: the batch's tree, built here.
+    let ids = statement_ids(BATCH);
+    let tree = StandardTree::of(&ids, keccak);
+    let root = tree.root();
+    let outsider = keccak(b"a statement not in the batch");
+    assert!(!ids.contains(&outsider));
+    let sample: Vec<usize> = (0..BATCH).step_by(97).chain([BATCH - 1]).collect();
+    for &i in &sample {
+        assert!(tree.verify(root, ids[i], &tree.proof(i)), "proof {i}");
+    }
+    // A member's proof does not carry an outsider, nor a member to another root.
+    assert!(!tree.verify(root, outsider, &tree.proof(0)));
+    assert!(!tree.verify(keccak(b"another root"), ids[0], &tree.proof(0)));
+
+    // Assert 1: @openzeppelin/merkle-tree builds the same root from the same
+    // values, accepts our proofs and refuses one for an outsider.
+    let mut checks: Vec<Value> = sample
+        .iter()
+        .map(|&i| {
+            json!({
+                "root": hex32(&root),
+                "value": hex32(&ids[i]),
+                "proof": tree.proof(i).iter().map(hex32).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    checks.push(json!({
+        "root": hex32(&root),
+        "value": hex32(&outsider),
+        "proof": tree.proof(0).iter().map(hex32).collect::<Vec<_>>(),
+    }));
+    let answer = merkle_check(&json!({
+        "values": ids.iter().map(hex32).collect::<Vec<_>>(),
+        "checks": checks,
+    }));
+    assert_eq!(
+        answer["root"],
+        hex32(&root),
+        "StandardMerkleTree.of(ids, [\"bytes32\"]).root"
+    );
+    let verified: Vec<bool> = answer["verified"]
+        .as_array()
+        .expect("verified is an array")
+        .iter()
+        .map(|v| v.as_bool().expect("a boolean"))
+        .collect();
+    assert_eq!(verified.len(), sample.len() + 1);
+    assert!(
+        verified[..sample.len()].iter().all(|&v| v),
+        "StandardMerkleTree.verify accepts our proofs: {verified:?}"
+    );
+    assert!(
+        !verified[sample.len()],
+        "StandardMerkleTree.verify refuses an id not in the batch"
+    );
+
+    // Arrange 2: EAS with the compiler it pins, BatchCheck with slaproof's.
+    let contracts = chain::contracts_dir();
+    let sources = contracts
+        .join("node_modules")
+        .join(EAS_PACKAGE)
+        .join("contracts");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    chain::compile(
+        &[
+            &sources.join("SchemaRegistry.sol"),
+            &sources.join("EAS.sol"),
+        ],
+        &out,
+        Some(EAS_SOLC),
+    );
+    let check_out = dir.path().join("check");
+    let warnings = chain::compile(&[&contracts.join("src/BatchCheck.sol")], &check_out, None);
+    assert!(
+        warnings.trim().is_empty(),
+        "solc warns on BatchCheck:\n{warnings}"
+    );
+    let registry_abi = chain::artifact(&out, "SchemaRegistry");
+    let eas_abi = chain::artifact(&out, "EAS");
+    let check_abi = chain::artifact(&check_out, "BatchCheck");
+
+    let anvil = Anvil::start(&anvil_bin);
+    let rpc = anvil.rpc();
+    let from = rpc.dev_account().await;
+    let (registry, eas) = deploy_eas(&rpc, &from, &out).await;
+    let (check, _) = rpc
+        .deploy(&from, &chain::creation_code(&check_abi), "BatchCheck")
+        .await;
+
+    // Act 1: register the batch-root schema, no resolver, not revocable.
+    let register = abi::call(
+        chain::selector(&registry_abi, REGISTER),
+        &[
+            Token::Bytes(BATCH_SCHEMA.as_bytes().to_vec()),
+            abi::address(ZERO_ADDRESS),
+            abi::boolean(false),
+        ],
+    );
+    let receipt = rpc
+        .transact(&from, Some(&registry), &register, "register")
+        .await;
+    let schema_uid = topic_word(find_log(&receipt, &registry, REGISTERED), 1);
+    let mut packed = BATCH_SCHEMA.as_bytes().to_vec();
+    packed.extend(unhex(ZERO_ADDRESS));
+    packed.push(0);
+    assert_eq!(schema_uid, keccak(&packed), "schema UID");
+
+    // Act 2: attest the root once for the epoch (one hour, UTC).
+    let (epoch_start, epoch_end) = (1_796_083_200u64, 1_796_086_800u64);
+    let data = abi::encode(&[
+        abi::bytes32(root),
+        abi::uint(epoch_start.into()),
+        abi::uint(epoch_end.into()),
+        abi::uint(BATCH as u128),
+    ]);
+    let attest = abi::call(
+        chain::selector(&eas_abi, ATTEST),
+        &[Token::Tuple(vec![
+            abi::bytes32(schema_uid),
+            Token::Tuple(vec![
+                abi::address(ZERO_ADDRESS), // recipient: none
+                abi::uint(0),               // no expiry
+                abi::boolean(false),        // not revocable
+                abi::bytes32([0; 32]),      // no referenced attestation
+                Token::Bytes(data.clone()),
+                abi::uint(0), // no value
+            ]),
+        ])],
+    );
+    let receipt = rpc.transact(&from, Some(&eas), &attest, "attest").await;
+    let attest_gas = hex_u64(&receipt["gasUsed"]);
+    let uid = unhex(
+        find_log(&receipt, &eas, ATTESTED)["data"]
+            .as_str()
+            .expect("log data"),
+    );
+    let uid: [u8; 32] = uid.try_into().expect("the UID is one word");
+
+    // Assert 2: the attestation reads back with the root, epoch and count.
+    let answer = rpc
+        .view(
+            &eas,
+            &abi::call(
+                chain::selector(&eas_abi, GET_ATTESTATION),
+                &[abi::bytes32(uid)],
+            ),
+            "getAttestation",
+        )
+        .await;
+    let mut kinds = vec![Kind::Word; 9];
+    kinds.push(Kind::Bytes);
+    let attestation = &abi::decode(&answer, &[Kind::Tuple(kinds)])[0];
+    let a = attestation.items();
+    assert_eq!(a[0].word(), uid, "uid");
+    assert_eq!(a[1].word(), schema_uid, "schema");
+    assert_eq!(a[7], abi::address(&from), "attester");
+    assert_eq!(a[9].bytes(), data.as_slice(), "data");
+    let fields = abi::decode(a[9].bytes(), &vec![Kind::Word; 4]);
+    let read_root = fields[0].word();
+    assert_eq!(read_root, root, "root");
+    assert_eq!(fields[1].uint(), u128::from(epoch_start), "epochStart");
+    assert_eq!(fields[2].uint(), u128::from(epoch_end), "epochEnd");
+    assert_eq!(fields[3].uint(), BATCH as u128, "count");
+
+    // Assert 3: on chain, MerkleProof accepts each sampled member against
+    // the root read back and refuses an outsider and a wrong root.
+    let verify = chain::selector(&check_abi, VERIFY);
+    let on_chain = |proof: Vec<[u8; 32]>, root: [u8; 32], id: [u8; 32]| {
+        let rpc = &rpc;
+        let check = &check;
+        async move {
+            let answer = rpc
+                .view(check, &verify_call(verify, &proof, root, id), "verify")
+                .await;
+            abi::decode(&answer, &[Kind::Word])[0].uint() == 1
+        }
+    };
+    for &i in &sample {
+        assert!(
+            on_chain(tree.proof(i), read_root, ids[i]).await,
+            "BatchCheck.verify accepts member {i}"
+        );
+    }
+    assert!(
+        !on_chain(tree.proof(0), read_root, outsider).await,
+        "BatchCheck.verify refuses an id not in the batch"
+    );
+    assert!(
+        !on_chain(tree.proof(1), read_root, ids[0]).await,
+        "BatchCheck.verify refuses a member with another member's proof"
+    );
+    assert!(
+        !on_chain(tree.proof(0), keccak(b"another root"), ids[0]).await,
+        "BatchCheck.verify refuses a member under another root"
+    );
+
+    // Gas: the view as a transaction would cost it (21,000 base and the
+    // calldata included), for the longest proof in the tree.
+    let longest = (0..BATCH)
+        .max_by_key(|&i| tree.proof(i).len())
+        .expect("a leaf");
+    let proof = tree.proof(longest);
+    let call = verify_call(verify, &proof, read_root, ids[longest]);
+    let estimate = rpc
+        .ok(
+            "eth_estimateGas",
+            json!([{ "from": from, "to": check, "data": format!("0x{}", hex(&call)) }]),
+        )
+        .await;
+    let verify_gas = hex_u64(&estimate);
+    // Calldata at 16 gas per non-zero byte and 4 per zero byte.
+    let calldata =
+        |bytes: &[u8]| -> u64 { bytes.iter().map(|&b| if b == 0 { 4 } else { 16 }).sum() };
+    let calldata_gas = calldata(&attest);
+    let verify_calldata_gas = calldata(&call);
+    eprintln!(
+        "EAS on anvil (batched path): {BATCH} statements, proofs of {}..={} siblings; root \
+         attestation {attest_gas} gas ({} bytes of calldata costing {calldata_gas} gas), \
+         {} gas per statement; BatchCheck.verify of a {}-sibling proof: eth_estimateGas \
+         {verify_gas} ({} bytes of calldata costing {verify_calldata_gas} gas)",
+        (0..BATCH).map(|i| tree.proof(i).len()).min().unwrap(),
+        proof.len(),
+        attest.len(),
+        attest_gas.div_ceil(BATCH as u64),
+        proof.len(),
+        call.len(),
+    );
+    assert!(
+        attest_gas <= 1_000 * BATCH as u64,
+        "the issue's goal: at most 1,000 gas per statement for a batch of 1,000"
+    );
+    drop(anvil);
+}
