@@ -276,6 +276,33 @@ impl Rpc {
 }
 
 /// Lower-case hex without a prefix.
+/// keccak-256, the EVM's hash.
+pub fn keccak(data: &[u8]) -> [u8; 32] {
+    use sha3::{Digest, Keccak256};
+    Keccak256::digest(data).into()
+}
+
+/// The log of `address` with event `signature` in a receipt.
+pub fn find_log<'r>(receipt: &'r Value, address: &str, signature: &str) -> &'r Value {
+    let topic = format!("0x{}", hex(&keccak(signature.as_bytes())));
+    receipt["logs"]
+        .as_array()
+        .expect("a receipt has logs")
+        .iter()
+        .find(|log| {
+            log["address"].as_str().map(str::to_lowercase) == Some(address.to_lowercase())
+                && log["topics"][0] == topic
+        })
+        .unwrap_or_else(|| panic!("no {signature} log from {address} in {receipt}"))
+}
+
+/// Topic `i` of a log, as a word.
+pub fn topic_word(log: &Value, i: usize) -> [u8; 32] {
+    unhex(log["topics"][i].as_str().expect("a topic"))
+        .try_into()
+        .expect("a topic is 32 bytes")
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -9,9 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use sha3::{Digest, Keccak256};
 use slaproof_tests::chain::abi::{self, Kind, Token};
-use slaproof_tests::chain::{self, Anvil, Rpc, hex, hex_u64, unhex};
+use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex, hex_u64, keccak, topic_word, unhex};
 use slaproof_tests::merkle::StandardTree;
 
 /// slaproof's schema for one epoch's batch: the Merkle root of its
@@ -37,10 +36,6 @@ const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,strin
 
 const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
 
-fn keccak(data: &[u8]) -> [u8; 32] {
-    Keccak256::digest(data).into()
-}
-
 fn hex32(word: &[u8; 32]) -> String {
     format!("0x{}", hex(word))
 }
@@ -51,26 +46,6 @@ fn statement_ids(count: usize) -> Vec<[u8; 32]> {
     (0..count)
         .map(|i| keccak(&abi::encode(&[abi::uint(i as u128)])))
         .collect()
-}
-
-/// The log of `address` with event `signature` in a receipt.
-fn find_log<'r>(receipt: &'r Value, address: &str, signature: &str) -> &'r Value {
-    let topic = hex32(&keccak(signature.as_bytes()));
-    receipt["logs"]
-        .as_array()
-        .expect("a receipt has logs")
-        .iter()
-        .find(|log| {
-            log["address"].as_str().map(str::to_lowercase) == Some(address.to_lowercase())
-                && log["topics"][0] == topic
-        })
-        .unwrap_or_else(|| panic!("no {signature} log from {address} in {receipt}"))
-}
-
-fn topic_word(log: &Value, i: usize) -> [u8; 32] {
-    unhex(log["topics"][i].as_str().expect("a topic"))
-        .try_into()
-        .expect("a topic is 32 bytes")
 }
 
 /// Runs `contracts/merkle-check.mjs` on `input` and returns its answer.

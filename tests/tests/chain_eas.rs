@@ -6,10 +6,9 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
-use sha3::{Digest, Keccak256};
+use serde_json::json;
 use slaproof_tests::chain::abi::{self, Kind, Token};
-use slaproof_tests::chain::{self, Anvil, Rpc, hex, hex_u64, unhex};
+use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex_u64, keccak, topic_word, unhex};
 
 /// slaproof's schema for one period's proven result. Hashes, not names:
 /// an attestation is public, the tenant's and the SLA's identifiers are not.
@@ -33,10 +32,6 @@ const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
 const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
 
 const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
-
-fn keccak(data: &[u8]) -> [u8; 32] {
-    Keccak256::digest(data).into()
-}
 
 /// One period's proven result, as the schema's first nine fields carry it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,26 +106,6 @@ fn sample_statement() -> Statement {
         commitment: keccak(b"commitment"),
         vk_hash: keccak(b"verifying key"),
     }
-}
-
-/// The log of `address` with event `signature` in a receipt.
-fn find_log<'r>(receipt: &'r Value, address: &str, signature: &str) -> &'r Value {
-    let topic = format!("0x{}", hex(&keccak(signature.as_bytes())));
-    receipt["logs"]
-        .as_array()
-        .expect("a receipt has logs")
-        .iter()
-        .find(|log| {
-            log["address"].as_str().map(str::to_lowercase) == Some(address.to_lowercase())
-                && log["topics"][0] == topic
-        })
-        .unwrap_or_else(|| panic!("no {signature} log from {address} in {receipt}"))
-}
-
-fn topic_word(log: &Value, i: usize) -> [u8; 32] {
-    unhex(log["topics"][i].as_str().expect("a topic"))
-        .try_into()
-        .expect("a topic is 32 bytes")
 }
 
 fn address_bytes(address: &str) -> Vec<u8> {

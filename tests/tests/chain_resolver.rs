@@ -7,11 +7,10 @@
 use std::path::Path;
 
 use serde_json::Value;
-use sha3::{Digest, Keccak256};
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
 use slaproof_tests::chain::abi::{self, Kind, Token};
-use slaproof_tests::chain::{self, Anvil, Rpc, hex, hex_u64, unhex};
+use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex_u64, keccak, topic_word, unhex};
 
 /// The verified period schema: the hash-only schema's eleven fields
 /// (`chain_eas.rs`), then the proof as the generated verifier takes it and
@@ -42,10 +41,6 @@ const INVALID_ATTESTATION: &str = "InvalidAttestation()";
 const HASH_ONLY_ATTEST_GAS: u64 = 422_944;
 
 const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
-
-fn keccak(data: &[u8]) -> [u8; 32] {
-    Keccak256::digest(data).into()
-}
 
 /// A decimal integer below 2²⁵⁶ as one big-endian word.
 fn decimal_word(decimal: &str) -> [u8; 32] {
@@ -116,26 +111,6 @@ impl Verified {
         tokens.extend(self.inputs.iter().map(|w| abi::bytes32(*w)));
         abi::encode(&tokens)
     }
-}
-
-/// The log of `address` with event `signature` in a receipt.
-fn find_log<'r>(receipt: &'r Value, address: &str, signature: &str) -> &'r Value {
-    let topic = format!("0x{}", hex(&keccak(signature.as_bytes())));
-    receipt["logs"]
-        .as_array()
-        .expect("a receipt has logs")
-        .iter()
-        .find(|log| {
-            log["address"].as_str().map(str::to_lowercase) == Some(address.to_lowercase())
-                && log["topics"][0] == topic
-        })
-        .unwrap_or_else(|| panic!("no {signature} log from {address} in {receipt}"))
-}
-
-fn topic_word(log: &Value, i: usize) -> [u8; 32] {
-    unhex(log["topics"][i].as_str().expect("a topic"))
-        .try_into()
-        .expect("a topic is 32 bytes")
 }
 
 /// `attest` calldata for `schema` with `data`: no recipient, no expiry, not revocable, no value.
