@@ -62,10 +62,19 @@ GRANT EXECUTE ON FUNCTION slaproof_message_customers(uuid, jsonb) TO slaproof_se
 CREATE INDEX webhook_deliveries_unfinished ON webhook_deliveries (tenant_id, endpoint_id)
     WHERE delivered_at IS NULL AND failed_at IS NULL;
 
+-- The deliveries in flight: leased and unfinished (a lease is cleared when
+-- its attempt is recorded).
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (tenant_id, endpoint_id, locked_until)
+    WHERE delivered_at IS NULL AND failed_at IS NULL AND locked_until IS NOT NULL;
+
 -- The claim, now with the limits: per endpoint, deliveries in the order
 -- their messages were written, at most `p_per_endpoint` in flight (one for
 -- an ordered endpoint), and no more attempts started in a second than its
--- rate limit.
+-- rate limit. Its cost follows what it hands out, not the backlog: the due
+-- deliveries are walked in `next_attempt_at` order on the partial index
+-- and stop at the window (the endpoint's conditions checked per row, the
+-- message's order read only for the rows found), and the leases in flight
+-- are counted from an index of leased rows only.
 DROP FUNCTION slaproof_claim_webhook_deliveries(text, integer, interval);
 CREATE FUNCTION slaproof_claim_webhook_deliveries(p_worker text, p_limit integer, p_lease interval,
                                                   p_per_endpoint integer)
@@ -80,26 +89,30 @@ CREATE FUNCTION slaproof_claim_webhook_deliveries(p_worker text, p_limit integer
         PERFORM pg_advisory_xact_lock(hashtextextended('slaproof.webhook_claim', 0));
         RETURN QUERY
         WITH candidates AS (
-            SELECT d.tenant_id, d.id, d.endpoint_id, d.next_attempt_at, o.seq
+            SELECT d.tenant_id, d.id, d.endpoint_id, d.message_id, d.next_attempt_at
             FROM public.webhook_deliveries d
-            JOIN public.webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
-            JOIN public.outbox o ON o.tenant_id = d.tenant_id AND o.id = d.message_id
-            WHERE d.delivered_at IS NULL AND d.failed_at IS NULL AND e.enabled
+            WHERE d.delivered_at IS NULL AND d.failed_at IS NULL
               AND d.next_attempt_at <= pg_catalog.now()
               AND (d.locked_until IS NULL OR d.locked_until < pg_catalog.now())
-              AND (NOT e.ordered OR NOT EXISTS (
-                  SELECT 1 FROM public.webhook_deliveries p
-                  JOIN public.outbox po ON po.tenant_id = p.tenant_id AND po.id = p.message_id
-                  WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id
-                    AND p.delivered_at IS NULL AND p.failed_at IS NULL
-                    AND (po.seq, p.id) < (o.seq, d.id)))
+              AND EXISTS (
+                  SELECT 1 FROM public.webhook_endpoints e
+                  WHERE e.tenant_id = d.tenant_id AND e.id = d.endpoint_id AND e.enabled
+                    AND (NOT e.ordered OR NOT EXISTS (
+                        SELECT 1 FROM public.webhook_deliveries p
+                        JOIN public.outbox po ON po.tenant_id = p.tenant_id AND po.id = p.message_id
+                        JOIN public.outbox o ON o.tenant_id = d.tenant_id AND o.id = d.message_id
+                        WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id
+                          AND p.delivered_at IS NULL AND p.failed_at IS NULL
+                          AND (po.seq, p.id) < (o.seq, d.id))))
             ORDER BY d.next_attempt_at
             LIMIT p_limit * 4
             FOR UPDATE OF d SKIP LOCKED
         ), ranked AS (
-            SELECT c.*, pg_catalog.row_number() OVER (PARTITION BY c.tenant_id, c.endpoint_id
-                                                      ORDER BY c.seq, c.id) AS rank
+            SELECT c.tenant_id, c.id, c.endpoint_id, c.next_attempt_at,
+                   pg_catalog.row_number() OVER (PARTITION BY c.tenant_id, c.endpoint_id
+                                                 ORDER BY o.seq, c.id) AS rank
             FROM candidates c
+            JOIN public.outbox o ON o.tenant_id = c.tenant_id AND o.id = c.message_id
         ), room AS (
             SELECT e.tenant_id, e.id,
                    LEAST(
@@ -107,6 +120,7 @@ CREATE FUNCTION slaproof_claim_webhook_deliveries(p_worker text, p_limit integer
                            - (SELECT pg_catalog.count(*) FROM public.webhook_deliveries f
                               WHERE f.tenant_id = e.tenant_id AND f.endpoint_id = e.id
                                 AND f.delivered_at IS NULL AND f.failed_at IS NULL
+                                AND f.locked_until IS NOT NULL
                                 AND f.locked_until >= pg_catalog.now()),
                        CASE WHEN e.rate_limit_per_sec IS NULL THEN p_limit
                             WHEN e.rate_window_start > pg_catalog.now() - interval '1 second'
