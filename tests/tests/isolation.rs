@@ -121,10 +121,17 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         .await
         .unwrap();
     let seed = serde_json::json!({"seed": true});
-    let fanned =
-        slaproof_store::webhooks::fan_out(&mut tx, message, "sla.breached", &seed, Utc::now())
-            .await
-            .unwrap();
+    let fanned = slaproof_store::webhooks::fan_out(
+        &mut tx,
+        &[slaproof_store::webhooks::Relayed {
+            message,
+            event_type: "sla.breached".into(),
+            payload: seed,
+            created_at: Utc::now(),
+        }],
+    )
+    .await
+    .unwrap();
     assert_eq!(fanned, 1, "the seeded fact reaches the seeded endpoint");
     sqlx::query(
         "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, status) \

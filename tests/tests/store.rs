@@ -316,8 +316,9 @@ async fn outbox_messages_are_relayed_in_order_and_once() {
     );
 
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    outbox::mark_dispatched(&mut tx, first).await.unwrap();
-    outbox::mark_dispatched(&mut tx, second).await.unwrap();
+    outbox::mark_dispatched(&mut tx, &[first, second])
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
 
     let mut tx = db.tenant_tx(tenant).await.unwrap();

@@ -851,24 +851,26 @@ async fn a_worker_that_dies_mid_delivery_leaves_it_to_another() {
     assert_eq!((attempts, delivered), (2, true));
     // The dead worker's late record does not overwrite the live one's.
     let mut tx = world.db.tenant_tx(world.tenant).await.unwrap();
-    let late = slaproof_store::webhooks::record_attempt(
+    let late = slaproof_store::webhooks::record_attempts(
         &mut tx,
-        claimed[0].id,
         "dead",
-        1,
-        &slaproof_store::webhooks::Attempt {
-            started_at: Utc::now(),
-            duration_ms: 1,
-            status: Some(500),
-            response_excerpt: None,
-            error: None,
-        },
-        slaproof_store::webhooks::Next::Failed,
+        &[slaproof_store::webhooks::AttemptRecord {
+            delivery: claimed[0].id,
+            attempt: 1,
+            outcome: slaproof_store::webhooks::Attempt {
+                started_at: Utc::now(),
+                duration_ms: 1,
+                status: Some(500),
+                response_excerpt: None,
+                error: None,
+            },
+            next: slaproof_store::webhooks::Next::Failed,
+        }],
     )
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    assert!(!late);
+    assert!(late.is_empty());
     assert!(world.deliveries().await[&message].2);
 }
 

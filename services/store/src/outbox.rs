@@ -102,14 +102,15 @@ pub async fn claim(
         .collect())
 }
 
-/// Marks a message relayed, in the tenant transaction that handed it on.
-pub async fn mark_dispatched(tx: &mut TenantTx, id: OutboxMessageId) -> Result<(), StoreError> {
+/// Marks messages relayed, in the tenant transaction that handed them on.
+pub async fn mark_dispatched(tx: &mut TenantTx, ids: &[OutboxMessageId]) -> Result<(), StoreError> {
+    let ids: Vec<uuid::Uuid> = ids.iter().map(|id| id.uuid()).collect();
     sqlx::query(
         "UPDATE outbox SET dispatched_at = now(), locked_by = NULL, locked_until = NULL \
-         WHERE tenant_id = $1 AND id = $2",
+         WHERE tenant_id = $1 AND id = ANY ($2)",
     )
     .bind(tx.tenant().uuid())
-    .bind(id.uuid())
+    .bind(&ids)
     .execute(&mut **tx)
     .await?;
     Ok(())

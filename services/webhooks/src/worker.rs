@@ -28,7 +28,7 @@ pub enum WebhookError {
 }
 
 /// Claims outbox messages and writes their deliveries, each tenant's in
-/// one transaction (one statement) with marking them dispatched. Answers
+/// one transaction with marking them dispatched. Answers
 /// how many messages were handed on.
 #[tracing::instrument(skip(db))]
 pub async fn relay_outbox(
@@ -53,7 +53,9 @@ pub async fn relay_outbox(
     }
     for (tenant, messages) in by_tenant {
         let mut tx = db.tenant_tx(tenant).await?;
-        webhooks::fan_out_and_dispatch(&mut tx, &messages).await?;
+        webhooks::fan_out(&mut tx, &messages).await?;
+        let ids: Vec<_> = messages.iter().map(|m| m.message).collect();
+        outbox::mark_dispatched(&mut tx, &ids).await?;
         tx.commit().await?;
     }
     Ok(count)

@@ -28,38 +28,7 @@ fn customer_matches(customer: &str, payload: &str) -> String {
     )
 }
 
-/// Writes a delivery of message `message` to every enabled endpoint of the
-/// tenant whose filter matches `event_type` (and whose customer, if it has
-/// one, the message concerns) and that existed when the
-/// message was written; a delivery already there is kept (a relay that
-/// died after this and before its commit is simply repeated). Answers how
-/// many were written.
-pub async fn fan_out(
-    tx: &mut TenantTx,
-    message: OutboxMessageId,
-    event_type: &str,
-    payload: &serde_json::Value,
-    message_created_at: DateTime<Utc>,
-) -> Result<u64, StoreError> {
-    let done = sqlx::query(&format!(
-        "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
-         SELECT e.tenant_id, gen_random_uuid(), e.id, $2 FROM webhook_endpoints e \
-         WHERE e.tenant_id = $1 AND e.enabled AND e.created_at <= $4 AND {} AND {} \
-         ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING",
-        filter_matches("e.event_types", "$3"),
-        customer_matches("e.customer_id", "$5::jsonb"),
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(message.uuid())
-    .bind(event_type)
-    .bind(message_created_at)
-    .bind(payload)
-    .execute(&mut **tx)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// One outbox message for [`fan_out_and_dispatch`].
+/// One outbox message for [`fan_out`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Relayed {
     pub message: OutboxMessageId,
@@ -68,14 +37,14 @@ pub struct Relayed {
     pub created_at: DateTime<Utc>,
 }
 
-/// [`fan_out`] for many of the tenant's messages in one statement, which
-/// also marks them dispatched (what `outbox::mark_dispatched` does for
-/// one): the relay's hand-on of a claimed batch in one round trip.
-/// Answers how many deliveries were written.
-pub async fn fan_out_and_dispatch(
-    tx: &mut TenantTx,
-    messages: &[Relayed],
-) -> Result<u64, StoreError> {
+/// Writes, in one statement, a delivery of each of the tenant's `messages`
+/// to every enabled endpoint whose filter matches its type (and whose
+/// customer, if it has one, the message concerns) and that existed when the
+/// message was written; a delivery already there is kept (a relay that
+/// died after this and before its commit is simply repeated). Answers how
+/// many were written. Marking the messages dispatched is the outbox's
+/// (`outbox::mark_dispatched`), in the same transaction.
+pub async fn fan_out(tx: &mut TenantTx, messages: &[Relayed]) -> Result<u64, StoreError> {
     if messages.is_empty() {
         return Ok(0);
     }
@@ -83,22 +52,14 @@ pub async fn fan_out_and_dispatch(
     let types: Vec<&str> = messages.iter().map(|m| m.event_type.as_str()).collect();
     let payloads: Vec<&serde_json::Value> = messages.iter().map(|m| &m.payload).collect();
     let created: Vec<DateTime<Utc>> = messages.iter().map(|m| m.created_at).collect();
-    let written: i64 = sqlx::query_scalar(&format!(
-        "WITH m AS ( \
-             SELECT * FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::timestamptz[]) \
-                 AS t (id, event_type, payload, created_at) \
-         ), fanned AS ( \
-             INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
-             SELECT e.tenant_id, gen_random_uuid(), e.id, m.id FROM m \
-             JOIN webhook_endpoints e ON e.tenant_id = $1 AND e.enabled AND e.created_at <= m.created_at \
-             WHERE {} AND {} \
-             ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING \
-             RETURNING 1 \
-         ), dispatched AS ( \
-             UPDATE outbox SET dispatched_at = now(), locked_by = NULL, locked_until = NULL \
-             WHERE tenant_id = $1 AND id IN (SELECT id FROM m) \
-         ) \
-         SELECT count(*) FROM fanned",
+    let done = sqlx::query(&format!(
+        "INSERT INTO webhook_deliveries (tenant_id, id, endpoint_id, message_id) \
+         SELECT e.tenant_id, gen_random_uuid(), e.id, m.id \
+         FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::timestamptz[]) \
+             AS m (id, event_type, payload, created_at) \
+         JOIN webhook_endpoints e ON e.tenant_id = $1 AND e.enabled AND e.created_at <= m.created_at \
+         WHERE {} AND {} \
+         ON CONFLICT (tenant_id, endpoint_id, message_id) WHERE origin = 'fan_out' DO NOTHING",
         filter_matches("e.event_types", "m.event_type"),
         customer_matches("e.customer_id", "m.payload"),
     ))
@@ -107,9 +68,9 @@ pub async fn fan_out_and_dispatch(
     .bind(&types)
     .bind(&payloads)
     .bind(&created)
-    .fetch_one(&mut **tx)
+    .execute(&mut **tx)
     .await?;
-    Ok(u64::try_from(written).unwrap_or(0))
+    Ok(done.rows_affected())
 }
 
 /// The type of one of the tenant's outbox messages, if there is one.
@@ -380,59 +341,6 @@ pub enum Next {
     Failed,
 }
 
-/// Records attempt `attempt` of `delivery` and what follows it, unless the
-/// worker's lease was lost to another (answers `false` then: the other
-/// worker's record stands).
-#[tracing::instrument(skip(tx, outcome))]
-pub async fn record_attempt(
-    tx: &mut TenantTx,
-    delivery: uuid::Uuid,
-    worker: &str,
-    attempt: i32,
-    outcome: &Attempt,
-    next: Next,
-) -> Result<bool, StoreError> {
-    let (delivered, failed, retry_at) = match next {
-        Next::Delivered => (true, false, None),
-        Next::Failed => (false, true, None),
-        Next::RetryAt(at) => (false, false, Some(at)),
-    };
-    let updated = sqlx::query(
-        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL, \
-             delivered_at = CASE WHEN $5 THEN now() END, failed_at = CASE WHEN $6 THEN now() END, \
-             next_attempt_at = coalesce($7, next_attempt_at) \
-         WHERE tenant_id = $1 AND id = $2 AND locked_by = $3 AND attempts = $4",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(delivery)
-    .bind(worker)
-    .bind(attempt)
-    .bind(delivered)
-    .bind(failed)
-    .bind(retry_at)
-    .execute(&mut **tx)
-    .await?;
-    if updated.rows_affected() == 0 {
-        return Ok(false);
-    }
-    sqlx::query(
-        "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, duration_ms, status, \
-             response_excerpt, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(delivery)
-    .bind(attempt)
-    .bind(outcome.started_at)
-    .bind(outcome.duration_ms)
-    .bind(outcome.status)
-    .bind(&outcome.response_excerpt)
-    .bind(&outcome.error)
-    .execute(&mut **tx)
-    .await?;
-    Ok(true)
-}
-
 /// One attempt to record with [`record_attempts`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptRecord {
@@ -443,9 +351,10 @@ pub struct AttemptRecord {
     pub next: Next,
 }
 
-/// [`record_attempt`] for many deliveries of the transaction's tenant in
-/// one statement: each is recorded unless the worker's lease on it was
-/// lost to another. Answers the deliveries recorded.
+/// Records each attempt and what follows it (delivered, a retry time, or
+/// given up), for many deliveries of the transaction's tenant in one
+/// statement: each is recorded unless the worker's lease on it was lost to
+/// another (that worker's record stands). Answers the deliveries recorded.
 #[tracing::instrument(skip(tx, records), fields(records = records.len()))]
 pub async fn record_attempts(
     tx: &mut TenantTx,
@@ -482,9 +391,8 @@ pub async fn record_attempts(
         excerpt.push(r.outcome.response_excerpt.clone());
         error.push(r.outcome.error.clone());
     }
-    // The lease check and the attempt row as in `record_attempt`, for
-    // every record at once: only the deliveries the update matched get
-    // their attempt written.
+    // The lease check, then the attempt row: only the deliveries the
+    // update matched get their attempt written.
     let recorded: Vec<uuid::Uuid> = sqlx::query_scalar(
         "WITH input AS ( \
              SELECT * FROM unnest($3::uuid[], $4::int[], $5::bool[], $6::bool[], $7::timestamptz[], \
