@@ -99,19 +99,8 @@ pub struct WebhookEndpoint {
 }
 
 /// The endpoint as answered, its customer named by reference.
-async fn view_of(
-    tx: &mut slaproof_store::TenantTx,
-    stored: webhooks::StoredEndpoint,
-) -> Result<WebhookEndpoint, AppError> {
-    let customer_ref = match stored.flow.customer {
-        Some(id) => Some(slaproof_store::customers::find(tx, id).await?.external_ref),
-        None => None,
-    };
-    Ok(WebhookEndpoint::of(stored, customer_ref))
-}
-
-impl WebhookEndpoint {
-    fn of(stored: webhooks::StoredEndpoint, customer_ref: Option<String>) -> Self {
+impl From<webhooks::StoredEndpoint> for WebhookEndpoint {
+    fn from(stored: webhooks::StoredEndpoint) -> Self {
         Self {
             id: stored.id,
             url: stored.url,
@@ -121,7 +110,7 @@ impl WebhookEndpoint {
             disabled_reason: stored.disabled_reason,
             previous_secret_expires_at: stored.previous_secret_expires_at,
             header_names: stored.headers.into_keys().collect(),
-            customer_ref,
+            customer_ref: stored.customer_ref,
             rate_limit_per_sec: stored.flow.rate_limit_per_sec,
             ordered: stored.flow.ordered,
             created_at: stored.created_at,
@@ -290,12 +279,11 @@ impl App {
                         ordered: new.ordered.unwrap_or(false),
                     },
                 };
-                let stored = webhooks::create(tx, &new).await?;
-                view_of(tx, stored).await
+                Ok(webhooks::create(tx, &new).await?)
             })
             .await?;
         Ok(WebhookEndpointWithSecret {
-            endpoint: stored,
+            endpoint: stored.into(),
             secret: secret.reveal(),
         })
     }
@@ -306,14 +294,10 @@ impl App {
         caller: &Caller,
     ) -> Result<Vec<WebhookEndpoint>, AppError> {
         caller.require_provider(Scope::WebhookRead)?;
-        self.in_tx(caller, async |tx| {
-            let mut views = Vec::new();
-            for stored in webhooks::list(tx).await? {
-                views.push(view_of(tx, stored).await?);
-            }
-            Ok(views)
-        })
-        .await
+        let rows = self
+            .in_tx(caller, async |tx| Ok(webhooks::list(tx).await?))
+            .await?;
+        Ok(rows.into_iter().map(Into::into).collect())
     }
 
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -324,11 +308,10 @@ impl App {
     ) -> Result<WebhookEndpoint, AppError> {
         caller.require_provider(Scope::WebhookRead)?;
         let id = parse_id(id)?;
-        self.in_tx(caller, async |tx| {
-            let stored = webhooks::find(tx, id).await?;
-            view_of(tx, stored).await
-        })
-        .await
+        let stored = self
+            .in_tx(caller, async |tx| Ok(webhooks::find(tx, id).await?))
+            .await?;
+        Ok(stored.into())
     }
 
     /// Enables or disables an endpoint. Enabling one the platform disabled
@@ -344,11 +327,12 @@ impl App {
         caller.require_provider(Scope::WebhookWrite)?;
         let id = parse_id(id)?;
         let reason = format!("disabled by {}", caller.principal.subject);
-        self.in_tx(caller, async |tx| {
-            let stored = webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?;
-            view_of(tx, stored).await
-        })
-        .await
+        let stored = self
+            .in_tx(caller, async |tx| {
+                Ok(webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?)
+            })
+            .await?;
+        Ok(stored.into())
     }
 
     /// Deletes an endpoint, its pending deliveries and its attempt log.
@@ -378,12 +362,11 @@ impl App {
         let stored = self
             .in_tx(caller, async |tx| {
                 let until = Utc::now() + ROTATION_OVERLAP;
-                let stored = webhooks::set_secret(tx, id, &sealed, until).await?;
-                view_of(tx, stored).await
+                Ok(webhooks::set_secret(tx, id, &sealed, until).await?)
             })
             .await?;
         Ok(WebhookEndpointWithSecret {
-            endpoint: stored,
+            endpoint: stored.into(),
             secret: secret.reveal(),
         })
     }

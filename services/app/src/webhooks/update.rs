@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use slaproof_domain::ids::CustomerId;
 use slaproof_store::{TenantTx, customers, webhooks};
 
-use super::{WebhookEndpoint, event_types_of, headers_of, parse_id, view_of};
+use super::{WebhookEndpoint, event_types_of, headers_of, parse_id};
 use crate::authz::Scope;
 use crate::{App, AppError, Caller};
 
@@ -131,7 +131,7 @@ impl App {
             {
                 stored = webhooks::set_enabled(tx, id, enabled, Some(&reason)).await?;
             }
-            view_of(tx, stored).await
+            Ok(stored.into())
         })
         .await
     }

@@ -29,6 +29,8 @@ pub struct StoredEndpoint {
     /// credentials, so `Debug` leaves them out.
     pub headers: BTreeMap<String, String>,
     pub flow: Flow,
+    /// The external reference of `flow.customer`, read with the row.
+    pub customer_ref: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -71,11 +73,15 @@ type Row = (
     Option<uuid::Uuid>,
     Option<i32>,
     bool,
+    Option<String>,
 );
 
 const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
                        previous_secret_expires_at, created_at, updated_at, headers, customer_id, \
-                       rate_limit_per_sec, ordered";
+                       rate_limit_per_sec, ordered, \
+                       (SELECT c.external_ref FROM customers c \
+                        WHERE c.tenant_id = webhook_endpoints.tenant_id \
+                          AND c.id = webhook_endpoints.customer_id)";
 
 fn endpoint(row: Row) -> StoredEndpoint {
     let (
@@ -93,6 +99,7 @@ fn endpoint(row: Row) -> StoredEndpoint {
         customer,
         rate_limit_per_sec,
         ordered,
+        customer_ref,
     ) = row;
     StoredEndpoint {
         id: WebhookEndpointId::from_uuid(id),
@@ -109,6 +116,7 @@ fn endpoint(row: Row) -> StoredEndpoint {
             rate_limit_per_sec,
             ordered,
         },
+        customer_ref,
         created_at,
         updated_at,
     }
