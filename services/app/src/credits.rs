@@ -5,7 +5,7 @@ use serde::Serialize;
 use slaproof_domain::credit::Currency;
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_store::credits::{self, CreditEntry, EntryFilter, Fee};
-use slaproof_store::{TenantTx, customers, jobs, slas};
+use slaproof_store::{TenantTx, customers, slas};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest};
@@ -102,18 +102,16 @@ pub struct CreditStatement {
     pub entries: Vec<Credit>,
 }
 
-fn fee_view(fee: Fee) -> CustomerFee {
-    let amount = Currency::new(&fee.currency, u8::try_from(fee.minor_units).ok())
-        .map(|c| c.amount_text(fee.amount_minor))
-        .unwrap_or_else(|_| fee.amount_minor.to_string());
-    CustomerFee {
+fn fee_view(fee: Fee) -> Result<CustomerFee, AppError> {
+    let amount = fee.currency()?.amount_text(fee.amount_minor);
+    Ok(CustomerFee {
         effective_from: fee.effective_from,
         currency: fee.currency,
         amount,
         amount_minor: fee.amount_minor,
         created_at: fee.created_at,
         created_by: fee.created_by,
-    }
+    })
 }
 
 async fn customer_by_ref(tx: &mut TenantTx, reference: &str) -> Result<CustomerId, AppError> {
@@ -137,18 +135,12 @@ impl Names {
     async fn view(&mut self, tx: &mut TenantTx, entry: CreditEntry) -> Result<Credit, AppError> {
         use std::collections::hash_map::Entry;
         if let Entry::Vacant(slot) = self.slas.entry(entry.sla) {
-            let name = slas::find_version(tx, entry.sla, entry.version)
-                .await?
-                .definition
-                .name
-                .to_string();
-            slot.insert(name);
+            slot.insert(slas::name_of(tx, entry.sla).await?);
         }
         if let Entry::Vacant(slot) = self.customers.entry(entry.customer) {
             slot.insert(customers::find(tx, entry.customer).await?.external_ref);
         }
-        let currency = Currency::new(&entry.currency, u8::try_from(entry.minor_units).ok())
-            .map_err(|e| AppError::Internal(Box::new(e)))?;
+        let currency = entry.currency()?;
         Ok(Credit {
             id: entry.id,
             kind: entry.kind.as_str().to_owned(),
@@ -275,11 +267,10 @@ impl App {
         period_start: DateTime<Utc>,
     ) -> Result<CreditStatement, AppError> {
         caller.require(Scope::SlaReadCredits)?;
-        // The SLA as the caller may see it (a customer's own only): any
-        // other is "not found".
-        self.get_sla(caller, sla, None).await?;
         self.in_tx(caller, async |tx| {
-            let stored = slas::find(tx, sla, None).await?;
+            // The SLA as the caller may see it (a customer's own, an embed
+            // token's one): any other is "not found".
+            let (stored, _) = self.visible_sla(tx, caller, sla, None).await?;
             let not_found = || AppError::NotFound {
                 what: "credit statement",
                 key: format!("{sla} {}", period_start.to_rfc3339()),
@@ -333,20 +324,7 @@ impl App {
                     ),
                 ));
             }
-            jobs::enqueue(
-                tx,
-                &jobs::NewJob {
-                    kind: jobs::CREDIT.to_owned(),
-                    payload: serde_json::json!({
-                        "sla": stored.id.to_string(),
-                        "periodStart": period_start,
-                    }),
-                    dedup_key: Some(format!("{}:{}", stored.id, period_start.to_rfc3339())),
-                    run_at: Utc::now(),
-                },
-            )
-            .await?;
-            Ok(())
+            Ok(credits::request(tx, stored.id, period_start).await?)
         })
         .await
     }
@@ -392,7 +370,7 @@ impl App {
                 )),
                 other => other.into(),
             })?;
-            Ok(fee_view(stored))
+            fee_view(stored)
         })
         .await
     }
@@ -407,17 +385,18 @@ impl App {
         caller.require_provider(Scope::CustomerRead)?;
         self.in_tx(caller, async |tx| {
             let customer = customer_by_ref(tx, customer_ref).await?;
-            Ok(credits::fees(tx, customer)
+            credits::fees(tx, customer)
                 .await?
                 .into_iter()
                 .map(fee_view)
-                .collect())
+                .collect()
         })
         .await
     }
 
-    /// The store filter for a query, confined to the caller's customer;
-    /// `None` when it can match nothing (another customer's reference).
+    /// The store filter for a query, confined to what the caller may see
+    /// (its customer's credits; an embed token's one SLA); `None` when it
+    /// can match nothing (another customer's reference or SLA).
     async fn filter_of(
         &self,
         tx: &mut TenantTx,
@@ -441,11 +420,13 @@ impl App {
             }
             filter.customer = Some(own);
         }
-        if let Some(name) = &query.sla {
-            match slas::find(tx, name, None).await {
-                Ok(s) => filter.sla = Some(s.id),
-                Err(slaproof_store::StoreError::NotFound { .. }) => return Ok(None),
-                Err(e) => return Err(e.into()),
+        // The SLA asked for, or the one an embed token is for, as the
+        // caller may see it.
+        if let Some(name) = query.sla.as_deref().or(caller.only_sla()) {
+            match self.visible_sla(tx, caller, name, None).await {
+                Ok((s, _)) => filter.sla = Some(s.id),
+                Err(AppError::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(e),
             }
         }
         Ok(Some(filter))

@@ -269,21 +269,18 @@ impl App {
                 )
                 .await?
                 .into_iter()
-                .map(|e| PeriodCredit {
-                    total: slaproof_domain::credit::Currency::new(
-                        &e.currency,
-                        u8::try_from(e.minor_units).ok(),
-                    )
-                    .map(|c| c.amount_text(e.total_minor))
-                    .unwrap_or_else(|_| e.total_minor.to_string()),
-                    period_start: e.period_start,
-                    period_end: e.period_end,
-                    currency: e.currency,
-                    total_minor: e.total_minor,
-                    credit: e.id.to_string(),
-                    corrections: e.revision - 1,
+                .map(|e| {
+                    Ok(PeriodCredit {
+                        total: e.currency()?.amount_text(e.total_minor),
+                        period_start: e.period_start,
+                        period_end: e.period_end,
+                        currency: e.currency,
+                        total_minor: e.total_minor,
+                        credit: e.id.to_string(),
+                        corrections: e.revision - 1,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, slaproof_store::StoreError>>()?,
             ),
             Some(_) => {
                 redacted.push(Redaction {

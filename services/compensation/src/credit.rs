@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use slaproof_domain::credit::ledger::{Standing, Step, next_step};
 use slaproof_domain::credit::{
-    CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, Currency, Incident,
-    Money, ObjectiveOutcome, compute,
+    CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, Incident, Money,
+    ObjectiveOutcome, compute,
 };
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_domain::objective::ObjectiveName;
@@ -64,19 +64,10 @@ pub async fn credit_period(
         return Ok(Credited::NotCovered);
     };
     let composite = credits::frozen_composite(tx, sla, period_start).await?;
-    let fee = credits::fee_at(tx, customer, period_start).await?;
-    let fee =
-        match fee {
-            Some(f) => {
-                let currency = Currency::new(&f.currency, u8::try_from(f.minor_units).ok())
-                    .map_err(|e| StoreError::Corrupt {
-                        what: "customer fee",
-                        reason: e.to_string(),
-                    })?;
-                Some(Money::new(f.amount_minor, currency))
-            }
-            None => None,
-        };
+    let fee = match credits::fee_at(tx, customer, period_start).await? {
+        Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
+        None => None,
+    };
     let objectives: Vec<ObjectiveOutcome> = results
         .iter()
         .filter_map(|r| {
@@ -126,11 +117,9 @@ pub async fn credit_period(
     let inputs = CreditInputs {
         fee,
         objectives,
-        composite: composite.as_ref().map(|c| CompositeOutcome {
-            // 1 − the share of the weighted budget spent, in ppm.
-            achieved_ppm: Some(1_000_000 - c.consumed_pico.div_euclid(1_000_000)),
-            met: c.met.unwrap_or(true),
-        }),
+        composite: composite
+            .as_ref()
+            .map(|c| CompositeOutcome::of_consumed(c.consumed_pico, c.met.unwrap_or(true))),
         incidents,
     };
     let name = stored.definition.name.to_string();

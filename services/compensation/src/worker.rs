@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use slaproof_domain::ids::SlaId;
+use slaproof_store::credits::CreditRequest;
 use slaproof_store::jobs::{self, ClaimedJob};
 use slaproof_store::{Database, StoreError, TenantTx};
 use tokio_util::sync::CancellationToken;
@@ -31,14 +30,6 @@ impl Default for Settings {
             lease_secs: 120,
         }
     }
-}
-
-/// A credit job's payload, as the evaluator writes it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CreditJob {
-    sla: SlaId,
-    period_start: DateTime<Utc>,
 }
 
 /// Runs one claimed job: the period's credit and the job's completion in
@@ -141,7 +132,7 @@ async fn credit_and_complete(
     tx: &mut TenantTx,
     job: &ClaimedJob,
 ) -> Result<Credited, CompensationError> {
-    let payload: CreditJob = serde_json::from_value(job.payload.clone())
+    let payload: CreditRequest = serde_json::from_value(job.payload.clone())
         .map_err(|e| CompensationError::Payload(e.to_string()))?;
     let credited = credit_period(tx, payload.sla, payload.period_start).await?;
     if !jobs::complete(tx, job).await? {

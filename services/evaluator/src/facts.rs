@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::window::{Period, TimeWindow};
-use slaproof_store::{TenantTx, jobs, outbox};
+use slaproof_store::{TenantTx, credits, outbox};
 
 use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
@@ -275,20 +275,7 @@ async fn close_period(
         // The period's credit, computed by compensation from the results
         // now in force; asked in this transaction, so a frozen result never
         // goes without its credit.
-        jobs::enqueue(
-            tx,
-            &jobs::NewJob {
-                kind: jobs::CREDIT.to_owned(),
-                payload: serde_json::json!({
-                    "sla": sla.id.to_string(),
-                    "periodStart": period.start,
-                    "periodEnd": period.end,
-                }),
-                dedup_key: Some(format!("{}:{}", sla.id, period.start.to_rfc3339())),
-                run_at: Utc::now(),
-            },
-        )
-        .await?;
+        credits::request(tx, sla.id, period.start).await?;
     }
     Ok(())
 }

@@ -4,9 +4,42 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
+use slaproof_domain::credit::Currency;
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 
+use crate::jobs::{self, NewJob};
 use crate::{Keyset, StoreError, TenantTx};
+
+/// A credit job's payload: the SLA's period whose credit compensation
+/// computes from the results in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreditRequest {
+    pub sla: SlaId,
+    pub period_start: DateTime<Utc>,
+}
+
+/// Asks compensation for the period's credit, in `tx`: one job per SLA and
+/// period (asking again while one is pending makes it due now, or runs it
+/// once more after the worker holding it).
+pub async fn request(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let request = CreditRequest { sla, period_start };
+    jobs::enqueue(
+        tx,
+        &NewJob {
+            kind: jobs::CREDIT.to_owned(),
+            payload: serde_json::to_value(request).unwrap_or_default(),
+            dedup_key: Some(format!("{sla}:{}", period_start.to_rfc3339())),
+            run_at: Utc::now(),
+        },
+    )
+    .await?;
+    Ok(())
+}
 
 /// A customer's fee per SLA period from an instant on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -18,6 +51,22 @@ pub struct Fee {
     pub amount_minor: i64,
     pub created_at: DateTime<Utc>,
     pub created_by: String,
+}
+
+impl Fee {
+    /// The fee's currency, as recorded.
+    pub fn currency(&self) -> Result<Currency, StoreError> {
+        currency_of(&self.currency, self.minor_units)
+    }
+}
+
+/// A currency as a row records it (code and minor-unit exponent), checked
+/// when it was written.
+fn currency_of(code: &str, minor_units: i16) -> Result<Currency, StoreError> {
+    Currency::new(code, u8::try_from(minor_units).ok()).map_err(|e| StoreError::Corrupt {
+        what: "recorded currency",
+        reason: e.to_string(),
+    })
 }
 
 type FeeRow = (
@@ -294,6 +343,13 @@ pub struct CreditEntry {
     pub results: serde_json::Value,
     pub attestation: Option<uuid::Uuid>,
     pub created_at: DateTime<Utc>,
+}
+
+impl CreditEntry {
+    /// The entry's currency, as recorded.
+    pub fn currency(&self) -> Result<Currency, StoreError> {
+        currency_of(&self.currency, self.minor_units)
+    }
 }
 
 #[derive(sqlx::FromRow)]

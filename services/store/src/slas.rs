@@ -231,19 +231,24 @@ pub async fn find(
     })
 }
 
-/// Version `version` of the SLA `id` (the terms a period was judged by).
-pub async fn find_version(
-    tx: &mut TenantTx,
-    id: SlaId,
-    version: i32,
-) -> Result<StoredSla, StoreError> {
+/// The name of the SLA `id`.
+pub async fn name_of(tx: &mut TenantTx, id: SlaId) -> Result<String, StoreError> {
     let name: Option<String> =
         sqlx::query_scalar("SELECT name FROM slas WHERE tenant_id = $1 AND id = $2")
             .bind(tx.tenant().uuid())
             .bind(id.uuid())
             .fetch_optional(&mut **tx)
             .await?;
-    let name = name.ok_or_else(|| StoreError::not_found("SLA", id))?;
+    name.ok_or_else(|| StoreError::not_found("SLA", id))
+}
+
+/// Version `version` of the SLA `id` (the terms a period was judged by).
+pub async fn find_version(
+    tx: &mut TenantTx,
+    id: SlaId,
+    version: i32,
+) -> Result<StoredSla, StoreError> {
+    let name = name_of(tx, id).await?;
     find(tx, &name, Some(version)).await
 }
 

@@ -42,6 +42,17 @@ pub struct CompositeOutcome {
     pub met: bool,
 }
 
+impl CompositeOutcome {
+    /// The outcome of a composite that spent `consumed_pico` of its
+    /// weighted error budget (10⁻¹² of it; more than a whole when over).
+    pub fn of_consumed(consumed_pico: i64, met: bool) -> Self {
+        Self {
+            achieved_ppm: Some(1_000_000 - consumed_pico.div_euclid(1_000_000)),
+            met,
+        }
+    }
+}
+
 /// A span in which an objective was failing, with the customer's requests in it.
 ///
 /// Instants are UTC: an incident across local midnight (or a DST change)
