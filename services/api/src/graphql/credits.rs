@@ -8,11 +8,7 @@ use slaproof_app::credits::{
 };
 
 use super::limits::{page_cost, read_cost, unpaged_cost};
-use super::{holds, instant, paged, parts, refuse};
-
-fn holds_credits(ctx: &Context<'_>) -> bool {
-    holds(ctx, Scope::SlaReadCredits)
-}
+use super::{holds, holds_credits, instant, paged, parts, refuse};
 
 fn holds_fees(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::CustomerRead)

@@ -11,7 +11,8 @@ use super::compliance::ObjectiveCompliance;
 use super::limits::read_cost;
 use super::thresholds::Threshold;
 use super::{
-    family_name, holds_a_metric, holds_history, holds_maintenance, instant, parts, refuse,
+    family_name, holds_a_metric, holds_credits, holds_history, holds_maintenance, instant, parts,
+    refuse,
 };
 
 #[derive(Debug, Default)]
@@ -166,10 +167,6 @@ impl Dashboard {
             })
             .collect())
     }
-}
-
-fn holds_credits(ctx: &Context<'_>) -> bool {
-    super::holds(ctx, Scope::SlaReadCredits)
 }
 
 /// A closed period's credit as it stands.

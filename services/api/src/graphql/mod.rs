@@ -151,6 +151,10 @@ fn holds_maintenance(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::MaintenanceRead)
 }
 
+fn holds_credits(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::SlaReadCredits)
+}
+
 fn holds_audit(ctx: &Context<'_>) -> bool {
     holds(ctx, Scope::SlaReadAudit)
 }
