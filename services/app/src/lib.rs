@@ -117,6 +117,9 @@ pub struct App {
     outbound: Arc<OutboundPolicy>,
     /// Seals webhook endpoints' secrets; the platform's own when unset.
     webhook_key: Option<Arc<webhooks::WebhookKey>>,
+    /// The platform-made webhook key, read from the database once: it
+    /// never changes once made.
+    platform_webhook_key: Arc<tokio::sync::OnceCell<webhooks::WebhookKey>>,
 }
 
 impl App {
@@ -129,6 +132,7 @@ impl App {
             embed_signer: None,
             outbound: Arc::new(OutboundPolicy::strict()),
             webhook_key: None,
+            platform_webhook_key: Arc::default(),
         }
     }
 

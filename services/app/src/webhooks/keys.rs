@@ -38,12 +38,18 @@ impl App {
     /// one made on first use and kept in `platform_secrets` (readable only
     /// through a definer function), shared by every replica. A configured
     /// key still opens what the platform's key sealed, so that an operator
-    /// moving to a key of its own loses no endpoint (then re-seals).
+    /// moving to a key of its own loses no endpoint (then re-seals). The
+    /// platform's key is read once per process: it never changes.
     pub async fn webhook_key(&self) -> Result<WebhookKey, AppError> {
-        let fresh = rand::random::<[u8; 32]>();
-        let kept = platform_secrets::get_or_create(&self.db, KEY_NAME, &fresh).await?;
-        let platform =
-            WebhookKey::from_bytes(&kept).map_err(|e| AppError::Internal(Box::new(e)))?;
+        let platform = self
+            .platform_webhook_key
+            .get_or_try_init(|| async {
+                let fresh = rand::random::<[u8; 32]>();
+                let kept = platform_secrets::get_or_create(&self.db, KEY_NAME, &fresh).await?;
+                WebhookKey::from_bytes(&kept).map_err(|e| AppError::Internal(Box::new(e)))
+            })
+            .await?
+            .clone();
         Ok(match &self.webhook_key {
             Some(key) => (**key).clone().with_previous([platform]),
             None => platform,
