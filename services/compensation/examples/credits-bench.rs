@@ -19,7 +19,6 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`) may create a database and
 //! a role; the database is dropped at the end.
 
-use std::str::FromStr;
 use std::time::{Duration as StdDuration, Instant};
 
 use anyhow::{Context, ensure};
@@ -28,9 +27,10 @@ use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::{Settings as EvaluatorSettings, TenantRun, evaluate_tenant_up_to};
 use slaproof_store::credits::{self, Fee};
+use slaproof_store::scratch::Scratch;
 use slaproof_store::{Database, customers, jobs, partitions, slas, tenants};
 use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::PgConnection;
 
 /// One customer's SLA; `{I}` is the customer's number.
 const SLA: &str = r#"
@@ -90,18 +90,9 @@ async fn main() -> anyhow::Result<()> {
         .context("SLAS")?;
     let runs: usize = args.next().map_or(Ok(3), |a| a.parse()).context("RUNS")?;
     ensure!(n > 0 && runs > 0, "SLAS and RUNS must be positive");
-    let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let admin = PgConnectOptions::from_str(&url)?;
-    let name = format!("slaproof_bench_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect_with(&admin).await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await?;
-    let result = run(&admin, &name, n, runs).await;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
+    let scratch = Scratch::create("slaproof_bench").await?;
+    let result = run(&scratch, n, runs).await;
+    scratch.drop_database().await?;
     result
 }
 
@@ -125,27 +116,13 @@ async fn round(
     Ok((run, took))
 }
 
-async fn run(admin: &PgConnectOptions, name: &str, n: usize, runs: usize) -> anyhow::Result<()> {
+async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
     println!(
         "{n} customer SLAs, {runs} compensation runs; load average {}",
         load_average()
     );
-    let owner = admin.clone().database(name);
-    slaproof_store::migrate(&owner).await?;
-    let mut own = PgConnection::connect_with(&owner).await?;
-    sqlx::query(
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'slaproof_bench_service') THEN \
-           CREATE ROLE slaproof_bench_service LOGIN PASSWORD 'bench' IN ROLE slaproof_service; END IF; END $$",
-    )
-    .execute(&mut own)
-    .await?;
-    let service = admin
-        .clone()
-        .username("slaproof_bench_service")
-        .password("bench")
-        .database(name);
-    let db = Database::connect(&service, 4).await?;
-    db.check_service_role().await?;
+    let mut own = PgConnection::connect_with(&scratch.owner).await?;
+    let db = scratch.service_database(4).await?;
 
     let month = at("2026-11-01T00:00:00Z")?;
     partitions::ensure(

@@ -8,7 +8,6 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`) may create a database and
 //! a role; the database is dropped at the end.
 
-use std::str::FromStr;
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, Utc};
@@ -16,9 +15,10 @@ use slaproof_domain::budget::Tally;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::evaluate::{evaluate_sla, period_counts};
 use slaproof_evaluator::{Settings, evaluate_tenant_up_to, rollup};
-use slaproof_store::{Database, partitions, slas, tenants};
+use slaproof_store::scratch::Scratch;
+use slaproof_store::{partitions, slas, tenants};
 use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::PgConnection;
 
 const SLA: &str = r#"
 apiVersion: slaproof/v1
@@ -96,38 +96,15 @@ async fn main() -> anyhow_free::Result<()> {
     let mut args = std::env::args().skip(1);
     let events: u64 = args.next().map_or(Ok(10_000_000), |a| a.parse())?;
     let runs: usize = args.next().map_or(Ok(5), |a| a.parse())?;
-    let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let admin = PgConnectOptions::from_str(&url)?;
-    let name = format!("slaproof_bench_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect_with(&admin).await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await?;
-    let result = run(&admin, &name, events, runs).await;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
+    let scratch = Scratch::create("slaproof_bench").await?;
+    let result = run(&scratch, events, runs).await;
+    scratch.drop_database().await?;
     result
 }
 
-async fn run(admin: &PgConnectOptions, name: &str, n: u64, runs: usize) -> anyhow_free::Result<()> {
-    let owner = admin.clone().database(name);
-    slaproof_store::migrate(&owner).await?;
-    let mut own = PgConnection::connect_with(&owner).await?;
-    sqlx::query(
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'slaproof_bench_service') THEN \
-           CREATE ROLE slaproof_bench_service LOGIN PASSWORD 'bench' IN ROLE slaproof_service; END IF; END $$",
-    )
-    .execute(&mut own)
-    .await?;
-    let service = admin
-        .clone()
-        .username("slaproof_bench_service")
-        .password("bench")
-        .database(name);
-    let db = Database::connect(&service, 4).await?;
-    db.check_service_role().await?;
+async fn run(scratch: &Scratch, n: u64, runs: usize) -> anyhow_free::Result<()> {
+    let mut own = PgConnection::connect_with(&scratch.owner).await?;
+    let db = scratch.service_database(4).await?;
 
     let start: DateTime<Utc> = "2026-11-01T00:00:00Z".parse()?;
     let end: DateTime<Utc> = "2026-12-01T00:00:00Z".parse()?;

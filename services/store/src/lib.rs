@@ -27,6 +27,7 @@ pub mod outbox;
 pub mod partitions;
 pub mod platform_secrets;
 pub mod probes;
+pub mod scratch;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;

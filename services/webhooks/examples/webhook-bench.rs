@@ -20,7 +20,6 @@
 //! Messages are written with `outbox::enqueue` in tenant transactions, as
 //! the evaluator writes its facts.
 
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +30,7 @@ use serde_json::json;
 use slaproof_app::webhooks::{SigningSecret, WebhookKey};
 use slaproof_domain::ids::{TenantId, WebhookEndpointId};
 use slaproof_http::outbound::OutboundPolicy;
+use slaproof_store::scratch::Scratch;
 use slaproof_store::{Database, outbox, tenants, webhooks};
 use slaproof_webhooks::Settings;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -39,8 +39,6 @@ use tokio_util::sync::CancellationToken;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const SERVICE_ROLE: &str = "slaproof_bench_service";
-const SERVICE_PASSWORD: &str = "slaproof-bench-service";
 /// Connections per worker's pool (a `slaproof serve webhooks` replica).
 const WORKER_POOL: u32 = 8;
 /// Messages written per transaction when they are written up front.
@@ -114,44 +112,14 @@ async fn main() -> Result<()> {
     let deliveries: usize = args.next().map_or(Ok(5_000), |a| a.parse())?;
     let runs: usize = args.next().map_or(Ok(5), |a| a.parse())?;
     let latency_secs: u64 = args.next().map_or(Ok(10), |a| a.parse())?;
-    let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let admin = PgConnectOptions::from_str(&url)?;
-    let name = format!("slaproof_whbench_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect_with(&admin).await?;
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await?;
-    let result = run(&admin, &name, deliveries, runs, latency_secs).await;
-    conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-        .await?;
+    let scratch = Scratch::create("slaproof_whbench").await?;
+    let result = run(&scratch, deliveries, runs, latency_secs).await;
+    scratch.drop_database().await?;
     result
 }
 
-async fn run(
-    admin: &PgConnectOptions,
-    name: &str,
-    deliveries: usize,
-    runs: usize,
-    latency_secs: u64,
-) -> Result<()> {
-    let owner = admin.clone().database(name);
-    slaproof_store::migrate(&owner).await?;
-    let mut own = PgConnection::connect_with(&owner).await?;
-    own.execute(
-        format!(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
-             CREATE ROLE {SERVICE_ROLE} LOGIN PASSWORD '{SERVICE_PASSWORD}' IN ROLE slaproof_service; \
-             END IF; END $$"
-        )
-        .as_str(),
-    )
-    .await?;
-    own.close().await?;
-    let service = admin
-        .clone()
-        .username(SERVICE_ROLE)
-        .password(SERVICE_PASSWORD)
-        .database(name);
+async fn run(scratch: &Scratch, deliveries: usize, runs: usize, latency_secs: u64) -> Result<()> {
+    let (owner, service) = (scratch.owner.clone(), scratch.service.clone());
     let receiver = Receiver::default();
     let base_url = receiver.clone().start().await?;
     let bench = Bench {

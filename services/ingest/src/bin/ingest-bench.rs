@@ -13,9 +13,6 @@
 //! other role), runs `slaproof serve ingest` from the release folder as a
 //! child process, and drops the database at the end.
 
-#[path = "common/scratch.rs"]
-mod scratch;
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -27,7 +24,7 @@ use slaproof_ingest::loadgen::{self, LoadPlan, LoadReport};
 use slaproof_store::events::StoredEvent;
 use slaproof_store::{Database, ingest_keys, tenants};
 
-use crate::scratch::Scratch;
+use slaproof_store::scratch::Scratch;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 

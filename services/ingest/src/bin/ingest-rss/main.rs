@@ -20,16 +20,14 @@
 
 mod args;
 mod bodies;
-#[path = "../common/scratch.rs"]
-mod scratch;
 mod server;
 
 use slaproof_store::{Database, ingest_keys, tenants};
 
 use crate::args::{Args, parse_args};
 use crate::bodies::{MIB, Shape, shapes};
-use crate::scratch::Scratch;
 use crate::server::measure;
+use slaproof_store::scratch::Scratch;
 
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")

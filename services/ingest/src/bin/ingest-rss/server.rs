@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::Args;
 use crate::bodies::{Shape, now_rfc3339};
-use crate::scratch::Scratch;
+use slaproof_store::scratch::Scratch;
 
 /// The ingest process under test, at its default settings.
 struct Server {
