@@ -3,9 +3,14 @@
 //! The schemas live beside this module, one file per type and version
 //! (`webhook_events/<type>.v<version>.json`), compiled in with
 //! `include_str!`, so the catalogue served is the one reviewed in the
-//! repository and cannot differ between instances. Each file is a complete
-//! draft 2020-12 schema carrying its own `description` and `examples`: the
-//! listing reads them from there rather than restating them here.
+//! repository and cannot differ between instances. Each file is a draft
+//! 2020-12 schema carrying its own `description` and `examples` (the
+//! listing reads them from there rather than restating them here); what
+//! several types share (an objective's evaluation summary, a frozen
+//! period result, a maintenance window, a credit entry and its
+//! computation) is written once in `webhook_events/shared.v1.json` and
+//! referenced as `#/$defs/…`. Each schema is served with those
+//! definitions bundled into its own `$defs`, so it stands alone.
 //!
 //! The catalogue is the same for every tenant and says nothing about any
 //! of them, so reading it needs no credentials: receivers and code
@@ -160,6 +165,27 @@ const SOURCES: &[(&str, u32, bool, &str)] = &[
     ),
 ];
 
+/// The definitions the schemas share (`#/$defs/…`).
+const SHARED: &str = include_str!("webhook_events/shared.v1.json");
+
+/// `schema` with the shared definitions in its `$defs` (its own win).
+fn bundled(mut schema: serde_json::Value) -> serde_json::Value {
+    let shared: serde_json::Value = serde_json::from_str(SHARED).unwrap_or_default();
+    let Some(object) = schema.as_object_mut() else {
+        return schema;
+    };
+    let defs = object
+        .entry("$defs")
+        .or_insert_with(|| serde_json::json!({}));
+    if let (Some(defs), Some(shared)) = (defs.as_object_mut(), shared["$defs"].as_object()) {
+        for (name, definition) in shared {
+            defs.entry(name.clone())
+                .or_insert_with(|| definition.clone());
+        }
+    }
+    schema
+}
+
 /// Parsed once; the files are compiled in and checked by the tests below,
 /// so a file that does not parse is a build that cannot pass, and here it
 /// leaves an empty schema rather than taking the process down.
@@ -167,8 +193,7 @@ static CATALOGUE: LazyLock<Vec<EventType>> = LazyLock::new(|| {
     SOURCES
         .iter()
         .map(|&(name, version, reserved, text)| {
-            let schema: serde_json::Value =
-                serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+            let schema = bundled(serde_json::from_str(text).unwrap_or(serde_json::Value::Null));
             EventType {
                 name,
                 version,
@@ -228,6 +253,31 @@ mod tests {
         }
     }
 
+    /// Every `$ref` of a served schema points into its own `$defs`.
+    #[test]
+    fn every_reference_resolves_within_the_served_schema() {
+        fn refs<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(r) = map.get("$ref").and_then(|r| r.as_str()) {
+                        out.push(r);
+                    }
+                    map.values().for_each(|v| refs(v, out));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+                _ => {}
+            }
+        }
+        for t in catalogue() {
+            let mut found = Vec::new();
+            refs(&t.schema, &mut found);
+            for r in found {
+                let name = r.strip_prefix("#/$defs/").expect(r);
+                assert!(t.schema["$defs"].get(name).is_some(), "{}: {r}", t.name);
+            }
+        }
+    }
+
     #[test]
     fn types_are_unique_and_found_by_name() {
         let mut names: Vec<&str> = catalogue().iter().map(|t| t.name).collect();
@@ -256,17 +306,49 @@ mod tests {
     /// (`tests/tests/webhook_events.rs`, with Python's `jsonschema`).
     #[test]
     fn examples_carry_the_required_fields_of_one_branch() {
-        for t in catalogue().iter().filter(|t| !t.reserved) {
-            let branches: Vec<&serde_json::Value> = match t.schema["anyOf"].as_array() {
-                Some(branches) => branches.iter().collect(),
-                None => vec![&t.schema],
-            };
-            let satisfied = branches.iter().any(|b| {
-                b["required"].as_array().is_some_and(|required| {
-                    required
-                        .iter()
-                        .all(|f| t.example.get(f.as_str().unwrap_or_default()).is_some())
+        /// The sets of required fields a value may satisfy: a `$ref` is
+        /// followed, `allOf` parts add up, `anyOf` branches are choices.
+        fn required_sets(schema: &serde_json::Value, root: &serde_json::Value) -> Vec<Vec<String>> {
+            if let Some(r) = schema["$ref"].as_str() {
+                let name = r.trim_start_matches("#/$defs/");
+                return required_sets(&root["$defs"][name], root);
+            }
+            let own: Vec<String> = schema["required"]
+                .as_array()
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|f| f.as_str().map(str::to_owned))
+                        .collect()
                 })
+                .unwrap_or_default();
+            let mut sets = vec![own];
+            for part in schema["allOf"].as_array().into_iter().flatten() {
+                let parts = required_sets(part, root);
+                sets = sets
+                    .iter()
+                    .flat_map(|set| parts.iter().map(move |p| [set.clone(), p.clone()].concat()))
+                    .collect();
+            }
+            if let Some(branches) = schema["anyOf"].as_array() {
+                let choices: Vec<Vec<String>> = branches
+                    .iter()
+                    .flat_map(|b| required_sets(b, root))
+                    .collect();
+                sets = sets
+                    .iter()
+                    .flat_map(|set| {
+                        choices
+                            .iter()
+                            .map(move |c| [set.clone(), c.clone()].concat())
+                    })
+                    .collect();
+            }
+            sets
+        }
+        for t in catalogue().iter().filter(|t| !t.reserved) {
+            let branches = required_sets(&t.schema, &t.schema);
+            let satisfied = branches.iter().any(|required| {
+                !required.is_empty() && required.iter().all(|f| t.example.get(f).is_some())
             });
             assert!(satisfied, "{}: {}", t.name, t.example);
         }
