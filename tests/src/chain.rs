@@ -682,3 +682,155 @@ pub mod abi {
         }
     }
 }
+
+/// EAS on anvil, as the chain tests set it up: compiled from its npm
+/// package with the compiler its exact pragma names, SchemaRegistry then
+/// EAS deployed, schemas registered, attestations made and read back.
+pub mod eas {
+    use std::path::Path;
+
+    use serde_json::Value;
+
+    use super::abi::{self, Kind, Token};
+    use super::{Rpc, find_log, topic_word, unhex};
+
+    /// EAS's npm package.
+    pub const PACKAGE: &str = "@ethereum-attestation-service/eas-contracts";
+    /// The compiler EAS 1.9.0 pins (`pragma solidity 0.8.29;` in `EAS.sol`
+    /// and `SchemaRegistry.sol`), installed as the npm alias below.
+    pub const SOLC: &str = "0.8.29";
+    pub const SOLC_PACKAGE: &str = "solc-0.8.29";
+    /// What EAS imports and does not install itself.
+    pub const OPENZEPPELIN_PACKAGE: &str = "@openzeppelin/contracts";
+    pub const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
+
+    const REGISTER: &str = "register(string,address,bool)";
+    const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
+    const ATTEST: &str = "attest((bytes32,(address,uint64,bool,bytes32,bytes,uint256)))";
+    const GET_ATTESTATION: &str = "getAttestation(bytes32)";
+
+    /// SchemaRegistry and EAS compiled from the npm package into `out`;
+    /// answers solc's warnings.
+    pub fn compile(out: &Path) -> String {
+        let sources = super::contracts_dir()
+            .join("node_modules")
+            .join(PACKAGE)
+            .join("contracts");
+        super::compile(
+            &[
+                &sources.join("SchemaRegistry.sol"),
+                &sources.join("EAS.sol"),
+            ],
+            out,
+            Some(SOLC),
+        )
+    }
+
+    /// SchemaRegistry and EAS deployed on a chain, with their ABIs and what
+    /// each deployment cost.
+    #[derive(Debug)]
+    pub struct Eas {
+        pub registry: String,
+        pub registry_gas: u64,
+        pub registry_abi: Value,
+        pub address: String,
+        pub gas: u64,
+        pub abi: Value,
+    }
+
+    impl Eas {
+        /// SchemaRegistry, then EAS over it, from what [`compile`] wrote to
+        /// `out`, deployed by `from`.
+        pub async fn deploy(rpc: &Rpc, from: &str, out: &Path) -> Self {
+            let registry_abi = super::artifact(out, "SchemaRegistry");
+            let abi = super::artifact(out, "EAS");
+            let (registry, registry_gas) = rpc
+                .deploy(from, &super::creation_code(&registry_abi), "SchemaRegistry")
+                .await;
+            let mut code = super::creation_code(&abi);
+            code.extend(abi::encode(&[abi::address(&registry)]));
+            let (address, gas) = rpc.deploy(from, &code, "EAS").await;
+            Self {
+                registry,
+                registry_gas,
+                registry_abi,
+                address,
+                gas,
+                abi,
+            }
+        }
+
+        /// Registers `schema` (with `resolver`, or none); answers the UID
+        /// the `Registered` log gives and the receipt.
+        pub async fn register(
+            &self,
+            rpc: &Rpc,
+            from: &str,
+            schema: &str,
+            resolver: Option<&str>,
+            revocable: bool,
+        ) -> ([u8; 32], Value) {
+            let call = abi::call(
+                super::selector(&self.registry_abi, REGISTER),
+                &[
+                    Token::Bytes(schema.as_bytes().to_vec()),
+                    abi::address(resolver.unwrap_or(ZERO_ADDRESS)),
+                    abi::boolean(revocable),
+                ],
+            );
+            let receipt = rpc
+                .transact(from, Some(&self.registry), &call, "register")
+                .await;
+            let uid = topic_word(find_log(&receipt, &self.registry, REGISTERED), 1);
+            (uid, receipt)
+        }
+
+        /// `attest` calldata for `schema` with `data`: no recipient, no
+        /// expiry, not revocable, no reference, no value.
+        pub fn attest_call(&self, schema: [u8; 32], data: Vec<u8>) -> Vec<u8> {
+            abi::call(
+                super::selector(&self.abi, ATTEST),
+                &[Token::Tuple(vec![
+                    abi::bytes32(schema),
+                    Token::Tuple(vec![
+                        abi::address(ZERO_ADDRESS),
+                        abi::uint(0),
+                        abi::boolean(false),
+                        abi::bytes32([0; 32]),
+                        Token::Bytes(data),
+                        abi::uint(0),
+                    ]),
+                ])],
+            )
+        }
+
+        /// `getAttestation(uid)`: uid, schema, time, expirationTime,
+        /// revocationTime, refUID, recipient, attester, revocable, data.
+        pub async fn attestation(&self, rpc: &Rpc, uid: [u8; 32]) -> Vec<Token> {
+            let answer = rpc
+                .view(
+                    &self.address,
+                    &abi::call(
+                        super::selector(&self.abi, GET_ATTESTATION),
+                        &[abi::bytes32(uid)],
+                    ),
+                    "getAttestation",
+                )
+                .await;
+            let mut fields = vec![Kind::Word; 9];
+            fields.push(Kind::Bytes);
+            abi::decode(&answer, &[Kind::Tuple(fields)])[0]
+                .items()
+                .to_vec()
+        }
+    }
+
+    /// The UID the registry gives a schema:
+    /// `keccak256(abi.encodePacked(schema, resolver, revocable))`.
+    pub fn schema_uid(schema: &str, resolver: Option<&str>, revocable: bool) -> [u8; 32] {
+        let mut packed = schema.as_bytes().to_vec();
+        packed.extend(unhex(resolver.unwrap_or(ZERO_ADDRESS)));
+        packed.push(u8::from(revocable));
+        super::keccak(&packed)
+    }
+}

@@ -5,12 +5,12 @@
 //! SKIPPED message, except under `CI`, where it fails.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use slaproof_tests::chain::abi::{self, Kind, Token};
-use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex, hex_u64, keccak, topic_word, unhex};
+use slaproof_tests::chain::abi::{self, Kind};
+use slaproof_tests::chain::eas::{self, Eas};
+use slaproof_tests::chain::{self, Anvil, find_log, hex, hex_u64, keccak, unhex};
 use slaproof_tests::merkle::StandardTree;
 
 /// slaproof's schema for one epoch's batch: the Merkle root of its
@@ -22,19 +22,10 @@ const BATCH_SCHEMA: &str = "bytes32 root,uint64 epochStart,uint64 epochEnd,uint3
 /// statement for a batch of 1,000.
 const BATCH: usize = 1_000;
 
-const EAS_SOLC: &str = "0.8.29";
-const EAS_SOLC_PACKAGE: &str = "solc-0.8.29";
-const EAS_PACKAGE: &str = "@ethereum-attestation-service/eas-contracts";
 const MERKLE_PACKAGE: &str = "@openzeppelin/merkle-tree";
 
-const REGISTER: &str = "register(string,address,bool)";
-const ATTEST: &str = "attest((bytes32,(address,uint64,bool,bytes32,bytes,uint256)))";
-const GET_ATTESTATION: &str = "getAttestation(bytes32)";
 const VERIFY: &str = "verify(bytes32[],bytes32,bytes32)";
 const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
-const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
-
-const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
 
 fn hex32(word: &[u8; 32]) -> String {
     format!("0x{}", hex(word))
@@ -87,26 +78,13 @@ fn verify_call(selector: [u8; 4], proof: &[[u8; 32]], root: [u8; 32], id: [u8; 3
     data
 }
 
-/// Deploys SchemaRegistry, then EAS over it; returns both addresses.
-async fn deploy_eas(rpc: &Rpc, from: &str, out: &Path) -> (String, String) {
-    let registry = chain::artifact(out, "SchemaRegistry");
-    let eas = chain::artifact(out, "EAS");
-    let (registry, _) = rpc
-        .deploy(from, &chain::creation_code(&registry), "SchemaRegistry")
-        .await;
-    let mut code = chain::creation_code(&eas);
-    code.extend(abi::encode(&[abi::address(&registry)]));
-    let (eas, _) = rpc.deploy(from, &code, "EAS").await;
-    (registry, eas)
-}
-
 #[tokio::test]
 async fn a_batch_root_attested_once_proves_each_statement_by_inclusion() {
     let Some(anvil_bin) = chain::tools_or_skip(
         "a_batch_root_attested_once_proves_each_statement_by_inclusion",
         &[
-            EAS_PACKAGE,
-            EAS_SOLC_PACKAGE,
+            eas::PACKAGE,
+            eas::SOLC_PACKAGE,
             "@openzeppelin/contracts",
             MERKLE_PACKAGE,
         ],
@@ -172,55 +150,35 @@ async fn a_batch_root_attested_once_proves_each_statement_by_inclusion() {
 
     // Arrange 2: EAS with the compiler it pins, BatchCheck with slaproof's.
     let contracts = chain::contracts_dir();
-    let sources = contracts
-        .join("node_modules")
-        .join(EAS_PACKAGE)
-        .join("contracts");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    chain::compile(
-        &[
-            &sources.join("SchemaRegistry.sol"),
-            &sources.join("EAS.sol"),
-        ],
-        &out,
-        Some(EAS_SOLC),
-    );
+    eas::compile(&out);
     let check_out = dir.path().join("check");
     let warnings = chain::compile(&[&contracts.join("src/BatchCheck.sol")], &check_out, None);
     assert!(
         warnings.trim().is_empty(),
         "solc warns on BatchCheck:\n{warnings}"
     );
-    let registry_abi = chain::artifact(&out, "SchemaRegistry");
-    let eas_abi = chain::artifact(&out, "EAS");
     let check_abi = chain::artifact(&check_out, "BatchCheck");
 
     let anvil = Anvil::start(&anvil_bin);
     let rpc = anvil.rpc();
     let from = rpc.dev_account().await;
-    let (registry, eas) = deploy_eas(&rpc, &from, &out).await;
+    let deployed = Eas::deploy(&rpc, &from, &out).await;
+    let eas = &deployed.address;
     let (check, _) = rpc
         .deploy(&from, &chain::creation_code(&check_abi), "BatchCheck")
         .await;
 
     // Act 1: register the batch-root schema, no resolver, not revocable.
-    let register = abi::call(
-        chain::selector(&registry_abi, REGISTER),
-        &[
-            Token::Bytes(BATCH_SCHEMA.as_bytes().to_vec()),
-            abi::address(ZERO_ADDRESS),
-            abi::boolean(false),
-        ],
-    );
-    let receipt = rpc
-        .transact(&from, Some(&registry), &register, "register")
+    let (schema_uid, _) = deployed
+        .register(&rpc, &from, BATCH_SCHEMA, None, false)
         .await;
-    let schema_uid = topic_word(find_log(&receipt, &registry, REGISTERED), 1);
-    let mut packed = BATCH_SCHEMA.as_bytes().to_vec();
-    packed.extend(unhex(ZERO_ADDRESS));
-    packed.push(0);
-    assert_eq!(schema_uid, keccak(&packed), "schema UID");
+    assert_eq!(
+        schema_uid,
+        eas::schema_uid(BATCH_SCHEMA, None, false),
+        "schema UID"
+    );
 
     // Act 2: attest the root once for the epoch (one hour, UTC).
     let (epoch_start, epoch_end) = (1_796_083_200u64, 1_796_086_800u64);
@@ -230,44 +188,19 @@ async fn a_batch_root_attested_once_proves_each_statement_by_inclusion() {
         abi::uint(epoch_end.into()),
         abi::uint(BATCH as u128),
     ]);
-    let attest = abi::call(
-        chain::selector(&eas_abi, ATTEST),
-        &[Token::Tuple(vec![
-            abi::bytes32(schema_uid),
-            Token::Tuple(vec![
-                abi::address(ZERO_ADDRESS), // recipient: none
-                abi::uint(0),               // no expiry
-                abi::boolean(false),        // not revocable
-                abi::bytes32([0; 32]),      // no referenced attestation
-                Token::Bytes(data.clone()),
-                abi::uint(0), // no value
-            ]),
-        ])],
-    );
-    let receipt = rpc.transact(&from, Some(&eas), &attest, "attest").await;
+    // No recipient, no expiry, not revocable, no reference, no value.
+    let attest = deployed.attest_call(schema_uid, data.clone());
+    let receipt = rpc.transact(&from, Some(eas), &attest, "attest").await;
     let attest_gas = hex_u64(&receipt["gasUsed"]);
     let uid = unhex(
-        find_log(&receipt, &eas, ATTESTED)["data"]
+        find_log(&receipt, eas, ATTESTED)["data"]
             .as_str()
             .expect("log data"),
     );
     let uid: [u8; 32] = uid.try_into().expect("the UID is one word");
 
     // Assert 2: the attestation reads back with the root, epoch and count.
-    let answer = rpc
-        .view(
-            &eas,
-            &abi::call(
-                chain::selector(&eas_abi, GET_ATTESTATION),
-                &[abi::bytes32(uid)],
-            ),
-            "getAttestation",
-        )
-        .await;
-    let mut kinds = vec![Kind::Word; 9];
-    kinds.push(Kind::Bytes);
-    let attestation = &abi::decode(&answer, &[Kind::Tuple(kinds)])[0];
-    let a = attestation.items();
+    let a = deployed.attestation(&rpc, uid).await;
     assert_eq!(a[0].word(), uid, "uid");
     assert_eq!(a[1].word(), schema_uid, "schema");
     assert_eq!(a[7], abi::address(&from), "attester");

@@ -4,11 +4,10 @@
 //! it the test prints a loud SKIPPED message, except under `CI`, where it
 //! fails.
 
-use std::path::Path;
-
 use serde_json::json;
 use slaproof_tests::chain::abi::{self, Kind, Token};
-use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex_u64, keccak, topic_word, unhex};
+use slaproof_tests::chain::eas::{self, Eas};
+use slaproof_tests::chain::{self, Anvil, find_log, hex_u64, keccak, topic_word, unhex};
 
 /// slaproof's schema for one period's proven result. Hashes, not names:
 /// an attestation is public, the tenant's and the SLA's identifiers are not.
@@ -18,20 +17,8 @@ const PERIOD_SCHEMA: &str = "bytes32 tenantHash,bytes32 slaHash,bytes32 objectiv
 uint64 periodStart,uint64 periodEnd,uint64 threshold,uint32 fractionPpm,\
 bytes32 commitment,bytes32 vkHash,bytes32 proofHash,bytes32 statementId";
 
-/// The compiler EAS 1.9.0 pins (`pragma solidity 0.8.29;` in `EAS.sol` and
-/// `SchemaRegistry.sol`), installed as the npm alias `solc-0.8.29`.
-const EAS_SOLC: &str = "0.8.29";
-const EAS_SOLC_PACKAGE: &str = "solc-0.8.29";
-const EAS_PACKAGE: &str = "@ethereum-attestation-service/eas-contracts";
-
-const REGISTER: &str = "register(string,address,bool)";
 const GET_SCHEMA: &str = "getSchema(bytes32)";
-const ATTEST: &str = "attest((bytes32,(address,uint64,bool,bytes32,bytes,uint256)))";
-const GET_ATTESTATION: &str = "getAttestation(bytes32)";
 const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
-const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
-
-const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
 
 /// One period's proven result, as the schema's first nine fields carry it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,87 +101,53 @@ fn address_bytes(address: &str) -> Vec<u8> {
     bytes
 }
 
-/// Deploys SchemaRegistry, then EAS over it; returns both addresses and the gas of each deployment.
-async fn deploy_eas(rpc: &Rpc, from: &str, out: &Path) -> ((String, u64), (String, u64)) {
-    let registry = chain::artifact(out, "SchemaRegistry");
-    let eas = chain::artifact(out, "EAS");
-    let registry = rpc
-        .deploy(from, &chain::creation_code(&registry), "SchemaRegistry")
-        .await;
-    let mut code = chain::creation_code(&eas);
-    code.extend(abi::encode(&[abi::address(&registry.0)]));
-    let eas = rpc.deploy(from, &code, "EAS").await;
-    (registry, eas)
-}
-
 #[tokio::test]
 async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
     let Some(anvil_bin) = chain::tools_or_skip(
         "a_statement_attested_on_eas_reads_back_with_its_statement_id",
-        &[EAS_PACKAGE, EAS_SOLC_PACKAGE, "@openzeppelin/contracts"],
+        &[eas::PACKAGE, eas::SOLC_PACKAGE, eas::OPENZEPPELIN_PACKAGE],
     ) else {
         return;
     };
 
     // Arrange: EAS compiled from the npm package with the compiler it pins.
-    let contracts = chain::contracts_dir();
-    let sources = contracts
-        .join("node_modules")
-        .join(EAS_PACKAGE)
-        .join("contracts");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let warnings = chain::compile(
-        &[
-            &sources.join("SchemaRegistry.sol"),
-            &sources.join("EAS.sol"),
-        ],
-        &out,
-        Some(EAS_SOLC),
-    );
+    let warnings = eas::compile(&out);
     if !warnings.trim().is_empty() {
         eprintln!("solc's warnings on EAS:\n{warnings}");
     }
-    let registry_abi = chain::artifact(&out, "SchemaRegistry");
-    let eas_abi = chain::artifact(&out, "EAS");
-    let version = eas_abi["compiler"]["version"].as_str().unwrap();
-    assert!(
-        version.starts_with(&format!("{EAS_SOLC}+")),
-        "EAS compiled with {version}"
-    );
 
     let anvil = Anvil::start(&anvil_bin);
     let rpc = anvil.rpc();
     let from = rpc.dev_account().await;
-    let ((registry, registry_gas), (eas, eas_gas)) = deploy_eas(&rpc, &from, &out).await;
+    let deployed = Eas::deploy(&rpc, &from, &out).await;
+    let version = deployed.abi["compiler"]["version"].as_str().unwrap();
+    assert!(
+        version.starts_with(&format!("{}+", eas::SOLC)),
+        "EAS compiled with {version}"
+    );
+    let (registry, registry_gas) = (&deployed.registry, deployed.registry_gas);
+    let (eas, eas_gas) = (&deployed.address, deployed.gas);
 
     // Act 1: register the schema, no resolver, not revocable.
-    let register = abi::call(
-        chain::selector(&registry_abi, REGISTER),
-        &[
-            Token::Bytes(PERIOD_SCHEMA.as_bytes().to_vec()),
-            abi::address(ZERO_ADDRESS),
-            abi::boolean(false),
-        ],
-    );
-    let receipt = rpc
-        .transact(&from, Some(&registry), &register, "register")
+    let (schema_uid, receipt) = deployed
+        .register(&rpc, &from, PERIOD_SCHEMA, None, false)
         .await;
     let register_gas = hex_u64(&receipt["gasUsed"]);
-    let registered = find_log(&receipt, &registry, REGISTERED);
-    let schema_uid = topic_word(registered, 1);
 
     // Assert 1: the UID is the registry's keccak256(abi.encodePacked(schema,
     // resolver, revocable)), and getSchema gives the record back.
-    let mut packed = PERIOD_SCHEMA.as_bytes().to_vec();
-    packed.extend(address_bytes(ZERO_ADDRESS));
-    packed.push(0);
-    assert_eq!(schema_uid, keccak(&packed), "schema UID");
+    assert_eq!(
+        schema_uid,
+        eas::schema_uid(PERIOD_SCHEMA, None, false),
+        "schema UID"
+    );
     let answer = rpc
         .view(
-            &registry,
+            registry,
             &abi::call(
-                chain::selector(&registry_abi, GET_SCHEMA),
+                chain::selector(&deployed.registry_abi, GET_SCHEMA),
                 &[abi::bytes32(schema_uid)],
             ),
             "getSchema",
@@ -213,7 +166,7 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
     assert_eq!(record[0].word(), schema_uid, "getSchema: uid");
     assert_eq!(
         record[1],
-        abi::address(ZERO_ADDRESS),
+        abi::address(eas::ZERO_ADDRESS),
         "getSchema: no resolver"
     );
     assert_eq!(record[2], abi::boolean(false), "getSchema: not revocable");
@@ -227,24 +180,15 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
     let statement = sample_statement();
     let proof_hash = keccak(b"proof bytes");
     let data = statement.attestation_data(proof_hash);
-    let attest = abi::call(
-        chain::selector(&eas_abi, ATTEST),
-        &[Token::Tuple(vec![
-            abi::bytes32(schema_uid),
-            Token::Tuple(vec![
-                abi::address(ZERO_ADDRESS), // recipient: none
-                abi::uint(0),               // expirationTime: never
-                abi::boolean(false),        // revocable
-                abi::bytes32([0; 32]),      // refUID: none
-                Token::Bytes(data.clone()),
-                abi::uint(0), // value: no ETH to a resolver
-            ]),
-        ])],
-    );
-    let receipt = rpc.transact(&from, Some(&eas), &attest, "attest").await;
+    // No recipient, no expiry, not revocable, no reference, no value.
+    let attest = deployed.attest_call(schema_uid, data.clone());
+    let receipt = rpc.transact(&from, Some(eas), &attest, "attest").await;
     let attest_gas = hex_u64(&receipt["gasUsed"]);
-    let attested = find_log(&receipt, &eas, ATTESTED);
-    assert_eq!(topic_word(attested, 1), abi::address(ZERO_ADDRESS).word());
+    let attested = find_log(&receipt, eas, ATTESTED);
+    assert_eq!(
+        topic_word(attested, 1),
+        abi::address(eas::ZERO_ADDRESS).word()
+    );
     assert_eq!(topic_word(attested, 2), abi::address(&from).word());
     assert_eq!(topic_word(attested, 3), schema_uid, "Attested: schema");
     let uid: [u8; 32] = unhex(attested["data"].as_str().unwrap())
@@ -252,20 +196,7 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
         .expect("Attested's data is the UID");
 
     // Assert 2: getAttestation gives the statement back under the same UID.
-    let answer = rpc
-        .view(
-            &eas,
-            &abi::call(
-                chain::selector(&eas_abi, GET_ATTESTATION),
-                &[abi::bytes32(uid)],
-            ),
-            "getAttestation",
-        )
-        .await;
-    let mut fields = vec![Kind::Word; 9];
-    fields.push(Kind::Bytes);
-    let attestation = abi::decode(&answer, &[Kind::Tuple(fields)]);
-    let a = attestation[0].items();
+    let a = deployed.attestation(&rpc, uid).await;
     assert_eq!(a[0].word(), uid, "uid");
     assert_eq!(a[1].word(), schema_uid, "schema");
     let time = u64::try_from(a[2].uint()).unwrap();
@@ -273,7 +204,7 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
     assert_eq!(a[3].uint(), 0, "expirationTime");
     assert_eq!(a[4].uint(), 0, "revocationTime");
     assert_eq!(a[5].word(), [0; 32], "refUID");
-    assert_eq!(a[6], abi::address(ZERO_ADDRESS), "recipient");
+    assert_eq!(a[6], abi::address(eas::ZERO_ADDRESS), "recipient");
     assert_eq!(a[7], abi::address(&from), "attester");
     assert_eq!(a[8], abi::boolean(false), "revocable");
     assert_eq!(a[9].bytes(), data.as_slice(), "data");
@@ -297,7 +228,7 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
     // recipient, attester, time, expirationTime, revocable, refUID, data, bump)),
     // bump 0 for the first attestation of these values.
     let mut packed = schema_uid.to_vec();
-    packed.extend(address_bytes(ZERO_ADDRESS));
+    packed.extend(address_bytes(eas::ZERO_ADDRESS));
     packed.extend(address_bytes(&from));
     packed.extend(time.to_be_bytes());
     packed.extend(0u64.to_be_bytes());
@@ -321,7 +252,7 @@ async fn a_statement_attested_on_eas_reads_back_with_its_statement_id() {
         eas_code.as_str().unwrap().len() / 2 - 1,
         data.len(),
         attest.len(),
-        eas_abi["compiler"]["settings"],
+        deployed.abi["compiler"]["settings"],
     );
     drop(anvil);
 }

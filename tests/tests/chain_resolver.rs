@@ -9,7 +9,8 @@ use std::path::Path;
 use serde_json::Value;
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
-use slaproof_tests::chain::abi::{self, Kind, Token};
+use slaproof_tests::chain::abi::{self, Token};
+use slaproof_tests::chain::eas::{self, Eas};
 use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex_u64, keccak, topic_word, unhex};
 
 /// The verified period schema: the hash-only schema's eleven fields
@@ -20,17 +21,9 @@ uint64 periodStart,uint64 periodEnd,uint64 threshold,uint32 fractionPpm,\
 bytes32 commitment,bytes32 vkHash,bytes32 proofHash,bytes32 statementId,\
 uint256[8] proof,uint256[4] publicInputs";
 
-const EAS_SOLC: &str = "0.8.29";
-const EAS_SOLC_PACKAGE: &str = "solc-0.8.29";
-const EAS_PACKAGE: &str = "@ethereum-attestation-service/eas-contracts";
-
-const REGISTER: &str = "register(string,address,bool)";
-const ATTEST: &str = "attest((bytes32,(address,uint64,bool,bytes32,bytes,uint256)))";
-const GET_ATTESTATION: &str = "getAttestation(bytes32)";
 const REGISTER_VERIFIER: &str = "registerVerifier(bytes32,address)";
 const SET_ATTESTER: &str = "setAttester(address,bool)";
 const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
-const REGISTERED: &str = "Registered(bytes32,address,(bytes32,address,bool,string))";
 const STATEMENT_VERIFIED: &str = "StatementVerified(bytes32,bytes32,bytes32)";
 const VERIFIER_REGISTERED: &str = "VerifierRegistered(bytes32,address)";
 const ATTESTER_SET: &str = "AttesterSet(address,bool)";
@@ -39,8 +32,6 @@ const INVALID_ATTESTATION: &str = "InvalidAttestation()";
 
 /// The hash-only attestation's gas (`chain_eas.rs`, `docs/BENCHMARKS.md`).
 const HASH_ONLY_ATTEST_GAS: u64 = 422_944;
-
-const ZERO_ADDRESS: &str = "0x0000000000000000000000000000000000000000";
 
 /// A decimal integer below 2²⁵⁶ as one big-endian word.
 fn decimal_word(decimal: &str) -> [u8; 32] {
@@ -113,24 +104,6 @@ impl Verified {
     }
 }
 
-/// `attest` calldata for `schema` with `data`: no recipient, no expiry, not revocable, no value.
-fn attest_call(eas_abi: &Value, schema: [u8; 32], data: Vec<u8>) -> Vec<u8> {
-    abi::call(
-        chain::selector(eas_abi, ATTEST),
-        &[Token::Tuple(vec![
-            abi::bytes32(schema),
-            Token::Tuple(vec![
-                abi::address(ZERO_ADDRESS),
-                abi::uint(0),
-                abi::boolean(false),
-                abi::bytes32([0; 32]),
-                Token::Bytes(data),
-                abi::uint(0),
-            ]),
-        ])],
-    )
-}
-
 /// Compiles `sources` into `out`, printing solc's warnings if there are any.
 fn compile(sources: &[&Path], out: &Path, solc: Option<&str>, what: &str) {
     let warnings = chain::compile(sources, out, solc);
@@ -151,7 +124,7 @@ async fn deploy_with(rpc: &Rpc, from: &str, artifact: &Value, args: &[Token]) ->
 async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one() {
     let Some(anvil_bin) = chain::tools_or_skip(
         "the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one",
-        &[EAS_PACKAGE, EAS_SOLC_PACKAGE, "@openzeppelin/contracts"],
+        &[eas::PACKAGE, eas::SOLC_PACKAGE, eas::OPENZEPPELIN_PACKAGE],
     ) else {
         return;
     };
@@ -186,25 +159,16 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     // resolver imports EAS's interfaces by package path, EAS by relative
     // path, and one run would hold two contracts named IEAS) and the verifier.
     let dir = tempfile::tempdir().unwrap();
-    let eas_sources = chain::contracts_dir()
-        .join("node_modules")
-        .join(EAS_PACKAGE)
-        .join("contracts");
     let eas_out = dir.path().join("eas");
-    compile(
-        &[
-            &eas_sources.join("SchemaRegistry.sol"),
-            &eas_sources.join("EAS.sol"),
-        ],
-        &eas_out,
-        Some(EAS_SOLC),
-        "EAS",
-    );
+    let warnings = eas::compile(&eas_out);
+    if !warnings.trim().is_empty() {
+        eprintln!("solc's warnings on EAS:\n{warnings}");
+    }
     let resolver_out = dir.path().join("resolver");
     compile(
         &[&chain::contracts_dir().join("src/SlaproofResolver.sol")],
         &resolver_out,
-        Some(EAS_SOLC),
+        Some(eas::SOLC),
         "SlaproofResolver",
     );
     let verifier_source = dir.path().join("Verifier.sol");
@@ -215,8 +179,6 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     .unwrap();
     let verifier_out = dir.path().join("verifier");
     compile(&[&verifier_source], &verifier_out, None, "the verifier");
-    let registry_abi = chain::artifact(&eas_out, "SchemaRegistry");
-    let eas_abi = chain::artifact(&eas_out, "EAS");
     let resolver_abi = chain::artifact(&resolver_out, "SlaproofResolver");
     let verifier_abi = chain::artifact(&verifier_out, "Verifier");
 
@@ -224,8 +186,8 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     let rpc = anvil.rpc();
     let accounts = rpc.dev_accounts().await;
     let (owner, stranger) = (accounts[0].clone(), accounts[1].clone());
-    let registry = deploy_with(&rpc, &owner, &registry_abi, &[]).await;
-    let eas = deploy_with(&rpc, &owner, &eas_abi, &[abi::address(&registry)]).await;
+    let deployed = Eas::deploy(&rpc, &owner, &eas_out).await;
+    let eas = deployed.address.clone();
     let (resolver, resolver_gas) = {
         let mut code = chain::creation_code(&resolver_abi);
         code.extend(abi::encode(&[abi::address(&eas)]));
@@ -234,22 +196,14 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     let verifier = deploy_with(&rpc, &owner, &verifier_abi, &[]).await;
 
     // The verified schema, resolved by the resolver, not revocable.
-    let register = abi::call(
-        chain::selector(&registry_abi, REGISTER),
-        &[
-            Token::Bytes(VERIFIED_SCHEMA.as_bytes().to_vec()),
-            abi::address(&resolver),
-            abi::boolean(false),
-        ],
-    );
-    let receipt = rpc
-        .transact(&owner, Some(&registry), &register, "register")
+    let (schema, _) = deployed
+        .register(&rpc, &owner, VERIFIED_SCHEMA, Some(&resolver), false)
         .await;
-    let schema = topic_word(find_log(&receipt, &registry, REGISTERED), 1);
-    let mut packed = VERIFIED_SCHEMA.as_bytes().to_vec();
-    packed.extend(unhex(&resolver));
-    packed.push(0);
-    assert_eq!(schema, keccak(&packed), "schema UID");
+    assert_eq!(
+        schema,
+        eas::schema_uid(VERIFIED_SCHEMA, Some(&resolver), false),
+        "schema UID"
+    );
 
     // The key by its hash, and the owner as the one attester.
     let call = abi::call(
@@ -277,7 +231,7 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     // Act: the valid statement, attested through the resolver.
     let data = good.data();
     assert_eq!(data.len(), 23 * 32);
-    let attest = attest_call(&eas_abi, schema, data.clone());
+    let attest = deployed.attest_call(schema, data.clone());
     let receipt = rpc
         .transact(&owner, Some(&eas), &attest, "verified attest")
         .await;
@@ -293,20 +247,7 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     assert_eq!(topic_word(verified, 3), uid, "the resolver saw EAS's uid");
 
     // Assert: the attestation reads back with its data.
-    let answer = rpc
-        .view(
-            &eas,
-            &abi::call(
-                chain::selector(&eas_abi, GET_ATTESTATION),
-                &[abi::bytes32(uid)],
-            ),
-            "getAttestation",
-        )
-        .await;
-    let mut fields = vec![Kind::Word; 9];
-    fields.push(Kind::Bytes);
-    let attestation = abi::decode(&answer, &[Kind::Tuple(fields)]);
-    let a = attestation[0].items();
+    let a = deployed.attestation(&rpc, uid).await;
     assert_eq!(a[0].word(), uid, "uid");
     assert_eq!(a[1].word(), schema, "schema");
     assert_eq!(a[7], abi::address(&owner), "attester");
@@ -353,7 +294,7 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
         ("an unauthorised attester", &stranger, good.data()),
     ];
     for (what, from, data) in cases {
-        let call = attest_call(&eas_abi, schema, data);
+        let call = deployed.attest_call(schema, data);
         let revert = rpc.revert_data(from, &eas, &call, what).await;
         assert_eq!(revert, invalid, "{what}: expected InvalidAttestation()");
     }
@@ -365,7 +306,7 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
     );
     rpc.transact(&owner, Some(&resolver), &call, "setAttester stranger")
         .await;
-    let attest = attest_call(&eas_abi, schema, good.data());
+    let attest = deployed.attest_call(schema, good.data());
     rpc.transact(
         &stranger,
         Some(&eas),
