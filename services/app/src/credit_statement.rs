@@ -2,14 +2,14 @@
 //!
 //! Every value is HTML-escaped: names, references and the computation's
 //! text come from tenants' documents. The steps are read from each entry's
-//! `computation` (`{"inputs": …, "computation": …}`, as the compensation
-//! worker records it), so the page shows what the ledger holds and nothing
+//! `computation` (the domain's `CreditRecord`, as the compensation worker
+//! records it), so the page shows what the ledger holds and nothing
 //! recomputed.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use slaproof_domain::credit::Currency;
+use slaproof_domain::credit::{CreditComputation, CreditInputs, CreditRecord, Money};
 
 use crate::credits::{Credit, CreditStatement};
 
@@ -96,38 +96,49 @@ fn entry_section(page: &mut String, n: usize, entry: &Credit) {
     }
     page.push_str("</table>\n");
 
-    let inputs = &entry.computation["inputs"];
-    let steps = &entry.computation["computation"];
-    objective_results(page, inputs);
-    page.push_str("<h3>Policy</h3>\n<table>\n");
-    row(page, "Kind", &text(&steps["kind"]));
-    row(page, "Formula", &text(&steps["formula"]));
-    row(page, "Fee for the period", &money(&steps["fee"]));
-    page.push_str("</table>\n");
-    computation_steps(page, steps, &entry.currency);
+    // The record as the compensation worker wrote it: the domain's types,
+    // so a renamed field is a build error here, not a blank cell.
+    match serde_json::from_value::<CreditRecord>(entry.computation.clone()) {
+        Ok(record) => {
+            objective_results(page, &record.inputs);
+            let steps = &record.computation;
+            page.push_str("<h3>Policy</h3>\n<table>\n");
+            row(page, "Kind", &steps.kind);
+            row(page, "Formula", &steps.formula);
+            row(page, "Fee for the period", &money(steps.fee.as_ref()));
+            page.push_str("</table>\n");
+            computation_steps(page, steps, &entry.currency);
+        }
+        Err(err) => {
+            let _ = writeln!(
+                page,
+                "<p>The recorded computation could not be read: {}</p>",
+                escape(&err.to_string())
+            );
+        }
+    }
     links(page, &entry.results);
 }
 
-fn objective_results(page: &mut String, inputs: &Value) {
+fn objective_results(page: &mut String, inputs: &CreditInputs) {
     page.push_str("<h3>Results of the period</h3>\n<table>\n<tr><th>Objective</th><th>Achieved</th><th>Met</th></tr>\n");
-    for outcome in array(&inputs["objectives"]) {
+    for outcome in &inputs.objectives {
         cells(
             page,
             &[
-                text(&outcome["objective"]),
-                ppm_percent(&outcome["achieved_ppm"]),
-                yes_no(&outcome["met"]),
+                outcome.objective.to_string(),
+                ppm_percent(outcome.achieved_ppm),
+                yes_no(outcome.met),
             ],
         );
     }
-    if inputs["composite"].is_object() {
-        let composite = &inputs["composite"];
+    if let Some(composite) = &inputs.composite {
         cells(
             page,
             &[
                 "composite".to_owned(),
-                ppm_percent(&composite["achieved_ppm"]),
-                yes_no(&composite["met"]),
+                ppm_percent(composite.achieved_ppm),
+                yes_no(composite.met),
             ],
         );
     }
@@ -136,105 +147,89 @@ fn objective_results(page: &mut String, inputs: &Value) {
 
 /// The steps; exact amounts (`raw`, `capped`, each part) are in major
 /// units of `currency`.
-fn computation_steps(page: &mut String, steps: &Value, currency: &str) {
+fn computation_steps(page: &mut String, steps: &CreditComputation, currency: &str) {
     page.push_str("<h3>Computation</h3>\n");
-    for (t, table) in array(&steps["tier_tables"]).iter().enumerate() {
+    for (t, table) in steps.tier_tables.iter().enumerate() {
         let _ = writeln!(
             page,
             "<p>Tier table {} ({}): {}% of the fee = {} {}</p>",
             t + 1,
-            escape(&text(&table["scope"])),
-            escape(&text(&table["percent"])),
-            escape(&text(&table["amount"])),
+            escape(&table.scope),
+            escape(&table.percent),
+            escape(&table.amount),
             escape(currency)
         );
         page.push_str("<table>\n<tr><th>Objective</th><th>Achieved %</th><th>Met</th><th>Tier below %</th><th>Percent of fee</th><th>Note</th></tr>\n");
-        for line in array(&table["lines"]) {
-            let objective = match &line["objective"] {
-                Value::Null => "composite".to_owned(),
-                other => text(other),
-            };
+        for line in &table.lines {
             cells(
                 page,
                 &[
-                    objective,
-                    text(&line["achieved"]),
-                    yes_no(&line["met"]),
-                    text(&line["tier_below"]),
-                    text(&line["percent"]),
-                    text(&line["note"]),
+                    line.objective
+                        .as_ref()
+                        .map_or_else(|| "composite".to_owned(), ToString::to_string),
+                    or_dash(line.achieved.as_deref()),
+                    yes_no(line.met),
+                    or_dash(line.tier_below.as_deref()),
+                    line.percent.clone(),
+                    or_dash(line.note.as_deref()),
                 ],
             );
         }
         page.push_str("</table>\n");
     }
-    let incidents = array(&steps["incidents"]);
-    if !incidents.is_empty() {
+    if !steps.incidents.is_empty() {
         page.push_str("<table>\n<tr><th>Objective</th><th>Start</th><th>End</th><th>Duration s</th><th>Requests</th><th>QPS</th><th>Level</th><th>Coefficient</th><th>Base rate</th><th>Amount</th><th>Note</th></tr>\n");
-        for incident in incidents {
+        for incident in &steps.incidents {
             cells(
                 page,
                 &[
-                    text(&incident["objective"]),
-                    text(&incident["start"]),
-                    text(&incident["end"]),
-                    text(&incident["duration_seconds"]),
-                    text(&incident["requests"]),
-                    text(&incident["qps"]),
-                    text(&incident["level"]),
-                    text(&incident["coefficient"]),
-                    text(&incident["base_rate"]),
-                    text(&incident["amount"]),
-                    text(&incident["note"]),
+                    incident.objective.to_string(),
+                    incident.start.to_rfc3339(),
+                    incident.end.to_rfc3339(),
+                    incident.duration_seconds.clone(),
+                    incident.requests.to_string(),
+                    incident.qps.clone(),
+                    or_dash(incident.level.map(|l| l.as_str())),
+                    incident.coefficient.clone(),
+                    incident.base_rate.clone(),
+                    incident.amount.clone(),
+                    or_dash(incident.note.as_deref()),
                 ],
             );
         }
         page.push_str("</table>\n");
     }
     page.push_str("<table>\n<tr><th>Step</th><th>Value</th></tr>\n");
-    let exact = |value: &Value| format!("{} {currency}", text(value));
+    let exact = |value: &str| format!("{value} {currency}");
     cells(
         page,
-        &["Raw (sum of the parts)".to_owned(), exact(&steps["raw"])],
+        &["Raw (sum of the parts)".to_owned(), exact(&steps.raw)],
     );
-    for cap in array(&steps["caps"]) {
-        let rule = match cap["percent"].as_str() {
-            Some(percent) => format!("{} ({percent}% of the fee)", text(&cap["rule"])),
-            None => text(&cap["rule"]),
+    for cap in &steps.caps {
+        let rule = match &cap.percent {
+            Some(percent) => format!("{} ({percent}% of the fee)", cap.rule),
+            None => cap.rule.clone(),
         };
-        let exceeded = if cap["exceeded"] == true {
+        let exceeded = if cap.exceeded {
             "exceeded: applied"
         } else {
             "not exceeded"
         };
         cells(
             page,
-            &[
-                format!("Cap: {rule}"),
-                format!("{}, {exceeded}", money(&cap["limit"])),
-            ],
+            &[format!("Cap: {rule}"), format!("{}, {exceeded}", cap.limit)],
         );
     }
-    cells(page, &["Capped".to_owned(), exact(&steps["capped"])]);
-    cells(page, &["Rounding".to_owned(), text(&steps["rounding"])]);
-    cells(page, &["Rounded".to_owned(), money(&steps["rounded"])]);
-    if steps["minimum"].is_object() {
-        let applied = if steps["minimum"]["applied"] == true {
-            "applied: below it, nothing is issued"
-        } else {
-            "reached"
-        };
-        cells(
-            page,
-            &[
-                "Minimum".to_owned(),
-                format!("{}, {applied}", money(&steps["minimum"]["minimum"])),
-            ],
-        );
-    } else {
-        cells(page, &["Minimum".to_owned(), "none".to_owned()]);
-    }
-    cells(page, &["Total".to_owned(), money(&steps["total"])]);
+    cells(page, &["Capped".to_owned(), exact(&steps.capped)]);
+    cells(page, &["Rounding".to_owned(), steps.rounding.to_string()]);
+    cells(page, &["Rounded".to_owned(), steps.rounded.to_string()]);
+    let minimum = match &steps.minimum {
+        Some(m) if m.applied => format!("{}, applied: below it, nothing is issued", m.minimum),
+        Some(m) => format!("{}, reached", m.minimum),
+        None => "none".to_owned(),
+    };
+    cells(page, &["Minimum".to_owned(), minimum]);
+    cells(page, &["Total".to_owned(), steps.total.to_string()]);
     page.push_str("</table>\n");
 }
 
@@ -292,17 +287,17 @@ fn text(value: &Value) -> String {
     }
 }
 
-fn yes_no(value: &Value) -> String {
-    match value.as_bool() {
-        Some(true) => "yes".to_owned(),
-        Some(false) => "no".to_owned(),
-        None => "-".to_owned(),
-    }
+fn yes_no(value: bool) -> String {
+    if value { "yes" } else { "no" }.to_owned()
+}
+
+fn or_dash(value: Option<&str>) -> String {
+    value.unwrap_or("-").to_owned()
 }
 
 /// Parts per million as a percent, exact (`999500` → `99.95%`).
-fn ppm_percent(value: &Value) -> String {
-    let Some(ppm) = value.as_i64() else {
+fn ppm_percent(ppm: Option<i64>) -> String {
+    let Some(ppm) = ppm else {
         return "no data".to_owned();
     };
     let sign = if ppm < 0 { "-" } else { "" };
@@ -317,20 +312,9 @@ fn ppm_percent(value: &Value) -> String {
     }
 }
 
-/// A `Money` as recorded (`{"minor": 30000, "currency": {"code": "EUR",
-/// "exponent": 2}}`) as `300.00 EUR`.
-fn money(value: &Value) -> String {
-    let (Some(minor), Some(code)) = (value["minor"].as_i64(), value["currency"]["code"].as_str())
-    else {
-        return "-".to_owned();
-    };
-    let exponent = value["currency"]["exponent"]
-        .as_u64()
-        .and_then(|e| u8::try_from(e).ok());
-    match Currency::new(code, exponent) {
-        Ok(currency) => format!("{} {code}", currency.amount_text(minor)),
-        Err(_) => format!("{minor} minor units of {code}"),
-    }
+/// Money as `300.00 EUR`, or a dash.
+fn money(value: Option<&Money>) -> String {
+    value.map_or_else(|| "-".to_owned(), ToString::to_string)
 }
 
 /// Text made safe for HTML content and attribute values.
@@ -351,6 +335,8 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use slaproof_domain::credit::Currency;
+
     use super::*;
 
     #[test]
@@ -359,13 +345,11 @@ mod tests {
             escape("<script>\"a\" & 'b'</script>"),
             "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
         );
-        assert_eq!(ppm_percent(&serde_json::json!(999_500)), "99.95%");
-        assert_eq!(ppm_percent(&serde_json::json!(980_000)), "98%");
-        assert_eq!(ppm_percent(&serde_json::json!(-25_000)), "-2.5%");
-        assert_eq!(ppm_percent(&Value::Null), "no data");
-        assert_eq!(
-            money(&serde_json::json!({"minor": 30000, "currency": {"code": "EUR", "exponent": 2}})),
-            "300.00 EUR"
-        );
+        assert_eq!(ppm_percent(Some(999_500)), "99.95%");
+        assert_eq!(ppm_percent(Some(980_000)), "98%");
+        assert_eq!(ppm_percent(Some(-25_000)), "-2.5%");
+        assert_eq!(ppm_percent(None), "no data");
+        let eur = Currency::new("EUR", None).unwrap();
+        assert_eq!(money(Some(&Money::new(30_000, eur))), "300.00 EUR");
     }
 }

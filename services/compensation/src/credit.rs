@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use slaproof_domain::credit::ledger::{Standing, Step, next_step};
 use slaproof_domain::credit::{
-    CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, Incident, Money,
-    ObjectiveOutcome, compute,
+    CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, CreditRecord,
+    Incident, Money, ObjectiveOutcome, compute,
 };
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_domain::objective::ObjectiveName;
@@ -173,7 +173,11 @@ pub async fn credit_period(
             minor_units: i16::from(computation.currency.exponent()),
             amount_minor: amount,
             total_minor: total,
-            computation: json!({"inputs": inputs, "computation": computation}),
+            computation: serde_json::to_value(CreditRecord {
+                inputs,
+                computation: computation.clone(),
+            })
+            .unwrap_or_default(),
             results: Value::Array(links),
             attestation: None,
             created_at: Utc::now(),

@@ -122,6 +122,15 @@ pub struct CreditComputation {
     pub total: Money,
 }
 
+/// What the ledger keeps beside each credit: the inputs as read and the
+/// computation with every step, so that a statement shows what was
+/// recorded and nothing recomputed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreditRecord {
+    pub inputs: CreditInputs,
+    pub computation: CreditComputation,
+}
+
 /// One tier table: the largest percent its scope reached, and what that is of the fee.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TierTableLine {

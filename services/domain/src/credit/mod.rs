@@ -49,8 +49,8 @@ pub mod ledger;
 mod money;
 
 pub use compute::{
-    CapStep, CompositeOutcome, CreditComputation, CreditError, CreditInputs, ImpactLine, Incident,
-    MinimumStep, ObjectiveOutcome, TierLine, TierTableLine, compute,
+    CapStep, CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditRecord,
+    ImpactLine, Incident, MinimumStep, ObjectiveOutcome, TierLine, TierTableLine, compute,
 };
 pub use money::{Currency, Money, MoneyError};
 
