@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde::Deserialize;
+use slaproof_domain::settings::SettingsError;
 use slaproof_store::credits::CreditRequest;
 use slaproof_store::jobs::{self, ClaimedJob};
 use slaproof_store::{Database, StoreError, TenantTx};
@@ -29,6 +30,26 @@ impl Default for Settings {
             batch: 50,
             lease_secs: 120,
         }
+    }
+}
+
+impl Settings {
+    /// Checks the bounds.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let check = slaproof_domain::settings::within;
+        check(
+            "compensation.poll_interval_ms",
+            self.poll_interval_ms,
+            10,
+            60_000,
+        )?;
+        check(
+            "compensation.batch",
+            u64::try_from(self.batch).unwrap_or(0),
+            1,
+            1000,
+        )?;
+        check("compensation.lease_secs", self.lease_secs, 10, 3600)
     }
 }
 
@@ -152,5 +173,22 @@ pub async fn run(db: Database, settings: Settings, worker: String, shutdown: Can
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(poll) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_a_setting_out_of_bounds_is_named() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+        let zero = Settings {
+            batch: 0,
+            ..Settings::default()
+        };
+        let err = zero.validate().unwrap_err();
+        assert_eq!(err.key, "compensation.batch");
+        assert!(err.rule.contains("between 1 and 1000"), "{}", err.rule);
     }
 }

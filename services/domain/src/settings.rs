@@ -17,3 +17,16 @@ impl SettingsError {
         }
     }
 }
+
+/// Checks that setting `key` is within `min..=max`, naming both bounds when
+/// it is not.
+pub fn within(key: &'static str, value: u64, min: u64, max: u64) -> Result<(), SettingsError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(SettingsError::new(
+            key,
+            format!("must be between {min} and {max}, got {value}"),
+        ))
+    }
+}

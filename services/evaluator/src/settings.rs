@@ -92,16 +92,7 @@ impl Settings {
 
     /// Checks the rules.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let check = |key: &'static str, value: u64, min: u64, max: u64| {
-            if (min..=max).contains(&value) {
-                Ok(())
-            } else {
-                Err(SettingsError {
-                    key,
-                    rule: format!("must be between {min} and {max}, got {value}"),
-                })
-            }
-        };
+        let check = slaproof_domain::settings::within;
         check("evaluator.interval_secs", self.interval_secs, 1, 3600)?;
         check("evaluator.grace_secs", self.grace_secs, 0, 7 * 86_400)?;
         check("evaluator.settle_secs", self.settle_secs, 0, 3600)?;

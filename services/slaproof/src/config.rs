@@ -380,6 +380,9 @@ impl Config {
         self.webhooks
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
+        self.compensation
+            .validate()
+            .map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",

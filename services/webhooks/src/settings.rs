@@ -90,13 +90,8 @@ impl Default for Settings {
     }
 }
 
-/// A setting outside its bounds.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key} {rule}")]
-pub struct SettingsError {
-    pub key: &'static str,
-    pub rule: String,
-}
+/// A setting outside its bounds: the error every settings section answers with.
+pub use slaproof_domain::settings::SettingsError;
 
 impl Settings {
     pub fn poll_interval(&self) -> Duration {
@@ -117,16 +112,7 @@ impl Settings {
 
     /// Checks the bounds.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let check = |key: &'static str, value: u64, min: u64, max: u64| {
-            if (min..=max).contains(&value) {
-                Ok(())
-            } else {
-                Err(SettingsError {
-                    key,
-                    rule: format!("must be between {min} and {max}, got {value}"),
-                })
-            }
-        };
+        let check = slaproof_domain::settings::within;
         check(
             "webhooks.poll_interval_ms",
             self.poll_interval_ms,
