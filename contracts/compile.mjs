@@ -22,15 +22,21 @@
 // Artifacts go to files rather than stdout, because piped output over 64 KiB
 // can be cut short. Exit status 1 with solc's formatted messages on stderr
 // when any source has an error; warnings are printed and do not fail.
+//
+// The functions below are exported for build.mjs, which compiles the
+// committed artifacts with the same compilers, settings and artifact
+// format; the command line runs only when this file is the script node runs.
 
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
 
-const here = dirname(fileURLToPath(import.meta.url))
+/// contracts/: where imports are looked up after the sources' own directories.
+export const CONTRACTS_DIR = dirname(fileURLToPath(import.meta.url))
+const here = CONTRACTS_DIR
 
 export const SETTINGS = Object.freeze({
   optimizer: { enabled: true, runs: 200 },
@@ -41,6 +47,9 @@ export const SETTINGS = Object.freeze({
     },
   },
 })
+
+// A refusal the command line reports as `compile.mjs: <message>`, exit 1.
+export class CompileError extends Error {}
 
 function usage(message) {
   if (message) console.error(`compile.mjs: ${message}`)
@@ -72,13 +81,12 @@ function parseArgs(argv) {
 
 // The pinned compiler, or the aliased package of the version asked for;
 // either way its reported version must be the one asked for.
-function loadSolc(version) {
+export function loadSolc(version) {
   if (!version) return require('solc')
   const pinned = require('solc')
   const solc = pinned.version().startsWith(`${version}+`) ? pinned : loadAlias(version)
   if (!solc.version().startsWith(`${version}+`)) {
-    console.error(`compile.mjs: asked for solc ${version}, package reports ${solc.version()}`)
-    process.exit(1)
+    throw new CompileError(`asked for solc ${version}, package reports ${solc.version()}`)
   }
   return solc
 }
@@ -87,14 +95,12 @@ function loadAlias(version) {
   try {
     return require(`solc-${version}`)
   } catch {
-    console.error(`compile.mjs: solc ${version} is not installed; add "solc-${version}": "npm:solc@${version}" to contracts/package.json`)
-    process.exit(1)
+    throw new CompileError(`solc ${version} is not installed; add "solc-${version}": "npm:solc@${version}" to contracts/package.json`)
   }
 }
 
-// Source units are named by their path as given; imports are looked up in
-// the directories of the given sources, then in contracts/ and its packages.
-function importResolver(searchDirs) {
+// Imports are looked up by their source unit name in `searchDirs`, in order.
+export function importResolver(searchDirs) {
   return (path) => {
     for (const dir of searchDirs) {
       const candidate = resolve(dir, path)
@@ -104,12 +110,52 @@ function importResolver(searchDirs) {
   }
 }
 
+// Compiles `sources` (source unit name -> { content }) with standard JSON.
+// The names are what the metadata, and so the metadata hash at the end of
+// the bytecode, records: a name that is an absolute path makes the bytecode
+// depend on where the tree sits. Answers solc's messages (warnings and
+// errors, `severity` telling them apart) and its contracts.
+export function compileSources(solc, sources, searchDirs, settings = SETTINGS) {
+  const input = { language: 'Solidity', sources, settings }
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: importResolver(searchDirs) }))
+  return { messages: output.errors ?? [], contracts: output.contracts ?? {} }
+}
+
+export function hasErrors(messages) {
+  return messages.some((m) => m.severity === 'error')
+}
+
+// The artifact of one contract of solc's output: what deploying and
+// calling it needs, and what compiled it.
+export function artifactOf(solc, sourceName, contractName, c) {
+  return {
+    contractName,
+    sourceName,
+    abi: c.abi,
+    bytecode: `0x${c.evm.bytecode.object}`,
+    deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
+    methodIdentifiers: c.evm.methodIdentifiers,
+    compiler: {
+      version: solc.version(),
+      settings: { optimizer: SETTINGS.optimizer, evmVersion: SETTINGS.evmVersion },
+    },
+  }
+}
+
+// An artifact file's exact text: two-space JSON and a final newline.
+export function artifactText(artifact) {
+  return `${JSON.stringify(artifact, null, 2)}\n`
+}
+
 function main() {
   const { out, version, files } = parseArgs(process.argv.slice(2))
   const solc = loadSolc(version)
   const sources = {}
   const searchDirs = []
   for (const file of files) {
+    // Source units are named by the file's name alone, and imports are
+    // looked up in the directories of the given sources, then in
+    // contracts/ and its packages.
     const name = basename(file)
     if (sources[name]) usage(`two sources named ${name}`)
     sources[name] = { content: readFileSync(file, 'utf8') }
@@ -118,20 +164,14 @@ function main() {
   }
   searchDirs.push(here, join(here, 'node_modules'))
 
-  const input = { language: 'Solidity', sources, settings: SETTINGS }
-  const output = JSON.parse(
-    solc.compile(JSON.stringify(input), { import: importResolver(searchDirs) }),
-  )
-
-  const messages = output.errors ?? []
+  const { messages, contracts } = compileSources(solc, sources, searchDirs)
   for (const m of messages) console.error(m.formattedMessage ?? m.message)
-  if (messages.some((m) => m.severity === 'error')) process.exit(1)
+  if (hasErrors(messages)) process.exit(1)
 
   mkdirSync(out, { recursive: true })
-  const compiler = { version: solc.version(), settings: { optimizer: SETTINGS.optimizer, evmVersion: SETTINGS.evmVersion } }
   const written = new Map()
-  for (const [sourceName, contracts] of Object.entries(output.contracts ?? {})) {
-    for (const [contractName, c] of Object.entries(contracts)) {
+  for (const [sourceName, byName] of Object.entries(contracts)) {
+    for (const [contractName, c] of Object.entries(byName)) {
       // One file per contract name: two contracts of one name would
       // overwrite each other's artifact.
       if (written.has(contractName)) {
@@ -139,20 +179,20 @@ function main() {
         process.exit(1)
       }
       written.set(contractName, sourceName)
-      const artifact = {
-        contractName,
-        sourceName,
-        abi: c.abi,
-        bytecode: `0x${c.evm.bytecode.object}`,
-        deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
-        methodIdentifiers: c.evm.methodIdentifiers,
-        compiler,
-      }
       const path = join(out, `${contractName}.json`)
-      writeFileSync(path, `${JSON.stringify(artifact, null, 2)}\n`)
+      writeFileSync(path, artifactText(artifactOf(solc, sourceName, contractName, c)))
       console.log(path)
     }
   }
 }
 
-main()
+// Run as a script (`node contracts/compile.mjs ...`), not when imported.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    main()
+  } catch (e) {
+    if (!(e instanceof CompileError)) throw e
+    console.error(`compile.mjs: ${e.message}`)
+    process.exit(1)
+  }
+}

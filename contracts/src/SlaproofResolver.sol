@@ -7,6 +7,7 @@ pragma solidity 0.8.29;
 
 import { SchemaResolver } from "@ethereum-attestation-service/eas-contracts/contracts/resolver/SchemaResolver.sol";
 import { IEAS, Attestation } from "@ethereum-attestation-service/eas-contracts/contracts/IEAS.sol";
+import { Attesters } from "./Attesters.sol";
 
 /// The verifier `circuits/` generates: returns nothing on a valid proof and
 /// reverts (`ProofInvalid()`) on anything else.
@@ -30,8 +31,9 @@ interface IGroth16Verifier {
 /// key (its slaproof deployments) attest for all of its tenants, and a
 /// tenant trusts the statement through the proof, not through who sent it.
 /// Per-tenant attesters (a mapping from tenantHash to attester) are a later
-/// option if one resolver is ever shared between providers.
-contract SlaproofResolver is SchemaResolver {
+/// option if one resolver is ever shared between providers. The owner and
+/// the attester set come from `Attesters`, which AttesterResolver shares.
+contract SlaproofResolver is SchemaResolver, Attesters {
     /// The verified schema's data, as `abi.decode` reads it: every field is
     /// static, so the encoding is 23 words in place.
     struct Verified {
@@ -53,35 +55,17 @@ contract SlaproofResolver is SchemaResolver {
     /// The statement: the data's first nine words, as `abi.encode` writes them.
     uint256 private constant STATEMENT_BYTES = 9 * 32;
 
-    error NotOwner();
     error NoCode(address verifier);
 
     event VerifierRegistered(bytes32 indexed vkHash, address indexed verifier);
-    event AttesterSet(address indexed attester, bool allowed);
-    event OwnershipTransferred(address indexed previousOwner, address indexed newOwner);
     /// One per accepted attestation: an indexer follows the verified
     /// statements by id, and finds the EAS attestation by `uid`.
     event StatementVerified(bytes32 indexed statementId, bytes32 indexed vkHash, bytes32 indexed uid);
 
-    address public owner;
     /// Verifier contracts by the sha256 of the compressed verifying key they were generated from.
     mapping(bytes32 vkHash => address verifier) public verifiers;
-    mapping(address attester => bool allowed) public attesters;
 
-    modifier onlyOwner() {
-        if (msg.sender != owner) revert NotOwner();
-        _;
-    }
-
-    constructor(IEAS eas) SchemaResolver(eas) {
-        owner = msg.sender;
-        emit OwnershipTransferred(address(0), msg.sender);
-    }
-
-    function transferOwnership(address newOwner) external onlyOwner {
-        emit OwnershipTransferred(owner, newOwner);
-        owner = newOwner;
-    }
+    constructor(IEAS eas) SchemaResolver(eas) {}
 
     /// Accepts proofs made with the key `vkHash`, checked by `verifier`. A
     /// key registered again points at the new verifier; `address(0)` retires it.
@@ -91,15 +75,10 @@ contract SlaproofResolver is SchemaResolver {
         emit VerifierRegistered(vkHash, verifier);
     }
 
-    function setAttester(address attester, bool allowed) external onlyOwner {
-        attesters[attester] = allowed;
-        emit AttesterSet(attester, allowed);
-    }
-
     /// EAS calls this after setting the attestation's `uid`; false makes EAS
     /// revert the attestation (`InvalidAttestation()`).
     function onAttest(Attestation calldata attestation, uint256 /* value */) internal override returns (bool) {
-        if (!attesters[attestation.attester]) return false;
+        if (!isAttester(attestation.attester)) return false;
         Verified memory v = abi.decode(attestation.data, (Verified));
         address verifier = verifiers[v.vkHash];
         if (verifier == address(0)) return false;
