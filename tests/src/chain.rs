@@ -1,12 +1,12 @@
 //! A real EVM for the chain tests: anvil from `contracts/node_modules`, a minimal JSON-RPC client, solc-js through `contracts/compile.mjs`, and hand ABI encoding for fixed layouts.
 //!
-//! No alloy here on purpose: these tests check the contracts and the
-//! encodings themselves, so every byte sent and read is spelled out.
+//! No alloy here on purpose: the contract tests (`chain_eas`, `chain_resolver`,
+//! `chain_batch`, `chain_verifier`) check the contracts and the encodings
+//! themselves, so every byte sent and read is spelled out independently of
+//! the alloy client (`slaproof-chain`), which `chain_client` tests.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -19,33 +19,6 @@ pub fn contracts_dir() -> PathBuf {
         .join("contracts")
 }
 
-/// The anvil binary of this platform, as `@foundry-rs/anvil` installs it:
-/// from the per-platform optional dependency, or from the `dist/` its
-/// install script downloads when optional dependencies were skipped. Run
-/// directly rather than through the package's `bin.mjs` wrapper, so that
-/// killing the child stops the node itself.
-pub fn anvil_binary(contracts: &Path) -> Option<PathBuf> {
-    let os = match std::env::consts::OS {
-        "linux" => "linux",
-        "macos" => "darwin",
-        "windows" => "win32",
-        _ => return None,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        _ => return None,
-    };
-    let exe = if os == "win32" { "anvil.exe" } else { "anvil" };
-    let scope = contracts.join("node_modules/@foundry-rs");
-    [
-        scope.join(format!("anvil-{os}-{arch}/bin/{exe}")),
-        scope.join(format!("anvil/dist/{exe}")),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-}
-
 /// The anvil binary when node, the pinned solc-js and anvil are all
 /// installed (`npm ci --prefix contracts`); `None` otherwise.
 pub fn tools() -> Option<PathBuf> {
@@ -55,7 +28,7 @@ pub fn tools() -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     let solc = contracts.join("node_modules/solc/soljson.js").is_file();
-    let anvil = anvil_binary(&contracts);
+    let anvil = slaproof_chain::anvil::binary(contracts.parent()?);
     (node && solc).then_some(anvil).flatten()
 }
 
@@ -90,52 +63,22 @@ pub fn tools_or_skip(test: &str, packages: &[&str]) -> Option<PathBuf> {
     found
 }
 
-/// A running anvil, killed when dropped so that a failing assertion does not
-/// leave a node behind.
+/// A running anvil (`slaproof_chain::anvil`), killed when dropped so that a
+/// failing assertion does not leave a node behind.
 #[derive(Debug)]
 pub struct Anvil {
-    child: Child,
+    _node: slaproof_chain::anvil::Anvil,
     pub url: String,
 }
 
 impl Anvil {
-    /// Starts anvil on a port the kernel picks (`--port 0`) and reads the
-    /// port back from its `Listening on` line: no window in which another
-    /// process could take a port chosen beforehand.
+    /// Starts anvil on a port the kernel picks.
     pub fn start(binary: &Path) -> Anvil {
-        let mut child = Command::new(binary)
-            // The hardfork pinned so that gas figures do not move with
-            // anvil's default: Osaka, Ethereum mainnet's since December 2025.
-            .args(["--host", "127.0.0.1", "--port", "0", "--hardfork", "osaka"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("anvil starts");
-        let stdout = child.stdout.take().expect("anvil's stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        // Anvil logs every request; the reader keeps draining its stdout
-        // after the banner so that a full pipe never blocks the node.
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = Vec::new();
-            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                let text = String::from_utf8_lossy(&line);
-                if let Some(addr) = text.trim().strip_prefix("Listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-                line.clear();
-            }
-        });
-        let mut anvil = Anvil {
-            child,
-            url: String::new(),
-        };
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("anvil prints `Listening on <addr>` within 30 s");
-        anvil.url = format!("http://{addr}");
-        anvil
+        let node = slaproof_chain::anvil::Anvil::start(binary, 0, None).expect("anvil starts");
+        Anvil {
+            url: node.url().as_str().trim_end_matches('/').to_owned(),
+            _node: node,
+        }
     }
 
     /// A JSON-RPC client of this node.
@@ -144,13 +87,6 @@ impl Anvil {
             http: reqwest::Client::new(),
             url: self.url.clone(),
         }
-    }
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

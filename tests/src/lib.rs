@@ -11,7 +11,6 @@
 pub mod chain;
 pub mod fixtures;
 pub mod maintenance;
-pub mod merkle;
 pub mod scenario;
 pub mod world;
 

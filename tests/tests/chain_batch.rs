@@ -7,11 +7,12 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use alloy::primitives::B256;
 use serde_json::{Value, json};
+use slaproof_chain::merkle::StandardTree;
 use slaproof_tests::chain::abi::{self, Kind};
 use slaproof_tests::chain::eas::{self, Eas};
 use slaproof_tests::chain::{self, Anvil, find_log, hex, hex_u64, keccak, unhex};
-use slaproof_tests::merkle::StandardTree;
 
 /// slaproof's schema for one epoch's batch: the Merkle root of its
 /// statement ids, the epoch `[epochStart, epochEnd)` and how many
@@ -29,6 +30,31 @@ const ATTESTED: &str = "Attested(address,address,bytes32,bytes32)";
 
 fn hex32(word: &[u8; 32]) -> String {
     format!("0x{}", hex(word))
+}
+
+/// The client's tree (`slaproof_chain::merkle`), in this test's byte arrays:
+/// the tree the attestation worker builds is the one held to the npm package.
+struct Tree(StandardTree);
+
+impl Tree {
+    fn of(ids: &[[u8; 32]]) -> Tree {
+        Tree(StandardTree::of(
+            &ids.iter().map(|id| B256::from(*id)).collect::<Vec<_>>(),
+        ))
+    }
+
+    fn root(&self) -> [u8; 32] {
+        self.0.root().0
+    }
+
+    fn proof(&self, index: usize) -> Vec<[u8; 32]> {
+        self.0.proof(index).into_iter().map(|p| p.0).collect()
+    }
+
+    fn verify(&self, root: [u8; 32], value: [u8; 32], proof: &[[u8; 32]]) -> bool {
+        let proof: Vec<B256> = proof.iter().map(|p| B256::from(*p)).collect();
+        StandardTree::verify(root.into(), value.into(), &proof)
+    }
 }
 
 /// Stand-in statement ids: keccak-256 of distinct 32-byte words, as an
@@ -94,7 +120,7 @@ async fn a_batch_root_attested_once_proves_each_statement_by_inclusion() {
 
     // Arrange: the batch's tree, built here.
     let ids = statement_ids(BATCH);
-    let tree = StandardTree::of(&ids, keccak);
+    let tree = Tree::of(&ids);
     let root = tree.root();
     let outsider = keccak(b"a statement not in the batch");
     assert!(!ids.contains(&outsider));

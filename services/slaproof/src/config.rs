@@ -35,6 +35,7 @@ const SECTIONS: &[&str] = &[
     "probes",
     "webhooks",
     "compensation",
+    "chain",
     "outbound",
     "api",
     "demo",
@@ -59,6 +60,9 @@ pub struct Config {
     pub webhooks: slaproof_webhooks::Settings,
     /// The compensation worker: credit jobs.
     pub compensation: slaproof_compensation::Settings,
+    /// The EVM chain anchors go to, the attester key and what it may spend.
+    /// Unset `rpc_url`: `slaproof up` starts anvil (see `embedded.anvil`).
+    pub chain: slaproof_chain::Settings,
     /// Where slaproof may connect on a tenant's behalf (probe targets).
     pub outbound: slaproof_http::outbound::OutboundPolicy,
     /// The API's token issuer, audience and verification keys.
@@ -135,6 +139,11 @@ pub struct EmbeddedConfig {
     pub run_as: String,
     /// TCP port on 127.0.0.1; 0 picks a free one at each start.
     pub port: u16,
+    /// With no `chain.rpc_url`, `slaproof up` starts anvil and deploys
+    /// slaproof's contracts to it.
+    pub anvil: bool,
+    /// anvil's port on 127.0.0.1; 0 picks a free one at each start.
+    pub anvil_port: u16,
 }
 
 impl Default for EmbeddedConfig {
@@ -144,6 +153,8 @@ impl Default for EmbeddedConfig {
             bin_dir: None,
             run_as: "postgres".to_owned(),
             port: 0,
+            anvil: true,
+            anvil_port: 0,
         }
     }
 }
@@ -383,6 +394,7 @@ impl Config {
         self.compensation
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
+        self.chain.validate().map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -508,6 +520,23 @@ mod tests {
         assert_eq!(config.ingest.max_in_flight, defaults.ingest.max_in_flight);
         assert_eq!(config.ingest.writers, defaults.ingest.writers);
         assert_eq!(config.telemetry, defaults.telemetry);
+        assert_eq!(config.embedded.anvil, defaults.embedded.anvil);
+        assert_eq!(config.embedded.anvil_port, defaults.embedded.anvil_port);
+        let (chain, default_chain) = (&config.chain, &defaults.chain);
+        assert!(chain.rpc_url.is_none() && chain.key.is_none() && chain.key_file.is_none());
+        assert_eq!(chain.contracts, default_chain.contracts);
+        assert_eq!(chain.confirmations, default_chain.confirmations);
+        assert_eq!(chain.resend_after_secs, default_chain.resend_after_secs);
+        assert_eq!(chain.patience_secs, default_chain.patience_secs);
+        assert_eq!(
+            chain.max_fee_per_gas_gwei,
+            default_chain.max_fee_per_gas_gwei
+        );
+        assert_eq!(
+            chain.daily_spend_limit_gwei,
+            default_chain.daily_spend_limit_gwei
+        );
+        assert_eq!(chain.poll_millis, default_chain.poll_millis);
         assert_eq!(config.api.issuer, defaults.api.issuer);
         assert_eq!(config.api.audience, defaults.api.audience);
         assert_eq!(config.api.leeway_secs, defaults.api.leeway_secs);

@@ -3,6 +3,7 @@
 //! command-line layer over this library, which tests drive directly.
 
 pub mod app;
+mod chain;
 pub mod cli;
 mod config;
 pub mod demo;

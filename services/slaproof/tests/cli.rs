@@ -115,15 +115,67 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
         text(&export.stdout)
     );
 
+    // With no chain configured, anvil runs with slaproof deployed on it,
+    // and `slaproof chain status` beside it finds it all there.
+    let chain_dir = data_dir.join("chain").display().to_string();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let with_anvil = slaproof_chain::anvil::binary(&root).is_some();
+    assert!(
+        with_anvil || !slaproof_tests::chain::in_ci(),
+        "anvil is missing under CI: npm ci --prefix contracts"
+    );
+    let eas_line = up
+        .banner
+        .lines()
+        .find(|l| l.contains("EAS 0x"))
+        .map(str::to_owned);
+    if with_anvil {
+        assert!(up.banner.contains("anvil (local"), "{}", up.banner);
+        assert!(eas_line.is_some(), "{}", up.banner);
+        assert!(!processes_mentioning(&chain_dir).is_empty(), "anvil runs");
+        let status = run(slaproof(dir.path(), &[])
+            .env("SLAPROOF_EMBEDDED__DATA_DIR", &data_dir)
+            .args(["chain", "status"]));
+        assert!(status.status.success(), "{}", text(&status.stderr));
+        let shown = text(&status.stdout);
+        for expected in [
+            "EAS",
+            "SlaproofResolver",
+            "AttesterResolver",
+            "verified",
+            "complete",
+        ] {
+            assert!(shown.contains(expected), "{shown}");
+        }
+        assert!(
+            !shown.contains("NO CODE") && !shown.contains("NOT"),
+            "{shown}"
+        );
+    }
+
     up.terminate();
     assert!(
         processes_mentioning(&cluster_text).is_empty(),
         "a Postgres process of ours outlived slaproof up"
     );
+    assert!(
+        processes_mentioning(&chain_dir).is_empty(),
+        "an anvil of ours outlived slaproof up"
+    );
 
-    // A second start reuses the cluster and the demo, and shows the same key.
+    // A second start reuses the cluster and the demo, and shows the same key;
+    // anvil comes back from its state with the same deployment.
     let up = start_up(dir.path(), &data_dir);
     assert!(!up.banner.contains("(created now)"), "{}", up.banner);
+    assert_eq!(
+        up.banner
+            .lines()
+            .find(|l| l.contains("EAS 0x"))
+            .map(str::to_owned),
+        eas_line,
+        "{}",
+        up.banner
+    );
     assert_eq!(up.ingest_key(), key);
     // The demo key is kept: tokens printed by the first start still work.
     assert_eq!(get_with(&up.url, "/v1/customers", &provider).await.0, 200);
@@ -136,6 +188,7 @@ async fn up_runs_on_a_private_postgres_and_leaves_no_process_behind() {
     );
     up.terminate();
     assert!(processes_mentioning(&cluster_text).is_empty());
+    assert!(processes_mentioning(&chain_dir).is_empty());
 
     // With nothing running, commands say what to do.
     let orphan = run(slaproof(dir.path(), &[])
@@ -456,4 +509,72 @@ fn keys_generate_writes_hashed_keys_with_progress_and_never_overwrites() {
         serde_json::from_slice(&std::fs::read(keys.join("threshold-64.manifest.json")).unwrap())
             .unwrap();
     assert_eq!(manifest, manifest_after);
+}
+
+#[test]
+fn chain_deploy_and_status_run_against_a_configured_chain_and_never_print_the_key() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(binary) = slaproof_chain::anvil::binary(&root) else {
+        assert!(
+            !slaproof_tests::chain::in_ci(),
+            "anvil is missing under CI: npm ci --prefix contracts"
+        );
+        eprintln!("\n!!! SKIPPED: no anvil; npm ci --prefix contracts !!!\n");
+        return;
+    };
+    let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
+    let dir = shared_tempdir("slaproof-chain-");
+    let key_file = dir.path().join("attester.key");
+    std::fs::write(&key_file, slaproof_chain::anvil::DEV_KEY).unwrap();
+    let record = dir.path().join("deployment.json");
+    let env = [
+        ("SLAPROOF_CHAIN__RPC_URL", node.url().as_str()),
+        ("SLAPROOF_CHAIN__KEY_FILE", key_file.to_str().unwrap()),
+        ("SLAPROOF_CHAIN__DEPLOYMENT_FILE", record.to_str().unwrap()),
+    ];
+    let secret = &slaproof_chain::anvil::DEV_KEY[2..];
+
+    // Before a deployment, status names what is missing.
+    let status = run(slaproof(dir.path(), &env).args(["chain", "status"]));
+    assert!(!status.status.success());
+    assert!(
+        text(&status.stderr).contains("deployment.json"),
+        "{}",
+        text(&status.stderr)
+    );
+
+    let deploy = run(slaproof(dir.path(), &env).args(["chain", "deploy"]));
+    assert!(deploy.status.success(), "{}", text(&deploy.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&deploy.stdout).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_eq!(printed, written);
+    assert_eq!(written["chain_id"], 31337);
+
+    let status = run(slaproof(dir.path(), &env).args(["chain", "status", "--json"]));
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(shown["attester_authorised"], true, "{shown}");
+    assert_eq!(shown["schemas"].as_array().unwrap().len(), 3, "{shown}");
+    assert!(
+        shown["contracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["has_code"] == true),
+        "{shown}"
+    );
+    for output in [&deploy, &status] {
+        assert!(!text(&output.stdout).contains(secret));
+        assert!(!text(&output.stderr).contains(secret));
+    }
+
+    // A key in the wrong form is refused without being echoed.
+    std::fs::write(&key_file, "0xnot-a-key-but-a-secret").unwrap();
+    let refused = run(slaproof(dir.path(), &env).args(["chain", "status"]));
+    assert!(!refused.status.success());
+    let said = text(&refused.stderr);
+    assert!(said.contains("not a 32-byte hex private key"), "{said}");
+    assert!(!said.contains("not-a-key"), "{said}");
+    node.stop();
 }

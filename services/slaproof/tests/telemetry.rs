@@ -262,6 +262,8 @@ fn start_up(dir: &Path, endpoint: &str) -> Up {
             ("SLAPROOF_TELEMETRY__SERVICE_NAME", "slaproof-under-test"),
             ("SLAPROOF_TELEMETRY__EXPORT_INTERVAL_SECS", "1"),
             ("SLAPROOF_EVALUATOR__INTERVAL_SECS", "1"),
+            // No chain here: anvil has its own tests.
+            ("SLAPROOF_EMBEDDED__ANVIL", "false"),
         ],
     );
     command.env("SLAPROOF_EMBEDDED__DATA_DIR", data_dir);

@@ -1,5 +1,6 @@
 //! The command line: `up`, `serve`, `migrate`, and the operator commands for
-//! tenants, customers, ingest keys, SLAs, synthetic probes and webhooks.
+//! tenants, customers, ingest keys, SLAs, synthetic probes, webhooks and the
+//! chain.
 
 use std::path::PathBuf;
 
@@ -12,10 +13,12 @@ use slaproof_store::Database;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{Application, Service, cancel_on_signals, open_database};
+use crate::chain::UpChain;
 use crate::config::{Config, describe};
 use crate::embedded::{Connections, EmbeddedPostgres};
 use crate::{demo, telemetry};
 
+pub use crate::chain::ChainCommand;
 pub use tenancy::{
     CustomerCommand, ExportFormat, IngestKeyCommand, ProbeCommand, ProbeKindArg, SlaCommand,
     TenantArg, TenantCommand,
@@ -94,6 +97,11 @@ pub enum Command {
     Webhook {
         #[command(subcommand)]
         command: WebhookCommand,
+    },
+    /// Deploy slaproof to an EVM chain and check what is deployed where.
+    Chain {
+        #[command(subcommand)]
+        command: ChainCommand,
     },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
@@ -247,11 +255,15 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
             }
             _ => None,
         };
+        // Held until the application stops: dropping it stops anvil, which
+        // writes its state for the next start.
+        let chain = crate::chain::up(&config).await?;
         let app = Application::build(config.clone(), db, Service::ALL).await?;
         print_welcome(
             &app,
             embedded.as_ref(),
             &connections,
+            chain.as_ref(),
             demo.as_ref(),
             tokens.as_ref(),
         );
@@ -265,7 +277,9 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
                 shutdown.clone(),
             );
         }
-        app.run(shutdown).await
+        let result = app.run(shutdown).await;
+        drop(chain);
+        result
     });
     if let Some(pg) = embedded {
         eprintln!("stopping the private Postgres");
@@ -278,6 +292,7 @@ fn print_welcome(
     app: &Application,
     embedded: Option<&EmbeddedPostgres>,
     connections: &Connections,
+    chain: Option<&UpChain>,
     demo: Option<&demo::Demo>,
     tokens: Option<&demo::DemoTokens>,
 ) {
@@ -298,6 +313,9 @@ fn print_welcome(
             "  Database    {}\n",
             describe(&connections.service)
         )),
+    }
+    if let Some(chain) = chain {
+        out.push_str(&crate::chain::banner(chain));
     }
     let services: Vec<&str> = Service::ALL.iter().map(|s| s.name()).collect();
     out.push_str(&format!("  Services    {}\n", services.join(", ")));
@@ -396,6 +414,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::Sla { command } => sla(&config, command).await,
         Command::Probe { command } => probe(&config, command).await,
         Command::Webhook { command } => webhook(&config, command).await,
+        Command::Chain { command } => crate::chain::command(&config, command).await,
         Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
     }
 }

@@ -1,0 +1,185 @@
+//! What slaproof anchors: the period statement, its id, and the data of each
+//! schema (hash-only, verified, batch root), ABI-encoded as EAS stores them.
+//!
+//! The statement id is `keccak256(abi.encode(statement))`: anyone, a
+//! contract too, recomputes it from the nine fields. It is not a hash of the
+//! proof, which anyone holding one can re-randomise into another valid one.
+
+use alloy::primitives::{B256, U256, keccak256};
+use alloy::sol;
+use alloy::sol_types::SolValue;
+
+/// The hash-only period schema: the statement, the proof's hash, the id.
+pub const PERIOD_SCHEMA: &str = "bytes32 tenantHash,bytes32 slaHash,bytes32 objective,\
+uint64 periodStart,uint64 periodEnd,uint64 threshold,uint32 fractionPpm,\
+bytes32 commitment,bytes32 vkHash,bytes32 proofHash,bytes32 statementId";
+
+/// The verified period schema: the hash-only fields, then the proof as the
+/// generated verifier takes it and its four public inputs.
+pub const VERIFIED_SCHEMA: &str = "bytes32 tenantHash,bytes32 slaHash,bytes32 objective,\
+uint64 periodStart,uint64 periodEnd,uint64 threshold,uint32 fractionPpm,\
+bytes32 commitment,bytes32 vkHash,bytes32 proofHash,bytes32 statementId,\
+uint256[8] proof,uint256[4] publicInputs";
+
+/// The batch-root schema: one epoch's statements as a Merkle root.
+pub const BATCH_SCHEMA: &str = "bytes32 root,uint64 epochStart,uint64 epochEnd,uint32 count";
+
+sol! {
+    /// One period's proven result, as the period schemas' first nine fields.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Statement {
+        bytes32 tenantHash;
+        bytes32 slaHash;
+        bytes32 objective;
+        uint64 periodStart;
+        uint64 periodEnd;
+        uint64 threshold;
+        uint32 fractionPpm;
+        bytes32 commitment;
+        bytes32 vkHash;
+    }
+
+    /// The hash-only schema's data.
+    #[derive(Debug, PartialEq, Eq)]
+    struct PeriodAnchor {
+        Statement statement;
+        bytes32 proofHash;
+        bytes32 statementId;
+    }
+
+    /// The verified schema's data.
+    #[derive(Debug, PartialEq, Eq)]
+    struct VerifiedAnchor {
+        Statement statement;
+        bytes32 proofHash;
+        bytes32 statementId;
+        uint256[8] proof;
+        uint256[4] publicInputs;
+    }
+
+    /// The batch-root schema's data.
+    #[derive(Debug, PartialEq, Eq)]
+    struct BatchRoot {
+        bytes32 root;
+        uint64 epochStart;
+        uint64 epochEnd;
+        uint32 count;
+    }
+}
+
+impl Statement {
+    /// keccak-256 of the ABI-encoded statement.
+    pub fn id(&self) -> B256 {
+        keccak256(self.abi_encode())
+    }
+}
+
+impl PeriodAnchor {
+    /// The anchor of `statement` proven by the proof whose hash is `proof_hash`.
+    pub fn new(statement: Statement, proof_hash: B256) -> Self {
+        let statement_id = statement.id();
+        Self {
+            statement,
+            proofHash: proof_hash,
+            statementId: statement_id,
+        }
+    }
+
+    /// The attestation's `data`. Every field is static, so the struct encodes
+    /// in place, field after field, as the schema's flat list of fields.
+    pub fn data(&self) -> Vec<u8> {
+        self.abi_encode()
+    }
+
+    /// Reads an attestation's `data` back.
+    pub fn from_data(data: &[u8]) -> Result<Self, alloy::sol_types::Error> {
+        Self::abi_decode(data)
+    }
+}
+
+impl VerifiedAnchor {
+    /// The verified anchor of `statement` with its proof and public inputs.
+    pub fn new(
+        statement: Statement,
+        proof_hash: B256,
+        proof: [U256; 8],
+        public_inputs: [U256; 4],
+    ) -> Self {
+        let statement_id = statement.id();
+        Self {
+            statement,
+            proofHash: proof_hash,
+            statementId: statement_id,
+            proof,
+            publicInputs: public_inputs,
+        }
+    }
+
+    /// The attestation's `data`.
+    pub fn data(&self) -> Vec<u8> {
+        self.abi_encode()
+    }
+
+    /// Reads an attestation's `data` back.
+    pub fn from_data(data: &[u8]) -> Result<Self, alloy::sol_types::Error> {
+        Self::abi_decode(data)
+    }
+}
+
+impl BatchRoot {
+    /// The attestation's `data`.
+    pub fn data(&self) -> Vec<u8> {
+        self.abi_encode()
+    }
+
+    /// Reads an attestation's `data` back.
+    pub fn from_data(data: &[u8]) -> Result<Self, alloy::sol_types::Error> {
+        Self::abi_decode(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement() -> Statement {
+        Statement {
+            tenantHash: keccak256("provider"),
+            slaHash: keccak256("acme-enterprise"),
+            objective: keccak256("p99-latency"),
+            periodStart: 1_793_491_200,
+            periodEnd: 1_796_083_200,
+            threshold: 3_200_000,
+            fractionPpm: 990_000,
+            commitment: B256::repeat_byte(7),
+            vkHash: B256::repeat_byte(9),
+        }
+    }
+
+    #[test]
+    fn the_statement_id_is_the_keccak_of_nine_words_and_the_data_is_flat() {
+        let s = statement();
+        let encoded = s.abi_encode();
+        assert_eq!(encoded.len(), 9 * 32, "nine static words");
+        assert_eq!(&encoded[..32], s.tenantHash.as_slice());
+        // uint64 threshold right-aligned in the sixth word.
+        assert_eq!(&encoded[5 * 32 + 24..6 * 32], &3_200_000u64.to_be_bytes());
+        let anchor = PeriodAnchor::new(s, B256::repeat_byte(1));
+        let data = anchor.data();
+        assert_eq!(data.len(), 11 * 32, "the schema's eleven fields in place");
+        assert_eq!(&data[10 * 32..], keccak256(&encoded).as_slice());
+        assert_eq!(PeriodAnchor::from_data(&data).unwrap(), anchor);
+    }
+
+    #[test]
+    fn the_verified_data_is_twenty_three_words() {
+        let anchor = VerifiedAnchor::new(
+            statement(),
+            B256::ZERO,
+            [U256::from(1); 8],
+            [U256::from(2); 4],
+        );
+        assert_eq!(anchor.data().len(), 23 * 32);
+        assert_eq!(VerifiedAnchor::from_data(&anchor.data()).unwrap(), anchor);
+    }
+}

@@ -1,0 +1,247 @@
+//! The chain under `slaproof up` (anvil with slaproof deployed when no chain
+//! is configured) and the `slaproof chain` commands.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Subcommand;
+use serde::{Deserialize, Serialize};
+use slaproof_chain::anvil::{self, Anvil};
+use slaproof_chain::{Chain, Deployment, Settings};
+
+use crate::config::Config;
+
+#[derive(Debug, Subcommand)]
+pub enum ChainCommand {
+    /// Deploy EAS (unless chain.contracts names it), slaproof's resolvers,
+    /// batch checker and schemas to the configured chain, and write the
+    /// record to chain.deployment_file.
+    Deploy,
+    /// Show what is deployed where, and whether it is all there.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where a running `slaproof up` left its local chain, for the commands run
+/// beside it.
+#[derive(Debug, Serialize, Deserialize)]
+struct LocalEndpoint {
+    rpc_url: url::Url,
+}
+
+/// A chain slaproof runs on: the local anvil `up` started, or the
+/// configured one.
+pub(crate) struct UpChain {
+    pub anvil: Option<Anvil>,
+    pub rpc_url: url::Url,
+    pub deployment: Option<Deployment>,
+    pub note: Option<String>,
+}
+
+fn local_dir(config: &Config) -> PathBuf {
+    config.embedded.data_dir.join("chain")
+}
+
+/// The settings of the anvil `up` starts in `data_dir`, at `url`.
+fn local_settings(config: &Config, url: url::Url) -> Settings {
+    let mut settings = Settings::local(url, anvil::dev_key());
+    settings.deployment_file = Some(local_dir(config).join("deployment.json"));
+    settings
+}
+
+/// For `up`: with no chain configured, starts anvil (state kept under
+/// embedded.data_dir, so a restart finds its deployment) and deploys
+/// slaproof's contracts unless they are there already; with a chain
+/// configured, reads its deployment record. Never fails `up` for want of
+/// anvil: the banner says how to get it.
+pub(crate) async fn up(config: &Config) -> anyhow::Result<Option<UpChain>> {
+    if let Some(url) = config.chain.rpc_url.clone() {
+        let deployment = match &config.chain.deployment_file {
+            Some(path) if path.exists() => Some(Deployment::read(path)?),
+            _ => None,
+        };
+        let note = deployment
+            .is_none()
+            .then(|| "not deployed yet: run `slaproof chain deploy`".to_owned());
+        return Ok(Some(UpChain {
+            anvil: None,
+            rpc_url: url,
+            deployment,
+            note,
+        }));
+    }
+    if !config.embedded.anvil {
+        return Ok(None);
+    }
+    let root = std::env::current_dir().unwrap_or_default();
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(binary) = anvil::binary(&root).or_else(|| anvil::binary(&built_in)) else {
+        eprintln!(
+            "no chain configured and no anvil found: anchoring is off. Install it with \
+             `npm ci --prefix contracts` (or put Foundry's anvil on the PATH), or set chain.rpc_url."
+        );
+        return Ok(None);
+    };
+    let dir = local_dir(config);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    eprintln!("no chain configured: starting anvil ({})", binary.display());
+    let node = Anvil::start(
+        &binary,
+        config.embedded.anvil_port,
+        Some(&dir.join("anvil-state.json")),
+    )
+    .context("starting anvil")?;
+    let settings = local_settings(config, node.url().clone());
+    std::fs::write(
+        dir.join("endpoint.json"),
+        serde_json::to_vec_pretty(&LocalEndpoint {
+            rpc_url: node.url().clone(),
+        })?,
+    )?;
+    let chain = Chain::connect(&settings).await?;
+    let record = settings.deployment_file.clone().expect("set above");
+    let known = match Deployment::read(&record) {
+        Ok(deployment) if deployment.chain_id == chain.chain_id() => {
+            let status = slaproof_chain::status(&chain, &deployment).await?;
+            status.is_complete().then_some(deployment)
+        }
+        _ => None,
+    };
+    let deployment = match known {
+        Some(deployment) => deployment,
+        None => {
+            eprintln!("deploying EAS and slaproof's contracts to anvil");
+            let deployment = slaproof_chain::deploy(&chain, &Default::default()).await?;
+            deployment.write(&record)?;
+            deployment
+        }
+    };
+    Ok(Some(UpChain {
+        rpc_url: node.url().clone(),
+        anvil: Some(node),
+        deployment: Some(deployment),
+        note: None,
+    }))
+}
+
+/// The banner's chain lines.
+pub(crate) fn banner(chain: &UpChain) -> String {
+    let mut out = String::new();
+    let what = if chain.anvil.is_some() {
+        "anvil (local, dev key #0 attests)"
+    } else {
+        "configured"
+    };
+    out.push_str(&format!("  Chain       {} {}\n", chain.rpc_url, what));
+    if let Some(d) = &chain.deployment {
+        out.push_str(&format!(
+            "    chain id {}, EAS {}, SchemaRegistry {}\n",
+            d.chain_id, d.eas, d.schema_registry
+        ));
+        out.push_str(&format!(
+            "    resolvers: verified {}, attester {}; BatchCheck {}\n",
+            d.slaproof_resolver, d.attester_resolver, d.batch_check
+        ));
+        out.push_str(&format!(
+            "    schemas: period {}\n             verified {}\n             batch root {}\n",
+            d.schemas.period, d.schemas.verified, d.schemas.batch_root
+        ));
+    }
+    if let Some(note) = &chain.note {
+        out.push_str(&format!("    {note}\n"));
+    }
+    out
+}
+
+/// The settings `chain` commands use: the configured chain, or the local
+/// anvil of a `slaproof up` running in this data folder.
+fn command_settings(config: &Config) -> anyhow::Result<Settings> {
+    if config.chain.rpc_url.is_some() {
+        return Ok(config.chain.clone());
+    }
+    let endpoint = local_dir(config).join("endpoint.json");
+    let text = std::fs::read_to_string(&endpoint).with_context(|| {
+        format!(
+            "no chain configured (chain.rpc_url) and no local chain from `slaproof up` ({} is missing)",
+            endpoint.display()
+        )
+    })?;
+    let local: LocalEndpoint = serde_json::from_str(&text)?;
+    Ok(local_settings(config, local.rpc_url))
+}
+
+pub(crate) async fn command(config: &Config, command: ChainCommand) -> anyhow::Result<()> {
+    let settings = command_settings(config)?;
+    let chain = Chain::connect(&settings).await?;
+    match command {
+        ChainCommand::Deploy => {
+            let path = settings
+                .deployment_file
+                .clone()
+                .context("set chain.deployment_file: the deployment record is written there")?;
+            let deployment = slaproof_chain::deploy(&chain, &settings.contracts).await?;
+            deployment.write(&path)?;
+            println!("{}", serde_json::to_string_pretty(&deployment)?);
+            eprintln!("deployment record written to {}", path.display());
+        }
+        ChainCommand::Status { json } => {
+            let path = settings
+                .deployment_file
+                .clone()
+                .context("set chain.deployment_file")?;
+            let deployment = Deployment::read(&path)?;
+            let status = slaproof_chain::status(&chain, &deployment).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                let mut out = format!(
+                    "chain {} at {} (head {})\nattester {} ({} wei){}\n\ncontracts\n",
+                    status.chain_id,
+                    status.endpoint,
+                    status.head,
+                    status.attester,
+                    status.attester_balance_wei,
+                    if status.attester_authorised {
+                        ", authorised"
+                    } else {
+                        ", NOT authorised on the resolvers"
+                    }
+                );
+                for c in &status.contracts {
+                    out.push_str(&format!(
+                        "  {:<18} {}  {}\n",
+                        c.name,
+                        c.address,
+                        if c.has_code { "deployed" } else { "NO CODE" }
+                    ));
+                }
+                out.push_str("\nschemas\n");
+                for s in &status.schemas {
+                    out.push_str(&format!(
+                        "  {:<10} {}  {}\n",
+                        s.name,
+                        s.uid,
+                        if s.registered {
+                            "registered"
+                        } else {
+                            "NOT REGISTERED"
+                        }
+                    ));
+                }
+                out.push_str(if status.is_complete() {
+                    "\ncomplete\n"
+                } else {
+                    "\nINCOMPLETE: run `slaproof chain deploy`\n"
+                });
+                print!("{out}");
+            }
+            if !status.is_complete() {
+                anyhow::bail!("the deployment in {} is incomplete", path.display());
+            }
+        }
+    }
+    Ok(())
+}
