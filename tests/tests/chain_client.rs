@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use alloy::primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy::primitives::{B256, Bytes, U256, keccak256};
 use alloy::providers::Provider;
 use alloy::sol_types::SolError;
 use secrecy::SecretString;
@@ -45,6 +45,28 @@ async fn raw(chain: &Chain, method: &'static str, params: serde_json::Value) -> 
         .raw_request::<_, serde_json::Value>(method.into(), params)
         .await
         .unwrap_or_else(|e| panic!("{method}: {e}"))
+}
+
+/// Waits until the node's pool holds a transaction (mining is off).
+async fn until_pending(chain: &Chain, poll: Duration) {
+    loop {
+        let pool = raw(chain, "txpool_status", serde_json::json!([])).await;
+        if pool["pending"] != "0x0" {
+            return;
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+/// Empties the pool once the client's transaction is in it, lets `meanwhile`
+/// act on the node, then mines the client's transaction when it is sent
+/// again (the client notices after `resend_after_secs`, 2 s locally).
+async fn drop_then_mine_the_resend(chain: &Chain, meanwhile: impl AsyncFnOnce()) {
+    until_pending(chain, Duration::from_millis(20)).await;
+    raw(chain, "anvil_dropAllTransactions", serde_json::json!([])).await;
+    meanwhile().await;
+    until_pending(chain, Duration::from_millis(300)).await;
+    raw(chain, "evm_mine", serde_json::json!([])).await;
 }
 
 fn statement(n: u64) -> Statement {
@@ -350,26 +372,7 @@ async fn a_dropped_or_reorged_transaction_is_sent_again() {
     raw(&chain, "evm_setAutomine", serde_json::json!([false])).await;
     let anchor = PeriodAnchor::new(statement(1), B256::ZERO);
     let sending = attest::attest_period(&chain, &deployment, &anchor);
-    let dropper = async {
-        loop {
-            let pool = raw(&chain, "txpool_status", serde_json::json!([])).await;
-            if pool["pending"] != "0x0" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        raw(&chain, "anvil_dropAllTransactions", serde_json::json!([])).await;
-        // The client notices (resend_after is 2 s locally) and sends again;
-        // mine until it has.
-        loop {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let pool = raw(&chain, "txpool_status", serde_json::json!([])).await;
-            if pool["pending"] != "0x0" {
-                raw(&chain, "evm_mine", serde_json::json!([])).await;
-                return;
-            }
-        }
-    };
+    let dropper = drop_then_mine_the_resend(&chain, async || {});
     let (attested, ()) = tokio::join!(sending, dropper);
     let attested = attested.unwrap();
     assert!(
@@ -384,15 +387,7 @@ async fn a_dropped_or_reorged_transaction_is_sent_again() {
     // The client finds its nonce used by something else and signs again.
     let anchor = PeriodAnchor::new(statement(3), B256::ZERO);
     let sending = attest::attest_period(&chain, &deployment, &anchor);
-    let taker = async {
-        loop {
-            let pool = raw(&chain, "txpool_status", serde_json::json!([])).await;
-            if pool["pending"] != "0x0" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        raw(&chain, "anvil_dropAllTransactions", serde_json::json!([])).await;
+    let taker = drop_then_mine_the_resend(&chain, async || {
         let me = chain.address().to_string();
         raw(
             &chain,
@@ -401,15 +396,7 @@ async fn a_dropped_or_reorged_transaction_is_sent_again() {
         )
         .await;
         raw(&chain, "evm_mine", serde_json::json!([])).await;
-        loop {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let pool = raw(&chain, "txpool_status", serde_json::json!([])).await;
-            if pool["pending"] != "0x0" {
-                raw(&chain, "evm_mine", serde_json::json!([])).await;
-                return;
-            }
-        }
-    };
+    });
     let (attested, ()) = tokio::join!(sending, taker);
     let attested = attested.unwrap();
     assert!(
@@ -513,6 +500,5 @@ async fn an_rpc_outage_delays_and_limits_refuse_before_anything_is_sent() {
     // The key never shows in the client's Debug.
     let shown = format!("{chain:?}");
     assert!(!shown.contains(&anvil::DEV_KEY[2..]), "{shown}");
-    assert!(shown.contains(&format!("{:?}", chain.address())) || shown.contains("attester"));
-    let _ = Address::ZERO;
+    assert!(shown.contains("attester"), "{shown}");
 }
