@@ -2,7 +2,8 @@
 //!
 //! Per slot: 32 value bits, 40 weight bits, a 32-bit remainder and one
 //! booleanity check for the comparison with `T`, and one product — 106
-//! constraints — plus its share of the commitment's Poseidon chain.
+//! constraints — plus its share of the commitment's Poseidon chain; once per
+//! circuit, the chain's seed binds the slot count and the context.
 
 use ark_bn254::Fr;
 use ark_ff::{One, Zero};
@@ -17,7 +18,7 @@ use crate::gadgets::compare::constraints::{AtMostGadget, AtMostVar};
 use crate::gadgets::linear::LinearVar;
 use crate::gadgets::poseidon::constraints::{PoseidonGadget, PoseidonVar};
 use crate::statement::{
-    Opening, PPM, SLOT_BITS, SLOTS_PER_ELEMENT, Statement, VALUE_BITS, WEIGHT_BITS,
+    Opening, PPM, SLOT_BITS, SLOTS_PER_ELEMENT, Statement, VALUE_BITS, WEIGHT_BITS, size_tag,
 };
 
 /// Bits of `q`: any `q < 2²⁰` keeps `q·Σw` bounded; the native side further
@@ -137,16 +138,17 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
         // subscriber enables the `r1cs` target.
 
         // Public inputs, in the order of `statement::PUBLIC_INPUTS`. The
-        // context takes part in no constraint: ark-groth16's QAP reduction
-        // adds one copy constraint per input, so the proof binds it anyway.
-        let (commitment, threshold, quota) = {
+        // context is bound twice: as an input (ark-groth16's QAP reduction
+        // adds one copy constraint per input) and inside the commitment's
+        // seed, so a commitment made under one context opens under no other.
+        let (commitment, threshold, quota, context) = {
             let ns = ns!(cs, "public_inputs");
             let inputs = ns.cs();
             let commitment = LinearVar::new_input(&inputs, public.map(|p| p.commitment))?;
             let threshold = LinearVar::new_input(&inputs, public.map(|p| p.threshold))?;
             let quota = LinearVar::new_input(&inputs, public.map(|p| p.quota_ppm))?;
-            LinearVar::new_input(&inputs, public.map(|p| p.context))?;
-            (commitment, threshold, quota)
+            let context = LinearVar::new_input(&inputs, public.map(|p| p.context))?;
+            (commitment, threshold, quota, context)
         };
 
         // T < 2³² keeps `2³² + T − v` inside 33 bits; q < 2²⁰ bounds q·Σw.
@@ -206,7 +208,14 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
             let ns = ns!(cs, "commitment");
             let commit_cs = ns.cs();
             let salt = LinearVar::new_witness(&commit_cs, witness.map(|w| w.salt))?;
-            let recomputed = PoseidonVar::chain(&commit_cs, &salt, &elements)?;
+            // h₀ = Poseidon(Poseidon(tag, N), context, r): the size tag is
+            // this circuit's own constant, so no shorter vector's opening
+            // passes for this one.
+            // Hashing two constants fails only on a width light-poseidon
+            // lacks, which the gadget reports the same way.
+            let tag = size_tag(self.slots).map_err(|_| SynthesisError::Unsatisfiable)?;
+            let seed = PoseidonVar::hash(&commit_cs, &[LinearVar::constant(tag), context, salt])?;
+            let recomputed = PoseidonVar::chain(&commit_cs, &seed, &elements)?;
             recomputed.enforce_equal(&commit_cs, &commitment)?;
         }
 

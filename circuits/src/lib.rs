@@ -16,7 +16,10 @@ pub use keys::{
     generate_keys, keys_from_stored, load_keys, load_verifier, verifier_from_stored,
 };
 pub use proof::{SlaProof, prove, verify};
-pub use statement::{ContextHash, Opening, Slot, Statement, StatementJson, build, build_with_salt};
+pub use statement::{
+    Claim, ContextHash, Opening, Slot, Statement, StatementJson, build, build_with_salt,
+    derive_salt,
+};
 
 /// BN254's scalar field, in which statements are expressed.
 pub use ark_bn254::Fr;

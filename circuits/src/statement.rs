@@ -1,7 +1,7 @@
 //! The statement proven and its opening, natively: slot packing, the salted commitment, the context hash and the verdict.
 
 use ark_bn254::Fr;
-use ark_ff::{PrimeField, UniformRand};
+use ark_ff::{BigInteger, PrimeField, UniformRand};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -77,17 +77,88 @@ pub fn pack(slots: &[Slot]) -> Vec<Fr> {
         .collect()
 }
 
-/// The salted commitment `C = chain(r, pack(slots))`.
-pub fn commit(salt: Fr, slots: &[Slot]) -> Result<Fr, CircuitError> {
-    poseidon::chain(salt, &pack(slots))
+/// The commitment's domain tag: `sha256("slaproof/commitment/v2")`, first
+/// 31 bytes big-endian, so that no other use of Poseidon starts the same way.
+pub fn commitment_tag() -> Fr {
+    first_31_bytes(&Sha256::digest(b"slaproof/commitment/v2"))
 }
 
-/// A hash binding tenant, SLA, objective and period, so a proof for one
-/// cannot be shown as a proof for another.
+/// The size tag of an `N`-slot commitment: `Poseidon(tag, N)`, a constant of
+/// each circuit.
+pub fn size_tag(slots: usize) -> Result<Fr, CircuitError> {
+    poseidon::hash(&[commitment_tag(), Fr::from(slots as u64)])
+}
+
+/// The chain's first value: `h₀ = Poseidon(Poseidon(tag, N), context, r)`.
 ///
-/// `sha256("slaproof/context/v1" ‖ for each part: u32be(len) ‖ bytes)`,
-/// first 31 bytes read big-endian: 248 bits, so it is always a canonical
-/// field element and easy to recompute in any language.
+/// Binding the slot count and the context here closes two attacks on a bare
+/// `h₀ = r`: any intermediate chain value of a longer vector was a valid
+/// salt for a shorter vector of its remaining slots (and the verifier takes
+/// the slot count from the statement), and a commitment opened under one
+/// context could be proven again under another. Now either needs a Poseidon
+/// preimage. The size tag is hashed apart so that in the circuit it is a
+/// constant and the seed is one `Poseidon(3)`.
+pub fn seed(slots: usize, context: ContextHash, salt: Fr) -> Result<Fr, CircuitError> {
+    poseidon::hash(&[size_tag(slots)?, context.0, salt])
+}
+
+/// The salted commitment `C = chain(seed(N, context, r), pack(slots))`, with
+/// `N = slots.len()`.
+pub fn commit(context: ContextHash, salt: Fr, slots: &[Slot]) -> Result<Fr, CircuitError> {
+    poseidon::chain(seed(slots.len(), context, salt)?, &pack(slots))
+}
+
+/// A salt reproducible for a retried job and unknowable without the
+/// tenant's secret: `sha256("slaproof/salt/v1" ‖ secret ‖ context)`, first 31
+/// bytes big-endian. The same period proven twice commits to the same value,
+/// and the opening can be rebuilt from the stored data for a dispute.
+pub fn derive_salt(secret: &[u8; 32], context: ContextHash) -> Fr {
+    let mut h = Sha256::new();
+    h.update(b"slaproof/salt/v1");
+    h.update(secret);
+    h.update(context.0.into_bigint().to_bytes_be());
+    first_31_bytes(&h.finalize())
+}
+
+/// The first 31 bytes of a digest, big-endian: 248 bits, always a canonical
+/// field element, and easy to recompute in any language.
+fn first_31_bytes(digest: &[u8]) -> Fr {
+    Fr::from_be_bytes_mod_order(&digest[..31])
+}
+
+/// Everything one proven claim is about. Two different claims differ in at
+/// least one field, so their contexts differ and no proof of one verifies as
+/// the other: "P99 latency ≤ 3.2 s (3,200,000 µs) over the events of
+/// acme-enterprise v3, objective p99-latency, in November 2026, result
+/// revision 1, for tenant provider".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim<'a> {
+    pub tenant: &'a str,
+    pub sla: &'a str,
+    pub sla_version: u32,
+    pub objective: &'a str,
+    /// The measured field, e.g. `latency` or `ttft`.
+    pub field: &'a str,
+    /// The unit of every value and of the threshold, e.g. `us`.
+    pub unit: &'a str,
+    /// The comparison as proven, always `<=` (`<` is proven as `≤ T−1`).
+    pub operator: &'a str,
+    pub threshold: u64,
+    /// The period's exact bounds, Unix seconds, start inclusive.
+    pub period_start: i64,
+    pub period_end: i64,
+    /// The revision of the period result the vector was built from.
+    pub revision: u32,
+}
+
+/// A hash binding the whole [`Claim`], so a proof for one claim cannot be
+/// shown as a proof for another.
+///
+/// `sha256("slaproof/context/v2" ‖ each string: u32be(len) ‖ utf8 ‖ each
+/// number: its big-endian bytes)`, in the order of [`Claim`]'s fields
+/// (`sla_version` and `revision` as u32, `threshold` as u64, the period's
+/// bounds as i64), first 31 bytes read big-endian: 248 bits, so it is always
+/// a canonical field element and easy to recompute in any language.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ContextHash(Fr);
 
@@ -98,15 +169,26 @@ impl std::fmt::Debug for ContextHash {
 }
 
 impl ContextHash {
-    pub fn new(tenant: &str, sla: &str, objective: &str, period: &str) -> Self {
-        let mut h = Sha256::new();
-        h.update(b"slaproof/context/v1");
-        for part in [tenant, sla, objective, period] {
+    /// The context of `claim`.
+    pub fn of(claim: &Claim<'_>) -> Self {
+        fn text(h: &mut Sha256, part: &str) {
             h.update((part.len() as u32).to_be_bytes());
             h.update(part.as_bytes());
         }
-        let digest = h.finalize();
-        Self(Fr::from_be_bytes_mod_order(&digest[..31]))
+        let mut h = Sha256::new();
+        h.update(b"slaproof/context/v2");
+        text(&mut h, claim.tenant);
+        text(&mut h, claim.sla);
+        h.update(claim.sla_version.to_be_bytes());
+        text(&mut h, claim.objective);
+        text(&mut h, claim.field);
+        text(&mut h, claim.unit);
+        text(&mut h, claim.operator);
+        h.update(claim.threshold.to_be_bytes());
+        h.update(claim.period_start.to_be_bytes());
+        h.update(claim.period_end.to_be_bytes());
+        h.update(claim.revision.to_be_bytes());
+        Self(first_31_bytes(&h.finalize()))
     }
 
     pub fn as_field(&self) -> Fr {
@@ -242,6 +324,7 @@ pub fn parse_field(field: &'static str, decimal: &str) -> Result<Fr, CircuitErro
 /// zero-weight slots) and the salt. Its `Debug` prints neither.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Opening {
+    context: ContextHash,
     salt: Fr,
     slots: Vec<Slot>,
 }
@@ -259,13 +342,18 @@ impl Opening {
         self.salt
     }
 
+    /// The context the commitment binds.
+    pub fn context(&self) -> ContextHash {
+        self.context
+    }
+
     pub fn slots(&self) -> &[Slot] {
         &self.slots
     }
 
-    /// `C = chain(r, pack(slots))`.
+    /// `C = chain(seed(N, context, r), pack(slots))`.
     pub fn commitment(&self) -> Result<Fr, CircuitError> {
-        commit(self.salt, &self.slots)
+        commit(self.context, self.salt, &self.slots)
     }
 
     /// `(Σ wᵢ·[vᵢ ≤ T], Σ wᵢ)`; exact in `u128` for every supported size.
@@ -339,6 +427,7 @@ pub fn build_with_salt(
         .collect::<Result<Vec<_>, _>>()?;
     parsed.resize(slots, Slot::default());
     let opening = Opening {
+        context,
         salt,
         slots: parsed,
     };

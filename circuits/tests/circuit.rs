@@ -6,10 +6,14 @@ use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode
 use proptest::prelude::*;
 use slaproof_circuits::circuit::{PublicValues, WitnessValues};
 use slaproof_circuits::statement::{PUBLIC_INPUTS, commit, pack};
-use slaproof_circuits::{ContextHash, Slot, ThresholdCircuit, build_with_salt, constraint_count};
+use slaproof_circuits::{
+    Claim, ContextHash, Slot, ThresholdCircuit, build_with_salt, constraint_count,
+};
+
+mod common;
 
 fn context() -> ContextHash {
-    ContextHash::new("ten_1", "sla_1", "p99", "2026-11")
+    common::context_of("p99")
 }
 
 /// Whether the circuit accepts this assignment.
@@ -43,7 +47,8 @@ fn raw(slots: usize, pairs: &[(u64, u64)], t: u64, q: u64) -> ThresholdCircuit {
             })
         })
         .collect();
-    let commitment = slaproof_circuits::gadgets::poseidon::chain(salt, &elements).unwrap();
+    let seed = slaproof_circuits::statement::seed(slots, context(), salt).unwrap();
+    let commitment = slaproof_circuits::gadgets::poseidon::chain(seed, &elements).unwrap();
     ThresholdCircuit::from_raw(
         slots,
         PublicValues {
@@ -72,10 +77,12 @@ impl PowU for Fr {
 fn constraint_counts_are_pinned() {
     // 106 per slot + 504 per Poseidon step (less 3 per zero-padding word)
     // + 139 fixed: ranges of T (33) and q (21), the commitment equality,
-    // the total (its equality, its inverse), q·total and the slack (81).
-    assert_eq!(constraint_count(64).unwrap(), 7_931);
-    assert_eq!(constraint_count(1024).unwrap(), 124_781);
-    assert_eq!(constraint_count(16384).unwrap(), 1_987_316);
+    // the total (its equality, its inverse), q·total and the slack (81)
+    // + 258 for the seed Poseidon(size tag, context, r) (88 S-boxes, two
+    // of them on constants).
+    assert_eq!(constraint_count(64).unwrap(), 8_189);
+    assert_eq!(constraint_count(1024).unwrap(), 125_039);
+    assert_eq!(constraint_count(16384).unwrap(), 1_987_574);
     for slots in [64, 1024, 16384] {
         let per_slot = constraint_count(slots).unwrap() as f64 / slots as f64;
         assert!(
@@ -125,8 +132,8 @@ fn packing_puts_three_slots_in_one_element() {
             * two.pow_u(144);
     assert_eq!(pack(&slots), vec![e0, Fr::from(9u64)]);
     assert_ne!(
-        commit(Fr::one(), &slots).unwrap(),
-        commit(Fr::zero(), &slots).unwrap()
+        commit(context(), Fr::one(), &slots).unwrap(),
+        commit(context(), Fr::zero(), &slots).unwrap()
     );
 }
 
@@ -275,4 +282,159 @@ fn statement_json_refuses_non_canonical_field_elements() {
     ] {
         assert!(parse_field("commitment", bad).is_err(), "{bad:?}");
     }
+}
+
+/// Issue 16's first attack: with `h₀ = r`, any intermediate value of a
+/// longer vector's chain was a valid salt for a shorter vector of its
+/// remaining slots, and the verifier takes the slot count from the
+/// statement. 99 slots are 33 packed elements, three chain runs of 11; the
+/// 66 slots after the first run would open the same commitment.
+#[test]
+fn a_shorter_vector_opened_at_an_intermediate_chain_value_is_refused() {
+    use slaproof_circuits::gadgets::poseidon::{self, CHAIN_RATE};
+    use slaproof_circuits::statement::seed;
+    let pairs: Vec<(u64, u64)> = (0..99).map(|i| (i % 60, 1 + i % 3)).collect();
+    let (statement, opening) =
+        build_with_salt(99, &pairs, 50, 800_000, context(), Fr::from(7u64)).unwrap();
+    let elements = pack(opening.slots());
+    assert_eq!(elements.len(), 3 * CHAIN_RATE);
+    let first_run = poseidon::chain(
+        seed(99, context(), opening.salt()).unwrap(),
+        &elements[..CHAIN_RATE],
+    )
+    .unwrap();
+    // The chain still composes (this is what the attack used) ...
+    assert_eq!(
+        poseidon::chain(first_run, &elements[CHAIN_RATE..]).unwrap(),
+        statement.commitment()
+    );
+    // ... but the suffix's own chain starts at seed(66, context, r'),
+    // so the intermediate value as r' opens nothing.
+    let suffix = &opening.slots()[3 * CHAIN_RATE..];
+    assert_eq!(suffix.len(), 66);
+    assert_ne!(
+        commit(context(), first_run, suffix).unwrap(),
+        statement.commitment()
+    );
+    let circuit = ThresholdCircuit::from_raw(
+        66,
+        PublicValues {
+            commitment: statement.commitment(),
+            threshold: Fr::from(50u64),
+            quota_ppm: Fr::from(800_000u64),
+            context: context().as_field(),
+        },
+        WitnessValues {
+            salt: first_run,
+            slots: suffix
+                .iter()
+                .map(|s| (u64::from(s.value()), s.weight()))
+                .collect(),
+        },
+    );
+    assert!(!satisfied(circuit), "a suffix opened the longer commitment");
+}
+
+/// Issue 16's second attack: the commitment did not bind the context, so an
+/// opening made under one context proved a claim under another.
+#[test]
+fn a_commitment_made_under_one_context_opens_under_no_other() {
+    let pairs = [(10, 9), (70, 1)];
+    let (statement, opening) =
+        build_with_salt(64, &pairs, 50, 900_000, context(), Fr::from(11u64)).unwrap();
+    assert!(satisfied(ThresholdCircuit::new(&statement, &opening)));
+    let other = common::context_of("p95");
+    let moved = ThresholdCircuit::from_raw(
+        64,
+        PublicValues {
+            commitment: statement.commitment(),
+            threshold: Fr::from(50u64),
+            quota_ppm: Fr::from(900_000u64),
+            context: other.as_field(),
+        },
+        WitnessValues {
+            salt: opening.salt(),
+            slots: pairs.to_vec(),
+        },
+    );
+    assert!(
+        !satisfied(moved),
+        "the opening proved a claim under another context"
+    );
+}
+
+#[test]
+fn the_context_changes_with_every_field_of_the_claim() {
+    let base = common::claim("p99", 1_793_491_200);
+    let variants = [
+        Claim {
+            tenant: "ten_2",
+            ..base
+        },
+        Claim {
+            sla: "sla_2",
+            ..base
+        },
+        Claim {
+            sla_version: 2,
+            ..base
+        },
+        Claim {
+            objective: "p95",
+            ..base
+        },
+        Claim {
+            field: "ttft",
+            ..base
+        },
+        Claim { unit: "ms", ..base },
+        Claim {
+            operator: "<",
+            ..base
+        },
+        Claim {
+            threshold: 51,
+            ..base
+        },
+        Claim {
+            period_start: base.period_start + 1,
+            ..base
+        },
+        Claim {
+            period_end: base.period_end + 1,
+            ..base
+        },
+        Claim {
+            revision: 2,
+            ..base
+        },
+        // Length prefixes: moving a character between fields changes it too.
+        Claim {
+            tenant: "ten_1s",
+            sla: "la_1",
+            ..base
+        },
+    ];
+    let context = ContextHash::of(&base);
+    for variant in variants {
+        assert_ne!(ContextHash::of(&variant), context, "{variant:?}");
+    }
+}
+
+#[test]
+fn a_derived_salt_is_reproducible_and_secret_dependent() {
+    use slaproof_circuits::derive_salt;
+    let secret = [7u8; 32];
+    assert_eq!(
+        derive_salt(&secret, context()),
+        derive_salt(&secret, context())
+    );
+    assert_ne!(
+        derive_salt(&secret, context()),
+        derive_salt(&[8u8; 32], context())
+    );
+    assert_ne!(
+        derive_salt(&secret, context()),
+        derive_salt(&secret, common::context_of("p95"))
+    );
 }

@@ -6,6 +6,8 @@ use std::process::Command;
 use slaproof_circuits::export::{snarkjs_public, solidity_proof, solidity_verifier, write_snarkjs};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
+mod common;
+
 /// snarkjs as installed by `npm ci --prefix circuits`.
 fn snarkjs() -> Option<PathBuf> {
     let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/snarkjs/build/cli.cjs");
@@ -51,7 +53,7 @@ fn snarkjs_accepts_exported_proof_and_rejects_changed_input() {
         return;
     };
     let keys = CircuitKeys::setup(64).unwrap();
-    let context = ContextHash::new("ten_1", "sla_1", "p99", "2026-11");
+    let context = common::context_of("p99");
     let (statement, opening) = build(64, &[(40, 990), (70, 10)], 50, 990_000, context).unwrap();
     let proof = prove(&keys, &statement, &opening).unwrap();
 
@@ -84,7 +86,7 @@ fn solidity_verifier_is_generated_for_four_inputs() {
         contract.contains("uint256[4] calldata input"),
         "four public inputs"
     );
-    let context = ContextHash::new("t", "s", "o", "p");
+    let context = ContextHash::of(&common::claim("o", 0));
     let (statement, opening) = build(64, &[(1, 1)], 1, 1, context).unwrap();
     let proof = prove(&keys, &statement, &opening).unwrap();
     assert!(solidity_proof(&proof).iter().all(|x| !x.is_empty()));

@@ -11,13 +11,15 @@ use slaproof_circuits::{
     load_keys, load_verifier, prove, verifier_from_stored, verify,
 };
 
+mod common;
+
 fn keys64() -> &'static CircuitKeys {
     static KEYS: OnceLock<CircuitKeys> = OnceLock::new();
     KEYS.get_or_init(|| CircuitKeys::setup(64).unwrap())
 }
 
 fn context() -> ContextHash {
-    ContextHash::new("ten_1", "sla_1", "availability", "2026-11")
+    common::context_of("availability")
 }
 
 /// Availability: 0 is good, 1 is bad; 9995 good of 10000 at q = 99.95%.
@@ -79,7 +81,7 @@ fn wrong_public_inputs_are_refused() {
             statement.commitment(),
             0,
             999_500,
-            ContextHash::new("ten_1", "sla_1", "availability", "2026-12"),
+            ContextHash::of(&common::claim("availability", 1_796_083_200)),
         )
         .unwrap(),
     ];
@@ -171,9 +173,9 @@ fn keys_are_stored_checked_and_never_regenerated() {
     let mut stages = Vec::new();
     let manifest = generate_keys(dir.path(), 64, &mut |p| stages.push(p.stage)).unwrap();
     assert_eq!(stages.first(), Some(&KeygenStage::Synthesizing));
-    assert!(stages.contains(&KeygenStage::Setup { constraints: 7_931 }));
+    assert!(stages.contains(&KeygenStage::Setup { constraints: 8_189 }));
     assert_eq!(stages.last(), Some(&KeygenStage::Done));
-    assert_eq!(manifest.constraints, 7_931);
+    assert_eq!(manifest.constraints, 8_189);
     assert_eq!(load_manifest(dir.path(), 64).unwrap(), manifest);
 
     let keys = load_keys(dir.path(), 64).unwrap();

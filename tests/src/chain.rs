@@ -11,6 +11,25 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// The context of the claim the chain tests prove: tenant `ten_1`'s SLA
+/// `sla_1` v1, its `p99` latency at most 50 µs over November 2026 (Unix
+/// seconds), result revision 1.
+pub fn sample_context() -> slaproof_circuits::ContextHash {
+    slaproof_circuits::ContextHash::of(&slaproof_circuits::Claim {
+        tenant: "ten_1",
+        sla: "sla_1",
+        sla_version: 1,
+        objective: "p99",
+        field: "latency",
+        unit: "us",
+        operator: "<=",
+        threshold: 50,
+        period_start: 1_793_491_200,
+        period_end: 1_796_083_200,
+        revision: 1,
+    })
+}
+
 /// The workspace's `contracts/` folder.
 pub fn contracts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -22,7 +22,7 @@ use slaproof_chain::contracts::EAS;
 use slaproof_chain::merkle::StandardTree;
 use slaproof_chain::{Chain, ChainError, Deployment, Settings};
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
-use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
+use slaproof_circuits::{CircuitKeys, build, prove, verify};
 use slaproof_tests::chain;
 
 /// anvil's second development account: public, never authorised here.
@@ -204,7 +204,7 @@ async fn slaproof_deploys_from_its_artifacts_and_anchors_on_every_path() {
 
     // Verified: a real key and proof, the verifier generated from the key.
     let keys = CircuitKeys::setup(64).unwrap();
-    let context = ContextHash::new("ten_1", "sla_1", "p99", "2026-11");
+    let context = chain::sample_context();
     let (proven, opening) = build(64, &[(40, 990), (70, 10)], 50, 990_000, context).unwrap();
     let proof = prove(&keys, &proven, &opening).unwrap();
     assert!(verify(keys.verifier(), &proven, &proof).unwrap());

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
-use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
+use slaproof_circuits::{CircuitKeys, build, prove, verify};
 use slaproof_tests::chain::abi::{self, Token};
 use slaproof_tests::chain::eas::{self, Eas};
 use slaproof_tests::chain::{self, Anvil, Rpc, find_log, hex_u64, keccak, topic_word, unhex};
@@ -131,7 +131,7 @@ async fn the_resolver_accepts_a_verified_statement_and_refuses_every_wrong_one()
 
     // Arrange: a real key and proof for the smallest standard size.
     let keys = CircuitKeys::setup(64).unwrap();
-    let context = ContextHash::new("ten_1", "sla_1", "p99", "2026-11");
+    let context = chain::sample_context();
     let (statement, opening) = build(64, &[(40, 990), (70, 10)], 50, 990_000, context).unwrap();
     let proof = prove(&keys, &statement, &opening).unwrap();
     assert!(verify(keys.verifier(), &statement, &proof).unwrap());

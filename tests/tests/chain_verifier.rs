@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
-use slaproof_circuits::{CircuitKeys, ContextHash, build, prove, verify};
+use slaproof_circuits::{CircuitKeys, build, prove, verify};
 use slaproof_tests::chain::{self, Anvil, hex, hex_u64};
 
 /// `keccak256("ProofInvalid()")[..4]`: the generated verifier's only answer to a proof that does not verify.
@@ -62,7 +62,7 @@ async fn generated_verifier_accepts_the_proof_on_anvil_and_refuses_a_changed_inp
 
     // Arrange: a real key and proof for the smallest standard size.
     let keys = CircuitKeys::setup(64).unwrap();
-    let context = ContextHash::new("ten_1", "sla_1", "p99", "2026-11");
+    let context = chain::sample_context();
     let (statement, opening) = build(64, &[(40, 990), (70, 10)], 50, 990_000, context).unwrap();
     let proof = prove(&keys, &statement, &opening).unwrap();
     assert!(verify(keys.verifier(), &statement, &proof).unwrap());

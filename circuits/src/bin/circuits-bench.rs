@@ -15,7 +15,7 @@ use ark_relations::r1cs::{
 use ark_serialize::CanonicalSerialize;
 use ark_snark::SNARK;
 use ark_std::rand::{SeedableRng, rngs::StdRng};
-use slaproof_circuits::{CircuitKeys, ContextHash, build, constraint_count, prove, verify};
+use slaproof_circuits::{CircuitKeys, Claim, ContextHash, build, constraint_count, prove, verify};
 
 /// A circuit with nothing but multiplications: `xᵢ₊₁ = xᵢ·y`, with as many
 /// constraints and public inputs as ours, so its proving time is what
@@ -99,7 +99,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         // P99-like data: values spread to 200, 99% at or under 198.
         let pairs: Vec<(u64, u64)> = (0..slots as u64).map(|i| (i % 200, 1 + i % 5)).collect();
-        let context = ContextHash::new("ten_bench", "sla_bench", "p99", "2026-11");
+        let context = ContextHash::of(&Claim {
+            tenant: "ten_bench",
+            sla: "sla_bench",
+            sla_version: 1,
+            objective: "p99",
+            field: "latency",
+            unit: "us",
+            operator: "<=",
+            threshold: 198,
+            period_start: 1_793_491_200,
+            period_end: 1_796_083_200,
+            revision: 1,
+        });
         let (statement, opening) = build(slots, &pairs, 198, 980_000, context)?;
 
         let reference = ReferenceCircuit {

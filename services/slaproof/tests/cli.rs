@@ -481,7 +481,7 @@ fn keys_generate_writes_hashed_keys_with_progress_and_never_overwrites() {
     let progress = text(&out.stderr);
     for stage in [
         "counting constraints",
-        "Groth16 setup over 7931 constraints",
+        "Groth16 setup over 8189 constraints",
         "writing the proving key",
         "done",
     ] {
@@ -489,7 +489,7 @@ fn keys_generate_writes_hashed_keys_with_progress_and_never_overwrites() {
     }
     let printed = text(&out.stdout);
     assert!(
-        printed.contains("keys for 64 slots (7931 constraints)"),
+        printed.contains("keys for 64 slots (8189 constraints)"),
         "{printed}"
     );
     let manifest: serde_json::Value =
