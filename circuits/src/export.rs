@@ -1,10 +1,11 @@
-//! Exports for independent verifiers: snarkjs's JSON files and a Solidity verifier contract.
+//! Exports for independent verifiers: snarkjs's JSON files (and reading them back, for the auditor's command) and a Solidity verifier contract.
 
 use std::fs;
 use std::path::Path;
 
 use ark_bn254::{Bn254, Fq, Fq2, G1Affine, G2Affine};
 use ark_ec::{AffineRepr, pairing::Pairing};
+use ark_ff::{One, Zero};
 use ark_groth16::VerifyingKey;
 use serde_json::{Value, json};
 use taceo_groth16_sol::askama::Template;
@@ -113,4 +114,112 @@ pub fn solidity_verifier(vk: &VerifyingKey<Bn254>) -> Result<String, CircuitErro
 /// The proof as the generated contract's `uint256[8]`, decimal strings.
 pub fn solidity_proof(proof: &SlaProof) -> [String; 8] {
     taceo_groth16_sol::prepare_uncompressed_proof(proof.groth16()).map(|x| x.to_string())
+}
+
+/// Reads `verification_key.json` as snarkjs writes it (the inverse of
+/// [`snarkjs_verification_key`]): what an auditor was handed, checked point
+/// by point (on the curve, in the subgroup) before it is trusted.
+pub fn verifying_key_from_snarkjs(json: &Value) -> Result<VerifyingKey<Bn254>, CircuitError> {
+    if json["protocol"] != "groth16" || json["curve"] != "bn128" {
+        return Err(malformed("verification_key", "not a groth16 key on bn128"));
+    }
+    let ic = json["IC"]
+        .as_array()
+        .ok_or_else(|| malformed("verification_key", "no IC points"))?;
+    Ok(VerifyingKey {
+        alpha_g1: g1_from(&json["vk_alpha_1"], "vk_alpha_1")?,
+        beta_g2: g2_from(&json["vk_beta_2"], "vk_beta_2")?,
+        gamma_g2: g2_from(&json["vk_gamma_2"], "vk_gamma_2")?,
+        delta_g2: g2_from(&json["vk_delta_2"], "vk_delta_2")?,
+        gamma_abc_g1: ic
+            .iter()
+            .map(|p| g1_from(p, "IC"))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// Reads `proof.json` as snarkjs writes it (the inverse of [`snarkjs_proof`]).
+pub fn proof_from_snarkjs(json: &Value) -> Result<SlaProof, CircuitError> {
+    if json["protocol"] != "groth16" || json["curve"] != "bn128" {
+        return Err(malformed("proof", "not a groth16 proof on bn128"));
+    }
+    Ok(SlaProof(ark_groth16::Proof {
+        a: g1_from(&json["pi_a"], "pi_a")?,
+        b: g2_from(&json["pi_b"], "pi_b")?,
+        c: g1_from(&json["pi_c"], "pi_c")?,
+    }))
+}
+
+fn malformed(field: &'static str, reason: &str) -> CircuitError {
+    CircuitError::Malformed {
+        field,
+        reason: reason.to_owned(),
+    }
+}
+
+fn fq_from(value: &Value, field: &'static str) -> Result<Fq, CircuitError> {
+    let text = value
+        .as_str()
+        .ok_or_else(|| malformed(field, "a coordinate is not a decimal string"))?;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(malformed(field, "a coordinate is not a decimal integer"));
+    }
+    let x: Fq = text
+        .parse()
+        .map_err(|_| malformed(field, "a coordinate is not a base-field element"))?;
+    if x.to_string() != text {
+        return Err(malformed(field, "a coordinate is not canonical"));
+    }
+    Ok(x)
+}
+
+fn coordinates<'v>(value: &'v Value, field: &'static str) -> Result<&'v [Value], CircuitError> {
+    value
+        .as_array()
+        .map(Vec::as_slice)
+        .filter(|c| c.len() == 3)
+        .ok_or_else(|| malformed(field, "a point is not three coordinates"))
+}
+
+fn g1_from(value: &Value, field: &'static str) -> Result<G1Affine, CircuitError> {
+    let c = coordinates(value, field)?;
+    let z = fq_from(&c[2], field)?;
+    if z.is_zero() {
+        return Ok(G1Affine::identity());
+    }
+    if z != Fq::one() {
+        return Err(malformed(field, "a point is not affine (z must be 1)"));
+    }
+    let p = G1Affine::new_unchecked(fq_from(&c[0], field)?, fq_from(&c[1], field)?);
+    if !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
+        return Err(malformed(field, "a point is not on the curve"));
+    }
+    Ok(p)
+}
+
+fn fq2_from(value: &Value, field: &'static str) -> Result<Fq2, CircuitError> {
+    let c = value
+        .as_array()
+        .filter(|c| c.len() == 2)
+        .ok_or_else(|| malformed(field, "an Fq2 coordinate is not two elements"))?;
+    Ok(Fq2::new(fq_from(&c[0], field)?, fq_from(&c[1], field)?))
+}
+
+fn g2_from(value: &Value, field: &'static str) -> Result<G2Affine, CircuitError> {
+    let c = coordinates(value, field)?;
+    let z = fq2_from(&c[2], field)?;
+    if z.is_zero() {
+        return Ok(G2Affine::identity());
+    }
+    if z != Fq2::one() {
+        return Err(malformed(field, "a point is not affine (z must be 1)"));
+    }
+    let p = G2Affine::new_unchecked(fq2_from(&c[0], field)?, fq2_from(&c[1], field)?);
+    if !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
+        return Err(malformed(
+            field,
+            "a point is not on the curve or not in the subgroup",
+        ));
+    }
+    Ok(p)
 }

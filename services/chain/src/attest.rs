@@ -138,7 +138,13 @@ pub async fn attestation(
     deployment: &Deployment,
     uid: B256,
 ) -> Result<Option<Attestation>> {
-    let eas = EAS::new(deployment.eas, chain.provider());
+    attestation_at(chain, deployment.eas, uid).await
+}
+
+/// Reads an attestation back from the EAS at `eas`, knowing nothing else of
+/// the deployment (what an auditor has).
+pub async fn attestation_at(chain: &Chain, eas: Address, uid: B256) -> Result<Option<Attestation>> {
+    let eas = EAS::new(eas, chain.provider());
     let found = chain
         .read("reading an attestation", async || {
             eas.getAttestation(uid).call().await

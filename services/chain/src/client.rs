@@ -39,7 +39,8 @@ const NONCE_RETRIES: usize = 16;
 /// A connection to one chain with one signing key.
 pub struct Chain {
     provider: RootProvider,
-    wallet: EthereumWallet,
+    /// `None` for a reader: sends are refused.
+    wallet: Option<EthereumWallet>,
     address: Address,
     chain_id: u64,
     /// The endpoint's scheme, host and port: its path and query may carry an
@@ -73,12 +74,16 @@ impl Chain {
     /// Connects with `settings` (RPC URL and key) and asks the chain's id,
     /// retrying through an outage for `patience_secs`.
     pub async fn connect(settings: &Settings) -> Result<Chain> {
+        let signer = load_key(settings)?;
+        Self::open(settings, Some(signer)).await
+    }
+
+    async fn open(settings: &Settings, signer: Option<PrivateKeySigner>) -> Result<Chain> {
         let url = settings
             .rpc_url
             .clone()
             .ok_or_else(|| ChainError::Settings("chain.rpc_url is not set".into()))?;
-        let signer = load_key(settings)?;
-        let address = signer.address();
+        let address = signer.as_ref().map(|s| s.address()).unwrap_or_default();
         let endpoint = format!(
             "{}://{}{}",
             url.scheme(),
@@ -91,7 +96,7 @@ impl Chain {
         let provider = RootProvider::new(RpcClient::new(http, is_local));
         let mut chain = Chain {
             provider,
-            wallet: EthereumWallet::from(signer),
+            wallet: signer.map(EthereumWallet::from),
             address,
             chain_id: 0,
             endpoint,
@@ -105,6 +110,16 @@ impl Chain {
             })
             .await?;
         Ok(chain)
+    }
+
+    /// A connection for reads only (an auditor's): no key, so every send is
+    /// refused.
+    pub async fn reader(url: url::Url) -> Result<Chain> {
+        let settings = Settings {
+            rpc_url: Some(url),
+            ..Settings::default()
+        };
+        Self::open(&settings, None).await
     }
 
     /// The attester's address.
@@ -175,6 +190,11 @@ impl Chain {
     /// Calls `to` with `input` in a transaction, and returns its receipt once
     /// it has `confirmations` blocks on top. A revert is an error.
     pub async fn send(&self, to: TxKind, input: Bytes, doing: &str) -> Result<TransactionReceipt> {
+        if self.wallet.is_none() {
+            return Err(ChainError::Settings(format!(
+                "{doing}: this connection reads only (no key)"
+            )));
+        }
         for _ in 0..NONCE_RETRIES {
             let (raw, hash, nonce) = self.sign_and_broadcast(to, input.clone(), doing).await?;
             match self.wait(&raw, hash, nonce, doing).await? {
@@ -250,7 +270,9 @@ impl Chain {
                 .with_gas_limit(gas_limit)
                 .with_max_fee_per_gas(fees.max_fee_per_gas)
                 .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
-                .build(&self.wallet)
+                .build(self.wallet.as_ref().ok_or_else(|| {
+                    ChainError::Settings(format!("{doing}: this connection has no key"))
+                })?)
                 .await
                 .map_err(|e| ChainError::Unexpected(format!("{doing}: signing: {e}")))?;
             let hash = *envelope.tx_hash();

@@ -103,6 +103,20 @@ pub enum Command {
         #[command(subcommand)]
         command: ChainCommand,
     },
+    /// Check an attestation as an auditor, from its exported files: the
+    /// proof against the verifying key, the claim against the context, the
+    /// statement id, and (with --rpc-url) the anchor on chain and its
+    /// attester. Prints each check; exits non-zero naming the failed ones.
+    Verify {
+        /// Folder with verification_key.json, proof.json, public.json and
+        /// statement.json.
+        #[arg(long)]
+        dir: PathBuf,
+        /// JSON-RPC URL of the chain the anchor is on (your own node, for
+        /// independence); without it the anchor is not checked.
+        #[arg(long, value_name = "URL")]
+        rpc_url: Option<url::Url>,
+    },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
         #[command(subcommand)]
@@ -392,6 +406,16 @@ async fn connect(config: &Config) -> anyhow::Result<Database> {
 async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
+        Command::Verify { dir, rpc_url } => {
+            let report = slaproof_attestation::audit::audit(&dir, rpc_url.as_ref()).await;
+            print!("{}", report.render());
+            let failed = report.failed();
+            if !failed.is_empty() {
+                anyhow::bail!("the attestation failed: {}", failed.join(", "));
+            }
+            println!("every check passed");
+            Ok(())
+        }
         Command::Serve { service } => {
             let connections = configured_connections(&config)?;
             let migrate = config.database.migrate_on_start;

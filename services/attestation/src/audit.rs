@@ -1,0 +1,433 @@
+//! The auditor's checks of a bundle: each one named, with what it found, so
+//! that a failure says which link of the chain of evidence broke.
+//!
+//! Off chain: the files parse; the verifying key is the one the statement
+//! names (its sha256); the public inputs are the statement's; the context is
+//! the claim's; the proof verifies (Rust's verifier on snarkjs's files, the
+//! same files `snarkjs groth16 verify` takes); the statement id is the
+//! keccak of the anchored statement. On chain: the attestation exists under
+//! the UID, holds exactly this statement, proof hash and id (or, for a
+//! batch, a root the inclusion proof leads to), and its attester is one the
+//! schema's resolver authorises.
+
+use std::path::Path;
+
+use alloy::primitives::{Address, B256};
+use serde_json::Value;
+use slaproof_chain::Chain;
+use slaproof_chain::anchor::{BatchRoot, PeriodAnchor, VerifiedAnchor};
+use slaproof_chain::contracts::{AttesterResolver, EAS, SchemaRegistry};
+use slaproof_chain::merkle::StandardTree;
+use slaproof_circuits::export::{proof_from_snarkjs, verifying_key_from_snarkjs};
+use slaproof_circuits::statement::PUBLIC_INPUTS;
+use slaproof_circuits::{ContextHash, Statement, StatementJson, VerifierKey, verify};
+
+use crate::bundle::{FORMAT, StatementFile, anchored_statement};
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed(String),
+    Failed(String),
+    /// Not run, because a check it rests on failed (or nothing to check).
+    Skipped(String),
+}
+
+/// A named check and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: &'static str,
+    pub outcome: Outcome,
+}
+
+/// Every check's outcome, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    fn pass(&mut self, name: &'static str, detail: impl Into<String>) {
+        self.checks.push(Check {
+            name,
+            outcome: Outcome::Passed(detail.into()),
+        });
+    }
+
+    fn fail(&mut self, name: &'static str, reason: impl Into<String>) {
+        self.checks.push(Check {
+            name,
+            outcome: Outcome::Failed(reason.into()),
+        });
+    }
+
+    fn skip(&mut self, name: &'static str, why: impl Into<String>) {
+        self.checks.push(Check {
+            name,
+            outcome: Outcome::Skipped(why.into()),
+        });
+    }
+
+    fn check(&mut self, name: &'static str, result: Result<String, String>) -> bool {
+        match result {
+            Ok(detail) => {
+                self.pass(name, detail);
+                true
+            }
+            Err(reason) => {
+                self.fail(name, reason);
+                false
+            }
+        }
+    }
+
+    /// The names of the failed checks.
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// The report as lines a person reads.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for check in &self.checks {
+            let (mark, text) = match &check.outcome {
+                Outcome::Passed(d) => ("PASS", d),
+                Outcome::Failed(r) => ("FAIL", r),
+                Outcome::Skipped(w) => ("SKIP", w),
+            };
+            out.push_str(&format!("{mark}  {:<14} {text}\n", check.name));
+        }
+        out
+    }
+}
+
+fn read_json(dir: &Path, name: &str) -> Result<Value, String> {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The files' contents once parsed.
+struct Files {
+    key: Value,
+    proof: Value,
+    public: Vec<String>,
+    statement: StatementFile,
+}
+
+fn read_files(dir: &Path) -> Result<Files, String> {
+    let key = read_json(dir, "verification_key.json")?;
+    let proof = read_json(dir, "proof.json")?;
+    let public = read_json(dir, "public.json")?;
+    let public = public
+        .as_array()
+        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
+        .ok_or("public.json: not an array of decimal strings")?;
+    let statement = StatementFile::read(dir).map_err(|e| e.to_string())?;
+    Ok(Files {
+        key,
+        proof,
+        public,
+        statement,
+    })
+}
+
+/// Runs every check on the bundle in `dir`; with `rpc_url`, the anchor's
+/// too (an auditor's own node: nothing of ours is asked).
+pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>) -> Report {
+    let mut report = Report::default();
+    let files = match read_files(dir) {
+        Ok(files) => {
+            report.pass(
+                "files",
+                "verification_key.json, proof.json, public.json, statement.json",
+            );
+            files
+        }
+        Err(reason) => {
+            report.fail("files", reason);
+            return report;
+        }
+    };
+    let s = &files.statement;
+    report.check(
+        "format",
+        if s.format == FORMAT {
+            Ok(FORMAT.to_owned())
+        } else {
+            Err(format!("statement.json is {:?}, not {FORMAT:?}", s.format))
+        },
+    );
+
+    // The verifying key is the one the statement names.
+    let key = verifying_key_from_snarkjs(&files.key)
+        .map_err(|e| e.to_string())
+        .and_then(|vk| {
+            let verifier = VerifierKey::new(s.slots, vk);
+            let digest = verifier.sha256().map_err(|e| e.to_string())?;
+            if digest != s.verifying_key_sha256 {
+                return Err(format!(
+                    "its sha256 is {digest}, the statement names {}",
+                    s.verifying_key_sha256
+                ));
+            }
+            if verifier.verifying_key().gamma_abc_g1.len() != PUBLIC_INPUTS.len() + 1 {
+                return Err("it does not take four public inputs".into());
+            }
+            Ok(verifier)
+        });
+    let key = match key {
+        Ok(verifier) => {
+            report.pass(
+                "verifying key",
+                format!("sha256 {}", s.verifying_key_sha256),
+            );
+            Some(verifier)
+        }
+        Err(reason) => {
+            report.fail("verifying key", reason);
+            None
+        }
+    };
+
+    // The public inputs are the statement's, and the context is the claim's.
+    let listed: Vec<&str> = s.public_inputs.iter().map(|p| p.value.as_str()).collect();
+    let names: Vec<&str> = s.public_inputs.iter().map(|p| p.name.as_str()).collect();
+    report.check(
+        "public inputs",
+        if names != PUBLIC_INPUTS {
+            Err(format!(
+                "statement.json names {names:?}, not {PUBLIC_INPUTS:?}"
+            ))
+        } else if files.public != listed {
+            Err("public.json differs from statement.json's public inputs".into())
+        } else if files.public[1] != s.claim.threshold.to_string() {
+            Err(format!(
+                "the threshold input is {}, the claim says {}",
+                files.public[1], s.claim.threshold
+            ))
+        } else if files.public[2] != s.quota_ppm.to_string() {
+            Err(format!(
+                "the quota input is {}, the statement says {}",
+                files.public[2], s.quota_ppm
+            ))
+        } else {
+            Ok(format!(
+                "T = {} {}, q = {} ppm",
+                s.claim.threshold, s.claim.unit, s.quota_ppm
+            ))
+        },
+    );
+    let context = ContextHash::of(&s.claim.claim()).as_field().to_string();
+    report.check(
+        "context",
+        if files.public.get(3) == Some(&context) {
+            Ok(format!("the claim hashes to the context input ({})", s.summary))
+        } else {
+            Err("the claim in statement.json does not hash to the context input: the proof is about another claim".into())
+        },
+    );
+
+    // The proof verifies, and is the one the statement names.
+    let statement = Statement::from_json(&StatementJson {
+        slots: s.slots,
+        commitment: files.public[0].clone(),
+        threshold: s.claim.threshold.try_into().unwrap_or(u32::MAX),
+        quota_ppm: s.quota_ppm,
+        context: files.public.get(3).cloned().unwrap_or_default(),
+    });
+    match (key, statement, proof_from_snarkjs(&files.proof)) {
+        (Some(verifier), Ok(statement), Ok(proof)) => {
+            let digest = proof.sha256().unwrap_or_default();
+            let verified = verify(&verifier, &statement, &proof);
+            report.check(
+                "proof",
+                match verified {
+                    Ok(true) if digest == s.proof_sha256 => {
+                        Ok("Groth16 on BN254 verifies against the key and the inputs".into())
+                    }
+                    Ok(true) => Err(format!(
+                        "it verifies, but its sha256 is {digest}, the statement names {}",
+                        s.proof_sha256
+                    )),
+                    Ok(false) => {
+                        Err("the proof does not verify against the key and the inputs".into())
+                    }
+                    Err(e) => Err(e.to_string()),
+                },
+            );
+        }
+        (None, _, _) => report.skip("proof", "no trusted verifying key"),
+        (_, Err(e), _) => report.fail("proof", format!("the statement: {e}")),
+        (_, _, Err(e)) => report.fail("proof", format!("proof.json: {e}")),
+    }
+
+    // The statement id is what anyone recomputes from the statement.
+    let commitment = files.public[0].parse().map_err(|_| ());
+    let anchored = commitment
+        .ok()
+        .and_then(|c| anchored_statement(&s.claim, s.quota_ppm, c, &s.verifying_key_sha256).ok());
+    let id_ok = report.check(
+        "statement id",
+        match &anchored {
+            Some(a) if a.id() == s.statement_id => Ok(format!("{}", s.statement_id)),
+            Some(a) => Err(format!(
+                "the statement hashes to {}, statement.json says {}",
+                a.id(),
+                s.statement_id
+            )),
+            None => Err("the statement cannot be put in anchored form".into()),
+        },
+    );
+
+    match (rpc_url, anchored) {
+        (None, _) => report.skip("anchor", "no RPC URL given"),
+        (_, None) => report.skip("anchor", "no statement to look for"),
+        (Some(url), Some(anchored)) => {
+            let expected = PeriodAnchor::new(
+                anchored,
+                crate::bundle::hex_word(&s.proof_sha256).unwrap_or_default(),
+            );
+            match check_anchor(url, s, &expected, id_ok).await {
+                Ok(lines) => {
+                    for (name, detail) in lines {
+                        report.check(name, detail);
+                    }
+                }
+                Err(reason) => report.fail("anchor", reason),
+            }
+        }
+    }
+    report
+}
+
+type Lines = Vec<(&'static str, Result<String, String>)>;
+
+async fn check_anchor(
+    url: &url::Url,
+    s: &StatementFile,
+    expected: &PeriodAnchor,
+    id_ok: bool,
+) -> Result<Lines, String> {
+    let chain = Chain::reader(url.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    if chain.chain_id() != s.anchor.chain_id {
+        return Err(format!(
+            "the RPC serves chain {}, the anchor is on chain {}",
+            chain.chain_id(),
+            s.anchor.chain_id
+        ));
+    }
+    let found = slaproof_chain::attest::attestation_at(&chain, s.anchor.eas, s.anchor.uid)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "EAS at {} holds no attestation {}",
+                s.anchor.eas, s.anchor.uid
+            )
+        })?;
+    let mut lines: Lines = Vec::new();
+    let holds = match s.anchor.path.as_str() {
+        "hash-only" => match PeriodAnchor::from_data(&found.data) {
+            Ok(data) if &data == expected => Ok("the attestation holds this statement, proof hash and id".into()),
+            Ok(_) => Err("the attestation holds another statement".into()),
+            Err(e) => Err(format!("the attestation's data is not a period anchor: {e}")),
+        },
+        "verified" => match VerifiedAnchor::from_data(&found.data) {
+            Ok(data)
+                if data.statement == expected.statement
+                    && data.proofHash == expected.proofHash
+                    && data.statementId == expected.statementId =>
+            {
+                Ok("the attestation holds this statement and id, verified on chain by the resolver".into())
+            }
+            Ok(_) => Err("the attestation holds another statement".into()),
+            Err(e) => Err(format!("the attestation's data is not a verified anchor: {e}")),
+        },
+        "batched" => match (BatchRoot::from_data(&found.data), &s.anchor.inclusion_proof) {
+            (Ok(root), Some(proof)) => {
+                if StandardTree::verify(root.root, expected.statementId, proof) {
+                    Ok(format!(
+                        "the statement id is in the batch of {} under root {}",
+                        root.count, root.root
+                    ))
+                } else {
+                    Err(format!("the inclusion proof does not lead to the root {}", root.root))
+                }
+            }
+            (Ok(_), None) => Err("a batched anchor needs an inclusion proof".into()),
+            (Err(e), _) => Err(format!("the attestation's data is not a batch root: {e}")),
+        },
+        other => Err(format!("unknown anchoring path {other:?}")),
+    };
+    let holds = if id_ok {
+        holds
+    } else {
+        Err("not compared: the statement id is wrong".into())
+    };
+    lines.push((
+        if s.anchor.path == "batched" {
+            "inclusion"
+        } else {
+            "anchor"
+        },
+        holds.map(|d| format!("{d}; UID {}, block time {}", found.uid, found.time)),
+    ));
+    lines.push((
+        "attester",
+        authorised(&chain, s.anchor.eas, found.schema, found.attester).await,
+    ));
+    Ok(lines)
+}
+
+/// Whether the schema's resolver authorises `attester`.
+async fn authorised(
+    chain: &Chain,
+    eas: Address,
+    schema: B256,
+    attester: Address,
+) -> Result<String, String> {
+    let eas = EAS::new(eas, chain.provider());
+    let registry = chain
+        .read("reading the registry", async || {
+            eas.getSchemaRegistry().call().await
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let registry = SchemaRegistry::new(registry, chain.provider());
+    let record = chain
+        .read("reading the schema", async || {
+            registry.getSchema(schema).call().await
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    if record.resolver == Address::ZERO {
+        return Err(format!(
+            "the schema {schema} has no resolver: anyone may attest under it"
+        ));
+    }
+    let resolver = AttesterResolver::new(record.resolver, chain.provider());
+    let allowed = chain
+        .read("reading the attester set", async || {
+            resolver.isAttester(attester).call().await
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    if allowed {
+        Ok(format!(
+            "{attester} is authorised by the schema's resolver {}",
+            record.resolver
+        ))
+    } else {
+        Err(format!(
+            "{attester} is not authorised by the schema's resolver {}",
+            record.resolver
+        ))
+    }
+}

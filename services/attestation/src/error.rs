@@ -1,0 +1,24 @@
+//! What can go wrong handling an attestation bundle.
+
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AttestationError {
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Circuit(#[from] slaproof_circuits::CircuitError),
+    #[error(transparent)]
+    Chain(#[from] slaproof_chain::ChainError),
+}
+
+impl AttestationError {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> Self {
+        Self::Io {
+            path: path.display().to_string(),
+            message: error.to_string(),
+        }
+    }
+}

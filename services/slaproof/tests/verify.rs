@@ -1,0 +1,273 @@
+//! `slaproof verify`, the auditor's command, on a real proof anchored on a
+//! real anvil: every check passes on an honest bundle, and each tampering
+//! fails the check it should, by name.
+//!
+//! The bundle is made here the way the attestation worker will make it
+//! (issue 16): a proof over a claim, snarkjs's files, the statement anchored
+//! hash-only and in a batch, `statement.json`.
+
+use std::path::Path;
+
+use alloy::primitives::B256;
+use slaproof_attestation::bundle::{
+    Anchor, ClaimRecord, StatementFile, anchored_statement, hex_word,
+};
+use slaproof_chain::anchor::{BatchRoot, PeriodAnchor};
+use slaproof_chain::anvil::{self, Anvil};
+use slaproof_chain::merkle::StandardTree;
+use slaproof_chain::{Chain, Settings, attest};
+use slaproof_circuits::export::write_snarkjs;
+use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
+
+mod support;
+
+use support::{shared_tempdir, slaproof, text};
+
+const FILES: [&str; 4] = [
+    "verification_key.json",
+    "proof.json",
+    "public.json",
+    "statement.json",
+];
+
+fn claim() -> ClaimRecord {
+    ClaimRecord {
+        tenant: "provider".into(),
+        sla: "acme-enterprise".into(),
+        sla_version: 3,
+        objective: "p99-latency".into(),
+        field: "latency".into(),
+        unit: "us".into(),
+        operator: "<=".into(),
+        threshold: 3_200_000,
+        period_start: 1_793_491_200,
+        period_end: 1_796_083_200,
+        revision: 1,
+    }
+}
+
+/// `slaproof verify` on `dir`: success, and what it printed.
+fn verify(dir: &Path, rpc: &str) -> (bool, String) {
+    let output = slaproof(dir, &[])
+        .args(["verify", "--dir"])
+        .arg(dir)
+        .args(["--rpc-url", rpc])
+        .output()
+        .expect("running slaproof verify");
+    (
+        output.status.success(),
+        format!("{}{}", text(&output.stdout), text(&output.stderr)),
+    )
+}
+
+/// A copy of the bundle in `from`, changed by `change`.
+fn tampered(from: &Path, change: impl FnOnce(&Path)) -> tempfile::TempDir {
+    let dir = shared_tempdir("slaproof-verify-");
+    for file in FILES {
+        std::fs::copy(from.join(file), dir.path().join(file)).unwrap();
+    }
+    change(dir.path());
+    dir
+}
+
+fn edit_statement(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("statement.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+}
+
+fn assert_failed(result: (bool, String), check: &str) {
+    let (ok, printed) = result;
+    eprintln!("{printed}");
+    assert!(!ok, "verify passed a tampered bundle:\n{printed}");
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains(check)),
+        "the `{check}` check did not fail:\n{printed}"
+    );
+    assert!(printed.contains("the attestation failed: "), "{printed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(binary) = anvil::binary(&root) else {
+        assert!(
+            !slaproof_tests::chain::in_ci(),
+            "anvil is missing under CI: npm ci --prefix contracts"
+        );
+        eprintln!("\n!!! SKIPPED: no anvil; npm ci --prefix contracts !!!\n");
+        return;
+    };
+    let node = Anvil::start(&binary, 0, None).expect("anvil starts");
+    let rpc = node.url().to_string();
+    let chain = Chain::connect(&Settings::local(node.url().clone(), anvil::dev_key()))
+        .await
+        .unwrap();
+    let deployment = slaproof_chain::deploy(&chain, &Default::default())
+        .await
+        .unwrap();
+
+    // A proof: 99.2% of the weight at or under 3.2 s, q = 99%.
+    let claim = claim();
+    let keys = CircuitKeys::setup(64).unwrap();
+    let context = ContextHash::of(&claim.claim());
+    let (statement, opening) = build(
+        64,
+        &[(1_800_000, 992), (4_100_000, 8)],
+        3_200_000,
+        990_000,
+        context,
+    )
+    .unwrap();
+    let proof = prove(&keys, &statement, &opening).unwrap();
+    let vk_sha256 = keys.verifier().sha256().unwrap();
+    let proof_sha256 = proof.sha256().unwrap();
+
+    // Anchored hash-only.
+    let anchored = anchored_statement(&claim, 990_000, statement.commitment(), &vk_sha256).unwrap();
+    let period = PeriodAnchor::new(anchored.clone(), hex_word(&proof_sha256).unwrap());
+    let attested = attest::attest_period(&chain, &deployment, &period)
+        .await
+        .unwrap();
+    let honest = shared_tempdir("slaproof-verify-");
+    write_snarkjs(
+        honest.path(),
+        keys.verifier().verifying_key(),
+        &statement,
+        &proof,
+    )
+    .unwrap();
+    StatementFile::new(
+        claim.clone(),
+        &statement,
+        vk_sha256.clone(),
+        proof_sha256.clone(),
+        Anchor {
+            path: "hash-only".into(),
+            chain_id: chain.chain_id(),
+            eas: deployment.eas,
+            uid: attested.uid,
+            inclusion_proof: None,
+        },
+    )
+    .unwrap()
+    .write(honest.path())
+    .unwrap();
+
+    let (ok, printed) = verify(honest.path(), &rpc);
+    eprintln!("{printed}");
+    assert!(ok, "{printed}");
+    for check in [
+        "files",
+        "format",
+        "verifying key",
+        "public inputs",
+        "context",
+        "proof",
+        "statement id",
+        "anchor",
+        "attester",
+    ] {
+        assert!(
+            printed
+                .lines()
+                .any(|l| l.starts_with("PASS") && l.contains(check)),
+            "no passed `{check}`:\n{printed}"
+        );
+    }
+    assert!(printed.contains("every check passed"), "{printed}");
+
+    // A proof of another statement in place of this one.
+    let (other, other_opening) = build(64, &[(1, 5)], 3_200_000, 990_000, context).unwrap();
+    let other_proof = prove(&keys, &other, &other_opening).unwrap();
+    let swapped = tampered(honest.path(), |dir| {
+        let elsewhere = shared_tempdir("slaproof-verify-other-");
+        write_snarkjs(
+            elsewhere.path(),
+            keys.verifier().verifying_key(),
+            &other,
+            &other_proof,
+        )
+        .unwrap();
+        std::fs::copy(elsewhere.path().join("proof.json"), dir.join("proof.json")).unwrap();
+    });
+    assert_failed(verify(swapped.path(), &rpc), "proof");
+
+    // The claim changed: a longer period than the one proven.
+    let laxer = tampered(honest.path(), |dir| {
+        edit_statement(dir, |s| {
+            s["claim"]["period_end"] = serde_json::json!(1_796_169_600)
+        });
+    });
+    assert_failed(verify(laxer.path(), &rpc), "context");
+
+    // A substituted key: one made for another setup.
+    let foreign = CircuitKeys::setup(64).unwrap();
+    let substituted = tampered(honest.path(), |dir| {
+        let elsewhere = shared_tempdir("slaproof-verify-key-");
+        write_snarkjs(
+            elsewhere.path(),
+            foreign.verifier().verifying_key(),
+            &statement,
+            &proof,
+        )
+        .unwrap();
+        std::fs::copy(
+            elsewhere.path().join("verification_key.json"),
+            dir.join("verification_key.json"),
+        )
+        .unwrap();
+    });
+    assert_failed(verify(substituted.path(), &rpc), "verifying key");
+
+    // An anchor that is not there.
+    let missing = tampered(honest.path(), |dir| {
+        edit_statement(dir, |s| {
+            s["anchor"]["uid"] = serde_json::json!(B256::repeat_byte(0x42));
+        });
+    });
+    assert_failed(verify(missing.path(), &rpc), "anchor");
+
+    // Batched: the statement among 50, the root attested once.
+    let mut ids: Vec<B256> = (0..49u8).map(B256::repeat_byte).collect();
+    ids.push(anchored.id());
+    let tree = StandardTree::of(&ids);
+    let root = attest::attest_batch_root(
+        &chain,
+        &deployment,
+        &BatchRoot {
+            root: tree.root(),
+            epochStart: 1_796_083_200,
+            epochEnd: 1_796_169_600,
+            count: 50,
+        },
+    )
+    .await
+    .unwrap();
+    let batched = tampered(honest.path(), |dir| {
+        edit_statement(dir, |s| {
+            s["anchor"]["path"] = serde_json::json!("batched");
+            s["anchor"]["uid"] = serde_json::json!(root.uid);
+            s["anchor"]["inclusion_proof"] = serde_json::json!(tree.proof(49));
+        });
+    });
+    let (ok, printed) = verify(batched.path(), &rpc);
+    assert!(ok, "{printed}");
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.starts_with("PASS") && l.contains("inclusion")),
+        "{printed}"
+    );
+    let wrong_inclusion = tampered(batched.path(), |dir| {
+        edit_statement(dir, |s| {
+            s["anchor"]["inclusion_proof"] = serde_json::json!(tree.proof(3));
+        });
+    });
+    assert_failed(verify(wrong_inclusion.path(), &rpc), "inclusion");
+    node.stop();
+}
