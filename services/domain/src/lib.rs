@@ -16,6 +16,7 @@ pub mod maintenance;
 pub mod minute;
 pub mod objective;
 pub mod policy;
+pub mod provable;
 pub mod quantity;
 pub mod risk;
 pub mod settings;
