@@ -126,7 +126,7 @@ pub fn verifying_key_from_snarkjs(json: &Value) -> Result<VerifyingKey<Bn254>, C
     let ic = json["IC"]
         .as_array()
         .ok_or_else(|| malformed("verification_key", "no IC points"))?;
-    Ok(VerifyingKey {
+    let vk = VerifyingKey {
         alpha_g1: g1_from(&json["vk_alpha_1"], "vk_alpha_1")?,
         beta_g2: g2_from(&json["vk_beta_2"], "vk_beta_2")?,
         gamma_g2: g2_from(&json["vk_gamma_2"], "vk_gamma_2")?,
@@ -135,7 +135,21 @@ pub fn verifying_key_from_snarkjs(json: &Value) -> Result<VerifyingKey<Bn254>, C
             .iter()
             .map(|p| g1_from(p, "IC"))
             .collect::<Result<_, _>>()?,
-    })
+    };
+    // A key with the point at infinity among α, β, γ, δ verifies forged
+    // proofs (γ = δ = ∞ with A = α, B = β verifies any inputs); no setup
+    // makes one.
+    if AffineRepr::is_zero(&vk.alpha_g1)
+        || AffineRepr::is_zero(&vk.beta_g2)
+        || AffineRepr::is_zero(&vk.gamma_g2)
+        || AffineRepr::is_zero(&vk.delta_g2)
+    {
+        return Err(malformed(
+            "verification_key",
+            "α, β, γ or δ is the point at infinity: not a key any setup makes",
+        ));
+    }
+    Ok(vk)
 }
 
 /// Reads `proof.json` as snarkjs writes it (the inverse of [`snarkjs_proof`]).

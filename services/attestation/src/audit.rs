@@ -15,7 +15,9 @@ use std::path::Path;
 use alloy::primitives::{Address, B256};
 use serde_json::Value;
 use slaproof_chain::Chain;
-use slaproof_chain::anchor::{BatchRoot, PeriodAnchor, VerifiedAnchor};
+use slaproof_chain::anchor::{
+    BATCH_SCHEMA, BatchRoot, PERIOD_SCHEMA, PeriodAnchor, VERIFIED_SCHEMA, VerifiedAnchor,
+};
 use slaproof_chain::contracts::{AttesterResolver, EAS, SchemaRegistry};
 use slaproof_chain::merkle::StandardTree;
 use slaproof_circuits::export::{proof_from_snarkjs, verifying_key_from_snarkjs};
@@ -23,6 +25,20 @@ use slaproof_circuits::statement::PUBLIC_INPUTS;
 use slaproof_circuits::{ContextHash, Statement, StatementJson, VerifierKey, verify};
 
 use crate::bundle::{FORMAT, StatementFile, anchored_statement};
+
+/// What the auditor pins rather than takes from the bundle: the bundle is
+/// the prover's, so a value it names proves nothing about itself. Each
+/// value left unpinned is reported as not pinned instead of passing.
+#[derive(Debug, Clone, Default)]
+pub struct Pins {
+    /// The verifying key's sha256, as the provider publishes it (or as the
+    /// verified path's resolver registers it).
+    pub vk_sha256: Option<String>,
+    /// The EAS contract of the chain.
+    pub eas: Option<Address>,
+    /// The provider's attester address.
+    pub attester: Option<Address>,
+}
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +97,15 @@ impl Report {
         }
     }
 
+    /// The names of the checks not run or not pinned.
+    pub fn skipped(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Skipped(_)))
+            .map(|c| c.name)
+            .collect()
+    }
+
     /// The names of the failed checks.
     pub fn failed(&self) -> Vec<&'static str> {
         self.checks
@@ -127,6 +152,14 @@ fn read_files(dir: &Path) -> Result<Files, String> {
         .as_array()
         .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
         .ok_or("public.json: not an array of decimal strings")?;
+    let public: Vec<String> = public;
+    if public.len() != PUBLIC_INPUTS.len() {
+        return Err(format!(
+            "public.json has {} inputs, the circuit takes {}",
+            public.len(),
+            PUBLIC_INPUTS.len()
+        ));
+    }
     let statement = StatementFile::read(dir).map_err(|e| e.to_string())?;
     Ok(Files {
         key,
@@ -138,7 +171,7 @@ fn read_files(dir: &Path) -> Result<Files, String> {
 
 /// Runs every check on the bundle in `dir`; with `rpc_url`, the anchor's
 /// too (an auditor's own node: nothing of ours is asked).
-pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>) -> Report {
+pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Report {
     let mut report = Report::default();
     let files = match read_files(dir) {
         Ok(files) => {
@@ -180,12 +213,26 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>) -> Report {
             }
             Ok(verifier)
         });
+    let key = key.and_then(|verifier| match &pins.vk_sha256 {
+        Some(pinned) if *pinned != s.verifying_key_sha256 => Err(format!(
+            "the bundle's key has sha256 {}, the pinned key is {pinned}",
+            s.verifying_key_sha256
+        )),
+        _ => Ok(verifier),
+    });
     let key = match key {
         Ok(verifier) => {
             report.pass(
                 "verifying key",
                 format!("sha256 {}", s.verifying_key_sha256),
             );
+            if pins.vk_sha256.is_none() {
+                report.skip(
+                    "key pinned",
+                    "not pinned: the key is the one the bundle names; pass --vk-sha256 with \
+                     the provider's published key hash",
+                );
+            }
             Some(verifier)
         }
         Err(reason) => {
@@ -220,6 +267,23 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>) -> Report {
                 "T = {} {}, q = {} ppm",
                 s.claim.threshold, s.claim.unit, s.quota_ppm
             ))
+        },
+    );
+    report.check(
+        "claim form",
+        if s.claim.operator != "<=" {
+            Err(format!(
+                "the claim says {:?}; the circuit proves only `<=` (other comparisons are \
+                 proven mirrored, as `<=`)",
+                s.claim.operator
+            ))
+        } else if s.claim.unit != "us" {
+            Err(format!(
+                "the unit {:?} is not one slaproof proves in (us)",
+                s.claim.unit
+            ))
+        } else {
+            Ok("values ≤ T, in microseconds".into())
         },
     );
     let context = ContextHash::of(&s.claim.claim()).as_field().to_string();
@@ -292,7 +356,7 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>) -> Report {
                 anchored,
                 crate::bundle::hex_word(&s.proof_sha256).unwrap_or_default(),
             );
-            match check_anchor(url, s, &expected, id_ok).await {
+            match check_anchor(url, s, &expected, id_ok, pins).await {
                 Ok(lines) => {
                     for (name, detail) in lines {
                         report.check(name, detail);
@@ -312,7 +376,16 @@ async fn check_anchor(
     s: &StatementFile,
     expected: &PeriodAnchor,
     id_ok: bool,
+    pins: &Pins,
 ) -> Result<Lines, String> {
+    if let Some(eas) = pins.eas
+        && eas != s.anchor.eas
+    {
+        return Err(format!(
+            "the bundle points at EAS {}, the pinned EAS is {eas}",
+            s.anchor.eas
+        ));
+    }
     let chain = Chain::reader(url.clone())
         .await
         .map_err(|e| e.to_string())?;
@@ -333,6 +406,14 @@ async fn check_anchor(
             )
         })?;
     let mut lines: Lines = Vec::new();
+    if found.revoked {
+        return Err(format!("the attestation {} is revoked", found.uid));
+    }
+    let schema_text = match s.anchor.path.as_str() {
+        "hash-only" => PERIOD_SCHEMA,
+        "verified" => VERIFIED_SCHEMA,
+        _ => BATCH_SCHEMA,
+    };
     let holds = match s.anchor.path.as_str() {
         "hash-only" => match PeriodAnchor::from_data(&found.data) {
             Ok(data) if &data == expected => Ok("the attestation holds this statement, proof hash and id".into()),
@@ -381,8 +462,28 @@ async fn check_anchor(
     ));
     lines.push((
         "attester",
-        authorised(&chain, s.anchor.eas, found.schema, found.attester).await,
+        authorised(
+            &chain,
+            s.anchor.eas,
+            found.schema,
+            schema_text,
+            found.attester,
+        )
+        .await,
     ));
+    if let Some(pinned) = pins.attester {
+        lines.push((
+            "attester pinned",
+            if pinned == found.attester {
+                Ok(format!("{pinned}, as pinned"))
+            } else {
+                Err(format!(
+                    "the attestation is by {}, the pinned attester is {pinned}",
+                    found.attester
+                ))
+            },
+        ));
+    }
     Ok(lines)
 }
 
@@ -391,6 +492,7 @@ async fn authorised(
     chain: &Chain,
     eas: Address,
     schema: B256,
+    schema_text: &str,
     attester: Address,
 ) -> Result<String, String> {
     let eas = EAS::new(eas, chain.provider());
@@ -407,6 +509,12 @@ async fn authorised(
         })
         .await
         .map_err(|e| e.to_string())?;
+    if record.schema != schema_text {
+        return Err(format!(
+            "the attestation is under a schema that is not slaproof's for this path: {:?}",
+            record.schema
+        ));
+    }
     if record.resolver == Address::ZERO {
         return Err(format!(
             "the schema {schema} has no resolver: anyone may attest under it"

@@ -154,7 +154,11 @@ impl Chain {
         loop {
             match call().await {
                 Ok(value) => return Ok(value),
-                Err(RpcError::ErrorResp(payload)) => {
+                Err(RpcError::ErrorResp(payload))
+                    if !node_busy(payload.code, &payload.message)
+                        || started.elapsed()
+                            >= Duration::from_secs(self.settings.patience_secs) =>
+                {
                     return Err(ChainError::Refused {
                         doing: doing.to_owned(),
                         message: payload.message.to_string(),
@@ -197,7 +201,13 @@ impl Chain {
         }
         for _ in 0..NONCE_RETRIES {
             let (raw, hash, nonce) = self.sign_and_broadcast(to, input.clone(), doing).await?;
-            match self.wait(&raw, hash, nonce, doing).await? {
+            let waited = self.wait(&raw, hash, nonce, doing).await;
+            if waited.is_err() {
+                // Whatever became of it, the next send asks the node for the
+                // nonce rather than leave a gap behind a lost transaction.
+                *self.next_nonce.lock().await = None;
+            }
+            match waited? {
                 Outcome::Final(receipt) => {
                     if !receipt.status() {
                         return Err(ChainError::Reverted {
@@ -284,6 +294,15 @@ impl Chain {
                     return Ok((raw, hash, nonce));
                 }
                 Err(ChainError::Refused { message, .. })
+                    if nonce_conflict(&message) && self.known(hash).await? =>
+                {
+                    // Our own bytes took the nonce (an earlier try reached
+                    // the node though its answer was lost): sent, not lost.
+                    *next = Some(nonce + 1);
+                    tracing::debug!(%hash, nonce, %message, doing, "sent by an earlier try");
+                    return Ok((raw, hash, nonce));
+                }
+                Err(ChainError::Refused { message, .. })
                     if nonce_conflict(&message) && conflicts < NONCE_RETRIES =>
                 {
                     // Another sender of this key took the nonce: ask again.
@@ -305,11 +324,7 @@ impl Chain {
             })
             .await
         {
-            Err(ChainError::Refused { message, .. })
-                if message.to_ascii_lowercase().contains("already known") =>
-            {
-                Ok(())
-            }
+            Err(ChainError::Refused { message, .. }) if already_known(&message) => Ok(()),
             other => other,
         }
     }
@@ -320,7 +335,15 @@ impl Chain {
         let poll = Duration::from_millis(self.settings.poll_millis.max(10));
         let resend_after = Duration::from_secs(self.settings.resend_after_secs);
         let mut last_sent = Instant::now();
+        let started = Instant::now();
         loop {
+            if started.elapsed() >= Duration::from_secs(self.settings.final_within_secs) {
+                return Err(ChainError::NotFinal {
+                    doing: doing.to_owned(),
+                    tx: hash,
+                    secs: self.settings.final_within_secs,
+                });
+            }
             let receipt = self
                 .patiently("waiting for a receipt", async || {
                     self.provider.get_transaction_receipt(hash).await
@@ -366,16 +389,23 @@ impl Chain {
                             self.provider.get_transaction_count(self.address).await
                         })
                         .await?;
-                    if used > nonce {
+                    if used > nonce && !self.known(hash).await? {
                         // Mined nonces passed ours and ours is not among
-                        // them: another transaction took it.
+                        // them (asked again after the count: it may have
+                        // been mined in between): another transaction took it.
                         *self.next_nonce.lock().await = None;
                         return Ok(Outcome::NonceTaken);
+                    }
+                    if used > nonce {
+                        continue;
                     }
                     tracing::warn!(%hash, nonce, doing, "the node forgot the transaction; sending it again");
                     match self.broadcast(raw).await {
                         Ok(()) => {}
                         Err(ChainError::Refused { message, .. }) if nonce_conflict(&message) => {
+                            if self.known(hash).await? {
+                                continue;
+                            }
                             *self.next_nonce.lock().await = None;
                             return Ok(Outcome::NonceTaken);
                         }
@@ -386,6 +416,24 @@ impl Chain {
             }
             tokio::time::sleep(poll).await;
         }
+    }
+
+    /// Whether the node knows `hash`, pending or mined.
+    async fn known(&self, hash: B256) -> Result<bool> {
+        let receipt = self
+            .patiently("looking up a receipt", async || {
+                self.provider.get_transaction_receipt(hash).await
+            })
+            .await?;
+        if receipt.is_some() {
+            return Ok(true);
+        }
+        let pending = self
+            .patiently("looking up a transaction", async || {
+                self.provider.get_transaction_by_hash(hash).await
+            })
+            .await?;
+        Ok(pending.is_some())
     }
 
     /// Reserves `wei` of the daily spending limit, or refuses.
@@ -448,13 +496,37 @@ impl Chain {
     }
 }
 
+/// Whether a node's error answer says "not now" rather than "no": rate
+/// limits, an internal error, a block it has not seen yet, a full pool.
+/// These are retried like an outage.
+fn node_busy(code: i64, message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    matches!(code, -32005 | -32603)
+        || [
+            "rate limit",
+            "header not found",
+            "txpool is full",
+            "too many requests",
+            "try again",
+        ]
+        .iter()
+        .any(|m| message.contains(m))
+}
+
+/// Whether the node already holds this very transaction.
+fn already_known(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("already known")
+        || message.contains("already imported")
+        || message.contains("known transaction")
+}
+
 /// Whether the node refused a transaction because its nonce is taken.
 fn nonce_conflict(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
     message.contains("nonce too low")
         || message.contains("replacement transaction underpriced")
         || message.contains("nonce has already been used")
-        || message.contains("already imported")
 }
 
 /// The attester's key from `key` or `key_file`; neither is ever printed.
@@ -502,5 +574,10 @@ mod tests {
         assert!(nonce_conflict("nonce too low: next nonce 5, tx nonce 4"));
         assert!(nonce_conflict("replacement transaction underpriced"));
         assert!(!nonce_conflict("execution reverted"));
+        assert!(!nonce_conflict("already imported"));
+        assert!(already_known("Transaction already imported"));
+        assert!(node_busy(-32005, "limit exceeded"));
+        assert!(node_busy(-32000, "header not found"));
+        assert!(!node_busy(-32000, "execution reverted"));
     }
 }

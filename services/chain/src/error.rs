@@ -25,6 +25,13 @@ pub enum ChainError {
         message: String,
         data: Option<Bytes>,
     },
+    /// The transaction was not final within `chain.final_within_secs`
+    /// (stuck behind a fee rise, or the chain stalled). It may still be
+    /// mined: before sending the same thing again, look for it.
+    #[error(
+        "{doing}: transaction {tx} not final within chain.final_within_secs = {secs}; it may still be mined"
+    )]
+    NotFinal { doing: String, tx: B256, secs: u64 },
     /// The transaction was mined and reverted.
     #[error("{doing} reverted in transaction {tx}")]
     Reverted { doing: String, tx: B256 },
@@ -81,6 +88,7 @@ impl ChainError {
         matches!(
             self,
             ChainError::Unavailable { .. }
+                | ChainError::NotFinal { .. }
                 | ChainError::FeeAboveCap { .. }
                 | ChainError::SpendLimit { .. }
         )

@@ -30,9 +30,13 @@ pub struct Settings {
     /// Base, Arbitrum, …): `slaproof chain deploy` reuses what is named here
     /// and deploys the rest.
     pub contracts: Addresses,
-    /// Blocks on top of a transaction's block before it counts as final; a
-    /// transaction reorged out before then is sent again.
+    /// Confirmations before a transaction counts as final (its own block
+    /// is the first: 1 means mined); one reorged out before then is sent
+    /// again.
     pub confirmations: u64,
+    /// Seconds a sent transaction may take to become final before the send
+    /// reports it not final (transient: it may still be mined).
+    pub final_within_secs: u64,
     /// Seconds without a receipt before slaproof asks the node whether it
     /// still knows the transaction, and sends it again if not.
     pub resend_after_secs: u64,
@@ -59,6 +63,7 @@ impl Default for Settings {
             deployment_file: None,
             contracts: Addresses::default(),
             confirmations: 1,
+            final_within_secs: 1800,
             resend_after_secs: 30,
             patience_secs: 300,
             // 200 gwei: far above what L2s and anvil charge, low enough
@@ -76,6 +81,18 @@ impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         within("chain.confirmations", self.confirmations, 1, 64)?;
         within("chain.resend_after_secs", self.resend_after_secs, 1, 3600)?;
+        within(
+            "chain.final_within_secs",
+            self.final_within_secs,
+            10,
+            86_400,
+        )?;
+        within(
+            "chain.daily_spend_limit_gwei",
+            self.daily_spend_limit_gwei,
+            1,
+            u64::MAX,
+        )?;
         within("chain.patience_secs", self.patience_secs, 1, 86_400)?;
         within(
             "chain.max_fee_per_gas_gwei",

@@ -39,7 +39,9 @@ impl Http {
             .json(&request)
             .send()
             .await
-            .map_err(TransportErrorKind::custom)?;
+            // reqwest prints the URL, whose path may hold the provider's
+            // API key: never let it into an error or a log.
+            .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
         let status = response.status();
         let retry_after = response
             .headers()

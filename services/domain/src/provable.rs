@@ -43,9 +43,7 @@ pub enum NotProvable {
     NumericThreshold,
     #[error("`< 0` accepts no value: nothing can be proven")]
     NothingBelowZero,
-    #[error("`> {0}` accepts no 32-bit value: nothing can be proven")]
-    NothingAbove(u64),
-    #[error("the threshold {0} µs is past the 32-bit range")]
+    #[error("the threshold {0} µs is at or past the 32-bit range")]
     ThresholdOutOfRange(u64),
     /// The period had no events: the circuit needs a positive total weight,
     /// and a proof about nothing would say nothing. The period is reported
@@ -61,7 +59,10 @@ impl ProvableComparison {
             ThresholdValue::Duration(us) => us.as_micros(),
             ThresholdValue::Number(_) => return Err(NotProvable::NumericThreshold),
         };
-        if t > VALUE_MAX {
+        // `≤ 2³² − 1` would accept a saturated value: past the range the
+        // verdict could no longer be the objective's. Durations stop at an
+        // hour, far below.
+        if t >= VALUE_MAX {
             return Err(NotProvable::ThresholdOutOfRange(t));
         }
         let (threshold, mirrored) = match op {
@@ -71,12 +72,8 @@ impl ProvableComparison {
                 false,
             ),
             ThresholdOp::Gte => (VALUE_MAX - t, true),
-            ThresholdOp::Gt => (
-                (VALUE_MAX - 1)
-                    .checked_sub(t)
-                    .ok_or(NotProvable::NothingAbove(t))?,
-                true,
-            ),
+            // t < VALUE_MAX (checked above), so this cannot underflow.
+            ThresholdOp::Gt => (VALUE_MAX - 1 - t, true),
         };
         Ok(Self {
             threshold: u32::try_from(threshold).expect("bounded by VALUE_MAX above"),
@@ -159,7 +156,11 @@ mod tests {
         );
         assert_eq!(
             ProvableComparison::of(ThresholdOp::Gt, duration(VALUE_MAX)),
-            Err(NotProvable::NothingAbove(VALUE_MAX))
+            Err(NotProvable::ThresholdOutOfRange(VALUE_MAX))
+        );
+        assert_eq!(
+            ProvableComparison::of(ThresholdOp::Lte, duration(VALUE_MAX)),
+            Err(NotProvable::ThresholdOutOfRange(VALUE_MAX))
         );
         assert_eq!(
             ProvableComparison::of(ThresholdOp::Lte, ThresholdValue::Number(0.8)),

@@ -526,6 +526,7 @@ mod tests {
         assert!(chain.rpc_url.is_none() && chain.key.is_none() && chain.key_file.is_none());
         assert_eq!(chain.contracts, default_chain.contracts);
         assert_eq!(chain.confirmations, default_chain.confirmations);
+        assert_eq!(chain.final_within_secs, default_chain.final_within_secs);
         assert_eq!(chain.resend_after_secs, default_chain.resend_after_secs);
         assert_eq!(chain.patience_secs, default_chain.patience_secs);
         assert_eq!(

@@ -46,14 +46,18 @@ fn claim() -> ClaimRecord {
     }
 }
 
-/// `slaproof verify` on `dir`: success, and what it printed.
-fn verify(dir: &Path, rpc: &str) -> (bool, String) {
-    let output = slaproof(dir, &[])
+/// `slaproof verify` on `dir` with `pins` (pairs of flag and value):
+/// success, and what it printed.
+fn verify_pinned(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (bool, String) {
+    let mut command = slaproof(dir, &[]);
+    command
         .args(["verify", "--dir"])
         .arg(dir)
-        .args(["--rpc-url", rpc])
-        .output()
-        .expect("running slaproof verify");
+        .args(["--rpc-url", rpc]);
+    for (flag, value) in pins {
+        command.args([*flag, value]);
+    }
+    let output = command.output().expect("running slaproof verify");
     (
         output.status.success(),
         format!("{}{}", text(&output.stdout), text(&output.stderr)),
@@ -68,6 +72,11 @@ fn tampered(from: &Path, change: impl FnOnce(&Path)) -> tempfile::TempDir {
     }
     change(dir.path());
     dir
+}
+
+/// `slaproof verify` on `dir` with nothing pinned.
+fn verify(dir: &Path, rpc: &str) -> (bool, String) {
+    verify_pinned(dir, rpc, &[])
 }
 
 fn edit_statement(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
@@ -179,7 +188,40 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
             "no passed `{check}`:\n{printed}"
         );
     }
-    assert!(printed.contains("every check passed"), "{printed}");
+    // Unpinned, the key check says so rather than passing silently.
+    assert!(
+        printed.contains("SKIP  key pinned")
+            && printed.contains("not run or not pinned: key pinned"),
+        "{printed}"
+    );
+    // Pinned to what the provider publishes, every check passes.
+    let pins = [
+        ("--vk-sha256", vk_sha256.clone()),
+        ("--eas", deployment.eas.to_string()),
+        ("--attester", chain.address().to_string()),
+    ];
+    let (ok, printed) = verify_pinned(honest.path(), &rpc, &pins);
+    assert!(ok && printed.contains("every check passed"), "{printed}");
+    assert!(printed.contains("PASS  attester pinned"), "{printed}");
+    // Another attester, key or EAS than the pinned ones fails by name.
+    let stranger = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".to_owned();
+    assert_failed(
+        verify_pinned(honest.path(), &rpc, &[("--attester", stranger.clone())]),
+        "attester pinned",
+    );
+    assert_failed(
+        verify_pinned(honest.path(), &rpc, &[("--vk-sha256", "00".repeat(32))]),
+        "verifying key",
+    );
+    assert_failed(
+        verify_pinned(honest.path(), &rpc, &[("--eas", stranger)]),
+        "anchor",
+    );
+    // A claim stating another comparison than the one proven.
+    let restated = tampered(honest.path(), |dir| {
+        edit_statement(dir, |s| s["claim"]["operator"] = serde_json::json!(">="));
+    });
+    assert_failed(verify(restated.path(), &rpc), "claim form");
 
     // A proof of another statement in place of this one.
     let (other, other_opening) = build(64, &[(1, 5)], 3_200_000, 990_000, context).unwrap();

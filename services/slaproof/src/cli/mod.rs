@@ -116,6 +116,17 @@ pub enum Command {
         /// independence); without it the anchor is not checked.
         #[arg(long, value_name = "URL")]
         rpc_url: Option<url::Url>,
+        /// The verifying key's sha256 as the provider publishes it: without
+        /// it the key is only the one the bundle names.
+        #[arg(long, value_name = "HEX")]
+        vk_sha256: Option<String>,
+        /// The chain's EAS contract: without it, the one the bundle names.
+        #[arg(long, value_name = "ADDRESS")]
+        eas: Option<alloy::primitives::Address>,
+        /// The provider's attester address: without it, any key the
+        /// schema's resolver authorises.
+        #[arg(long, value_name = "ADDRESS")]
+        attester: Option<alloy::primitives::Address>,
     },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
@@ -406,14 +417,33 @@ async fn connect(config: &Config) -> anyhow::Result<Database> {
 async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
-        Command::Verify { dir, rpc_url } => {
-            let report = slaproof_attestation::audit::audit(&dir, rpc_url.as_ref()).await;
+        Command::Verify {
+            dir,
+            rpc_url,
+            vk_sha256,
+            eas,
+            attester,
+        } => {
+            let pins = slaproof_attestation::audit::Pins {
+                vk_sha256,
+                eas,
+                attester,
+            };
+            let report = slaproof_attestation::audit::audit(&dir, rpc_url.as_ref(), &pins).await;
             print!("{}", report.render());
             let failed = report.failed();
             if !failed.is_empty() {
                 anyhow::bail!("the attestation failed: {}", failed.join(", "));
             }
-            println!("every check passed");
+            let skipped = report.skipped();
+            if skipped.is_empty() {
+                println!("every check passed");
+            } else {
+                println!(
+                    "every check run passed; not run or not pinned: {}",
+                    skipped.join(", ")
+                );
+            }
             Ok(())
         }
         Command::Serve { service } => {
