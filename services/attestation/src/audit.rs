@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use serde_json::Value;
 use slaproof_chain::Chain;
 use slaproof_chain::anchor::{
@@ -20,7 +20,7 @@ use slaproof_chain::anchor::{
 };
 use slaproof_chain::contracts::{AttesterResolver, EAS, SchemaRegistry};
 use slaproof_chain::merkle::StandardTree;
-use slaproof_circuits::export::{proof_from_snarkjs, verifying_key_from_snarkjs};
+use slaproof_circuits::export::{proof_from_snarkjs, solidity_proof, verifying_key_from_snarkjs};
 use slaproof_circuits::statement::PUBLIC_INPUTS;
 use slaproof_circuits::{ContextHash, Statement, StatementJson, VerifierKey, verify};
 
@@ -356,7 +356,8 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
                 anchored,
                 crate::bundle::hex_word(&s.proof_sha256).unwrap_or_default(),
             );
-            match check_anchor(url, s, &expected, id_ok, pins).await {
+            let evidence = Evidence::of(&files);
+            match check_anchor(url, s, &expected, &evidence, id_ok, pins).await {
                 Ok(lines) => {
                     for (name, detail) in lines {
                         report.check(name, detail);
@@ -371,10 +372,32 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
 
 type Lines = Vec<(&'static str, Result<String, String>)>;
 
+/// The bundle's proof and inputs as the verifier contract takes them, to
+/// compare with what a verified attestation stores.
+struct Evidence {
+    proof: Option<[U256; 8]>,
+    inputs: Option<[U256; 4]>,
+}
+
+impl Evidence {
+    fn of(files: &Files) -> Self {
+        let words = |decimals: &[String]| -> Option<Vec<U256>> {
+            decimals.iter().map(|d| d.parse().ok()).collect()
+        };
+        let proof = proof_from_snarkjs(&files.proof)
+            .ok()
+            .and_then(|p| words(&solidity_proof(&p)))
+            .and_then(|w| w.try_into().ok());
+        let inputs = words(&files.public).and_then(|w| w.try_into().ok());
+        Self { proof, inputs }
+    }
+}
+
 async fn check_anchor(
     url: &url::Url,
     s: &StatementFile,
     expected: &PeriodAnchor,
+    evidence: &Evidence,
     id_ok: bool,
     pins: &Pins,
 ) -> Result<Lines, String> {
@@ -424,9 +447,16 @@ async fn check_anchor(
             Ok(data)
                 if data.statement == expected.statement
                     && data.proofHash == expected.proofHash
-                    && data.statementId == expected.statementId =>
+                    && data.statementId == expected.statementId
+                    && Some(data.proof) == evidence.proof
+                    && Some(data.publicInputs) == evidence.inputs =>
             {
-                Ok("the attestation holds this statement and id, verified on chain by the resolver".into())
+                Ok("the attestation holds this statement, id, proof and inputs, which the resolver verified on chain".into())
+            }
+            Ok(data)
+                if data.statement == expected.statement && data.statementId == expected.statementId =>
+            {
+                Err("the attestation holds this statement, but another proof or other inputs than the bundle's".into())
             }
             Ok(_) => Err("the attestation holds another statement".into()),
             Err(e) => Err(format!("the attestation's data is not a verified anchor: {e}")),

@@ -4,19 +4,19 @@
 //!
 //! The bundle is made here the way the attestation worker will make it
 //! (issue 16): a proof over a claim, snarkjs's files, the statement anchored
-//! hash-only and in a batch, `statement.json`.
+//! hash-only, verified and in a batch, `statement.json`.
 
 use std::path::Path;
 
-use alloy::primitives::B256;
+use alloy::primitives::{B256, U256};
 use slaproof_attestation::bundle::{
     Anchor, ClaimRecord, StatementFile, anchored_statement, hex_word,
 };
-use slaproof_chain::anchor::{BatchRoot, PeriodAnchor};
+use slaproof_chain::anchor::{BatchRoot, PeriodAnchor, VerifiedAnchor};
 use slaproof_chain::anvil::{self, Anvil};
 use slaproof_chain::merkle::StandardTree;
 use slaproof_chain::{Chain, Settings, attest};
-use slaproof_circuits::export::write_snarkjs;
+use slaproof_circuits::export::{solidity_proof, solidity_verifier, write_snarkjs};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
 mod support;
@@ -273,6 +273,72 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
         });
     });
     assert_failed(verify(missing.path(), &rpc), "anchor");
+
+    // Verified: the verifier generated for the key, registered by its hash;
+    // the resolver checks the proof on chain, and verify compares what the
+    // attestation stores with the bundle.
+    let build_dir = shared_tempdir("slaproof-verify-sol-");
+    let source = build_dir.path().join("Verifier.sol");
+    std::fs::write(
+        &source,
+        solidity_verifier(keys.verifier().verifying_key()).unwrap(),
+    )
+    .unwrap();
+    let out = build_dir.path().join("out");
+    slaproof_tests::chain::compile(&[&source], &out, None);
+    let code =
+        slaproof_tests::chain::creation_code(&slaproof_tests::chain::artifact(&out, "Verifier"));
+    let (verifier, _) = chain
+        .deploy(code.into(), "deploying the verifier")
+        .await
+        .unwrap();
+    slaproof_chain::register_verifier(&chain, &deployment, hex_word(&vk_sha256).unwrap(), verifier)
+        .await
+        .unwrap();
+    let words = |decimals: &[String]| -> Vec<U256> {
+        decimals.iter().map(|d| d.parse().unwrap()).collect()
+    };
+    let inputs: Vec<String> = statement
+        .public_inputs()
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+    let on_chain = VerifiedAnchor::new(
+        anchored.clone(),
+        hex_word(&proof_sha256).unwrap(),
+        words(&solidity_proof(&proof)).try_into().unwrap(),
+        words(&inputs).try_into().unwrap(),
+    );
+    let attested_verified = attest::attest_verified(&chain, &deployment, &on_chain)
+        .await
+        .unwrap();
+    let verified = tampered(honest.path(), |dir| {
+        edit_statement(dir, |s| {
+            s["anchor"]["path"] = serde_json::json!("verified");
+            s["anchor"]["uid"] = serde_json::json!(attested_verified.uid);
+        });
+    });
+    let (ok, printed) = verify(verified.path(), &rpc);
+    assert!(ok, "{printed}");
+    assert!(
+        printed.contains("which the resolver verified on chain"),
+        "{printed}"
+    );
+    // Another valid proof of the same statement (a fresh randomisation) is
+    // not the one the chain checked.
+    let again = prove(&keys, &statement, &opening).unwrap();
+    let reproven = tampered(verified.path(), |dir| {
+        let elsewhere = shared_tempdir("slaproof-verify-again-");
+        write_snarkjs(
+            elsewhere.path(),
+            keys.verifier().verifying_key(),
+            &statement,
+            &again,
+        )
+        .unwrap();
+        std::fs::copy(elsewhere.path().join("proof.json"), dir.join("proof.json")).unwrap();
+    });
+    assert_failed(verify(reproven.path(), &rpc), "anchor");
 
     // Batched: the statement among 50, the root attested once.
     let mut ids: Vec<B256> = (0..49u8).map(B256::repeat_byte).collect();
