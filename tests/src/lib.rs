@@ -20,6 +20,7 @@ use std::str::FromStr;
 use anyhow::Context;
 use slaproof::{Application, Config, Service};
 use slaproof_store::Database;
+use slaproof_store::scratch::{SERVICE_PASSWORD, SERVICE_ROLE, Scratch};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use tokio::task::JoinHandle;
@@ -28,10 +29,6 @@ use tokio_util::sync::CancellationToken;
 /// The variable naming the server tests create their databases on.
 pub const DATABASE_URL_VAR: &str = "SLAPROOF_TEST_DATABASE_URL";
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-/// The login role services use in tests: a member of slaproof_service.
-const SERVICE_ROLE: &str = "slaproof_test_service";
-const SERVICE_PASSWORD: &str = "slaproof-test-service";
-
 /// Connection options of the administrative connection tests start from.
 pub fn admin_options() -> PgConnectOptions {
     let url = std::env::var(DATABASE_URL_VAR).unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned());
@@ -66,45 +63,17 @@ impl TestDatabase {
     }
 
     async fn try_create(admin: PgConnectOptions) -> anyhow::Result<Self> {
-        let name = format!("slaproof_test_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = PgConnection::connect_with(&admin).await.with_context(|| {
-            format!("connecting to the test Postgres; is it running? set {DATABASE_URL_VAR} to point elsewhere")
-        })?;
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await?;
-        conn.close().await?;
-
-        let owner = admin.clone().database(&name);
-        slaproof_store::migrate(&owner).await?;
-
-        // Roles are cluster-wide and tests run in parallel: several may try
-        // to create the role at once, and a duplicate is fine.
-        let mut conn = PgConnection::connect_with(&owner).await?;
-        sqlx::query(&format!(
-            "DO $$ BEGIN \
-               IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
-                 BEGIN \
-                   CREATE ROLE {SERVICE_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD '{SERVICE_PASSWORD}' \
-                     IN ROLE slaproof_service; \
-                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; \
-                 END; \
-               END IF; \
-             END $$"
-        ))
-        .execute(&mut conn)
-        .await?;
-        conn.close().await?;
-
-        let service = admin
-            .clone()
-            .username(SERVICE_ROLE)
-            .password(SERVICE_PASSWORD)
-            .database(&name);
+        let scratch = Scratch::create_on(admin.clone(), "slaproof_test")
+            .await
+            .with_context(|| {
+                format!(
+                    "making a test database; is Postgres running? set {DATABASE_URL_VAR} to point elsewhere"
+                )
+            })?;
         Ok(Self {
-            name,
-            owner,
-            service,
+            name: scratch.name().to_owned(),
+            owner: scratch.owner.clone(),
+            service: scratch.service.clone(),
             admin,
         })
     }

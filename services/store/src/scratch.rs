@@ -1,4 +1,4 @@
-//! A scratch database for benchmarks: made on the server of `SLAPROOF_TEST_DATABASE_URL`, migrated, given a service login role, and dropped afterwards.
+//! A scratch database for benchmarks and tests: made on the server of `SLAPROOF_TEST_DATABASE_URL` (or one given), migrated, given a service login role, and dropped afterwards.
 
 use std::str::FromStr;
 
@@ -7,8 +7,11 @@ use sqlx::{Connection, Executor};
 
 use crate::{Database, StoreError};
 
-const SERVICE_ROLE: &str = "slaproof_bench_service";
-const SERVICE_PASSWORD: &str = "slaproof-bench-service";
+/// The login role every scratch database's services connect as: one per
+/// server, since roles are cluster-wide.
+pub const SERVICE_ROLE: &str = "slaproof_scratch_service";
+/// Its password (scratch servers only).
+pub const SERVICE_PASSWORD: &str = "slaproof-scratch-service";
 
 /// The scratch database and the roles to reach it.
 #[derive(Debug, Clone)]
@@ -23,11 +26,17 @@ pub struct Scratch {
 
 impl Scratch {
     /// A new migrated database named `<prefix>_<uuid>` with a service login
-    /// role (shared by every scratch database of the server).
+    /// role (shared by every scratch database of the server), on the server
+    /// of `SLAPROOF_TEST_DATABASE_URL` (default: the local one as `postgres`).
     pub async fn create(prefix: &str) -> Result<Self, StoreError> {
         let url = std::env::var("SLAPROOF_TEST_DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-        let admin = PgConnectOptions::from_str(&url)?;
+        Self::create_on(PgConnectOptions::from_str(&url)?, prefix).await
+    }
+
+    /// Like [`Scratch::create`], on the server `admin` reaches (a role that
+    /// may create databases and roles).
+    pub async fn create_on(admin: PgConnectOptions, prefix: &str) -> Result<Self, StoreError> {
         let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
         let mut conn = PgConnection::connect_with(&admin).await?;
         conn.execute(format!("CREATE DATABASE {name}").as_str())
@@ -35,12 +44,20 @@ impl Scratch {
         conn.close().await?;
         let owner = admin.clone().database(&name);
         crate::migrate(&owner).await?;
+        // Roles are cluster-wide and tests run in parallel: several may try
+        // to create the role at once, and a duplicate is fine.
         let mut conn = PgConnection::connect_with(&owner).await?;
         conn.execute(
             format!(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
-                 CREATE ROLE {SERVICE_ROLE} LOGIN PASSWORD '{SERVICE_PASSWORD}' IN ROLE slaproof_service; \
-                 END IF; END $$"
+                "DO $$ BEGIN \
+                   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SERVICE_ROLE}') THEN \
+                     BEGIN \
+                       CREATE ROLE {SERVICE_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS \
+                         PASSWORD '{SERVICE_PASSWORD}' IN ROLE slaproof_service; \
+                     EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; \
+                     END; \
+                   END IF; \
+                 END $$"
             )
             .as_str(),
         )
@@ -57,6 +74,16 @@ impl Scratch {
             owner,
             service,
         })
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server's admin connection (the role that made the database).
+    pub fn admin(&self) -> &PgConnectOptions {
+        &self.admin
     }
 
     /// A pool of `connections` as the service role, checked as services
