@@ -23,6 +23,7 @@ use slaproof_chain::merkle::StandardTree;
 use slaproof_circuits::export::{proof_from_snarkjs, solidity_proof, verifying_key_from_snarkjs};
 use slaproof_circuits::statement::PUBLIC_INPUTS;
 use slaproof_circuits::{ContextHash, Statement, StatementJson, VerifierKey, verify};
+use slaproof_domain::provable::{OPERATOR, UNIT};
 
 use crate::bundle::{FORMAT, StatementFile, anchored_statement};
 
@@ -271,15 +272,15 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
     );
     report.check(
         "claim form",
-        if s.claim.operator != "<=" {
+        if s.claim.operator != OPERATOR {
             Err(format!(
-                "the claim says {:?}; the circuit proves only `<=` (other comparisons are \
-                 proven mirrored, as `<=`)",
+                "the claim says {:?}; the circuit proves only `{OPERATOR}` (other comparisons \
+                 are proven mirrored, as `{OPERATOR}`)",
                 s.claim.operator
             ))
-        } else if s.claim.unit != "us" {
+        } else if s.claim.unit != UNIT {
             Err(format!(
-                "the unit {:?} is not one slaproof proves in (us)",
+                "the unit {:?} is not one slaproof proves in ({UNIT})",
                 s.claim.unit
             ))
         } else {

@@ -22,6 +22,10 @@ use crate::objective::{ThresholdOp, ThresholdValue};
 
 /// The largest committed value.
 pub const VALUE_MAX: u64 = u32::MAX as u64;
+/// The only comparison the circuit proves, as a claim states it.
+pub const OPERATOR: &str = "<=";
+/// The unit of every proven value and threshold, as a claim states it.
+pub const UNIT: &str = "us";
 
 /// An objective's comparison in the circuit's form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +82,8 @@ impl ProvableComparison {
         Ok(Self {
             threshold: u32::try_from(threshold).expect("bounded by VALUE_MAX above"),
             mirrored,
-            unit: "us",
-            operator: "<=",
+            unit: UNIT,
+            operator: OPERATOR,
         })
     }
 
