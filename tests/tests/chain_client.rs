@@ -35,6 +35,15 @@ fn anvil_or_skip(test: &str) -> Option<Anvil> {
     Some(Anvil::start(&binary, 0, None).expect("anvil starts"))
 }
 
+/// A client of `node` with its dev key, and slaproof deployed there.
+async fn deployed(node: &Anvil) -> (Chain, Deployment) {
+    let chain = Chain::connect(&settings(node)).await.unwrap();
+    let deployment = slaproof_chain::deploy(&chain, &Default::default())
+        .await
+        .unwrap();
+    (chain, deployment)
+}
+
 fn settings(anvil: &Anvil) -> Settings {
     Settings::local(anvil.url().clone(), anvil::dev_key())
 }
@@ -314,10 +323,7 @@ async fn two_workers_with_one_key_never_collide() {
     let Some(node) = anvil_or_skip("two_workers_with_one_key_never_collide") else {
         return;
     };
-    let first = Chain::connect(&settings(&node)).await.unwrap();
-    let deployment = slaproof_chain::deploy(&first, &Default::default())
-        .await
-        .unwrap();
+    let (first, deployment) = deployed(&node).await;
     let second = Chain::connect(&settings(&node)).await.unwrap();
     let before = first
         .provider()
@@ -363,10 +369,7 @@ async fn a_dropped_or_reorged_transaction_is_sent_again() {
     let Some(node) = anvil_or_skip("a_dropped_or_reorged_transaction_is_sent_again") else {
         return;
     };
-    let chain = Chain::connect(&settings(&node)).await.unwrap();
-    let deployment = slaproof_chain::deploy(&chain, &Default::default())
-        .await
-        .unwrap();
+    let (chain, deployment) = deployed(&node).await;
 
     // Dropped: mining off, the pool emptied once the send is in it.
     raw(&chain, "evm_setAutomine", serde_json::json!([false])).await;

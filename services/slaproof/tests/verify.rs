@@ -16,7 +16,9 @@ use slaproof_chain::anchor::{BatchRoot, PeriodAnchor, VerifiedAnchor};
 use slaproof_chain::anvil::{self, Anvil};
 use slaproof_chain::merkle::StandardTree;
 use slaproof_chain::{Chain, Settings, attest};
-use slaproof_circuits::export::{solidity_proof, solidity_verifier, write_snarkjs};
+use slaproof_circuits::export::{
+    snarkjs_proof, snarkjs_verification_key, solidity_proof, solidity_verifier, write_snarkjs,
+};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
 mod support;
@@ -79,12 +81,17 @@ fn verify(dir: &Path, rpc: &str) -> (bool, String) {
     verify_pinned(dir, rpc, &[])
 }
 
+/// Replaces one exported file of the bundle in `dir`.
+fn write_json(dir: &Path, name: &str, value: &serde_json::Value) {
+    std::fs::write(dir.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
 fn edit_statement(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = dir.join("statement.json");
     let mut json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit(&mut json);
-    std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    write_json(dir, "statement.json", &json);
 }
 
 fn assert_failed(result: (bool, String), check: &str) {
@@ -227,15 +234,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     let (other, other_opening) = build(64, &[(1, 5)], 3_200_000, 990_000, context).unwrap();
     let other_proof = prove(&keys, &other, &other_opening).unwrap();
     let swapped = tampered(honest.path(), |dir| {
-        let elsewhere = shared_tempdir("slaproof-verify-other-");
-        write_snarkjs(
-            elsewhere.path(),
-            keys.verifier().verifying_key(),
-            &other,
-            &other_proof,
-        )
-        .unwrap();
-        std::fs::copy(elsewhere.path().join("proof.json"), dir.join("proof.json")).unwrap();
+        write_json(dir, "proof.json", &snarkjs_proof(&other_proof));
     });
     assert_failed(verify(swapped.path(), &rpc), "proof");
 
@@ -250,19 +249,11 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     // A substituted key: one made for another setup.
     let foreign = CircuitKeys::setup(64).unwrap();
     let substituted = tampered(honest.path(), |dir| {
-        let elsewhere = shared_tempdir("slaproof-verify-key-");
-        write_snarkjs(
-            elsewhere.path(),
-            foreign.verifier().verifying_key(),
-            &statement,
-            &proof,
-        )
-        .unwrap();
-        std::fs::copy(
-            elsewhere.path().join("verification_key.json"),
-            dir.join("verification_key.json"),
-        )
-        .unwrap();
+        write_json(
+            dir,
+            "verification_key.json",
+            &snarkjs_verification_key(foreign.verifier().verifying_key()),
+        );
     });
     assert_failed(verify(substituted.path(), &rpc), "verifying key");
 
@@ -328,15 +319,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     // not the one the chain checked.
     let again = prove(&keys, &statement, &opening).unwrap();
     let reproven = tampered(verified.path(), |dir| {
-        let elsewhere = shared_tempdir("slaproof-verify-again-");
-        write_snarkjs(
-            elsewhere.path(),
-            keys.verifier().verifying_key(),
-            &statement,
-            &again,
-        )
-        .unwrap();
-        std::fs::copy(elsewhere.path().join("proof.json"), dir.join("proof.json")).unwrap();
+        write_json(dir, "proof.json", &snarkjs_proof(&again));
     });
     assert_failed(verify(reproven.path(), &rpc), "anchor");
 
