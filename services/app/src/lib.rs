@@ -8,6 +8,7 @@
 //! operation that needs a scope as a whole (a write, an export, history)
 //! is refused with [`AppError::MissingScope`] naming it.
 
+pub mod attestations;
 pub mod audit;
 mod authz;
 mod caller;

@@ -23,6 +23,7 @@ use slaproof_chain::merkle::StandardTree;
 use slaproof_circuits::export::{proof_from_snarkjs, solidity_proof, verifying_key_from_snarkjs};
 use slaproof_circuits::statement::PUBLIC_INPUTS;
 use slaproof_circuits::{ContextHash, Statement, StatementJson, VerifierKey, verify};
+use slaproof_domain::period_vector::VERDICT_UNIT;
 use slaproof_domain::provable::{OPERATOR, UNIT};
 
 use crate::bundle::{FORMAT, StatementFile, anchored_statement};
@@ -278,13 +279,20 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
                  are proven mirrored, as `{OPERATOR}`)",
                 s.claim.operator
             ))
-        } else if s.claim.unit != UNIT {
+        } else if s.claim.unit == UNIT {
+            Ok("values ≤ T, in microseconds".into())
+        } else if s.claim.unit == VERDICT_UNIT && s.claim.threshold == 0 {
+            Ok("verdicts: 0 good, 1 bad, T = 0".into())
+        } else if s.claim.unit == VERDICT_UNIT {
             Err(format!(
-                "the unit {:?} is not one slaproof proves in ({UNIT})",
-                s.claim.unit
+                "a claim about verdicts (0 good, 1 bad) proves T = 0, not {}",
+                s.claim.threshold
             ))
         } else {
-            Ok("values ≤ T, in microseconds".into())
+            Err(format!(
+                "the unit {:?} is not one slaproof proves in ({UNIT} or {VERDICT_UNIT})",
+                s.claim.unit
+            ))
         },
     );
     let context = ContextHash::of(&s.claim.claim()).as_field().to_string();
@@ -526,16 +534,16 @@ async fn authorised(
     schema_text: &str,
     attester: Address,
 ) -> Result<String, String> {
-    let eas = EAS::new(eas, chain.provider());
+    let eas = &EAS::new(eas, chain.provider());
     let registry = chain
-        .read("reading the registry", async || {
+        .read("reading the registry", || async move {
             eas.getSchemaRegistry().call().await
         })
         .await
         .map_err(|e| e.to_string())?;
-    let registry = SchemaRegistry::new(registry, chain.provider());
+    let registry = &SchemaRegistry::new(registry, chain.provider());
     let record = chain
-        .read("reading the schema", async || {
+        .read("reading the schema", || async move {
             registry.getSchema(schema).call().await
         })
         .await
@@ -551,9 +559,9 @@ async fn authorised(
             "the schema {schema} has no resolver: anyone may attest under it"
         ));
     }
-    let resolver = AttesterResolver::new(record.resolver, chain.provider());
+    let resolver = &AttesterResolver::new(record.resolver, chain.provider());
     let allowed = chain
-        .read("reading the attester set", async || {
+        .read("reading the attester set", || async move {
             resolver.isAttester(attester).call().await
         })
         .await

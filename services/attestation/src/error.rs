@@ -12,6 +12,8 @@ pub enum AttestationError {
     Circuit(#[from] slaproof_circuits::CircuitError),
     #[error(transparent)]
     Chain(#[from] slaproof_chain::ChainError),
+    #[error(transparent)]
+    Store(#[from] slaproof_store::StoreError),
 }
 
 impl AttestationError {

@@ -2,11 +2,13 @@
 //! ([`bundle`]), and the auditor's checks of it against the chain
 //! ([`audit`], `slaproof verify`).
 //!
-//! The worker that proves closed periods and anchors them lands here next
-//! (issue 16); the bundle is what it will export.
+//! The [`worker`] proves each frozen period result over the vector the
+//! evaluator recorded with it, and anchors the proof on chain.
 
 pub mod audit;
 pub mod bundle;
 mod error;
+pub mod export;
+pub mod worker;
 
 pub use error::AttestationError;

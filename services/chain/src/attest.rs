@@ -2,7 +2,8 @@
 //! statement's inclusion in a batch.
 
 use alloy::primitives::{Address, B256, Bytes, TxKind};
-use alloy::rpc::types::TransactionReceipt;
+use alloy::providers::Provider;
+use alloy::rpc::types::{Filter, TransactionReceipt};
 use alloy::sol_types::{SolCall, SolEvent};
 
 use crate::anchor::{BatchRoot, PeriodAnchor, VerifiedAnchor};
@@ -144,9 +145,9 @@ pub async fn attestation(
 /// Reads an attestation back from the EAS at `eas`, knowing nothing else of
 /// the deployment (what an auditor has).
 pub async fn attestation_at(chain: &Chain, eas: Address, uid: B256) -> Result<Option<Attestation>> {
-    let eas = EAS::new(eas, chain.provider());
+    let eas = &EAS::new(eas, chain.provider());
     let found = chain
-        .read("reading an attestation", async || {
+        .read("reading an attestation", || async move {
             eas.getAttestation(uid).call().await
         })
         .await?;
@@ -173,13 +174,62 @@ pub async fn batch_includes(
     statement_id: B256,
     proof: &[B256],
 ) -> Result<bool> {
-    let check = BatchCheck::new(deployment.batch_check, chain.provider());
+    let check = &BatchCheck::new(deployment.batch_check, chain.provider());
     chain
-        .read("checking an inclusion proof", async || {
+        .read("checking an inclusion proof", || async move {
             check
                 .verify(proof.to_vec(), root, statement_id)
                 .call()
                 .await
         })
         .await
+}
+
+/// The hash-only period attestation of `statement_id` made by this chain
+/// client's account since `from_block`, if there is one: what a retry asks
+/// before sending again, so that a send whose answer was lost (the node
+/// went away, the receipt came too late) is not made twice.
+pub async fn find_period(
+    chain: &Chain,
+    deployment: &Deployment,
+    statement_id: B256,
+    from_block: u64,
+) -> Result<Option<Attested>> {
+    let filter = Filter::new()
+        .address(deployment.eas)
+        .event_signature(EAS::Attested::SIGNATURE_HASH)
+        .topic2(chain.address().into_word())
+        .topic3(deployment.schemas.period)
+        .from_block(from_block);
+    let logs = chain
+        .patiently("looking for an earlier attestation", || async {
+            chain.provider().get_logs(&filter).await
+        })
+        .await?;
+    for log in logs {
+        let Ok(event) = EAS::Attested::decode_log_data(log.data()) else {
+            continue;
+        };
+        let Some(found) = attestation(chain, deployment, event.uid).await? else {
+            continue;
+        };
+        let Ok(anchor) = PeriodAnchor::from_data(&found.data) else {
+            continue;
+        };
+        if anchor.statementId == statement_id {
+            let hash = log.transaction_hash.unwrap_or_default();
+            let receipt = chain
+                .patiently("reading the earlier attestation's receipt", || async move {
+                    chain.provider().get_transaction_receipt(hash).await
+                })
+                .await?;
+            return Ok(Some(Attested {
+                uid: event.uid,
+                tx: log.transaction_hash.unwrap_or_default(),
+                block: log.block_number.unwrap_or_default(),
+                gas_used: receipt.map_or(0, |r| r.gas_used),
+            }));
+        }
+    }
+    Ok(None)
 }

@@ -104,11 +104,13 @@ impl Chain {
             next_nonce: Mutex::new(None),
             spent: std::sync::Mutex::new(VecDeque::new()),
         };
-        chain.chain_id = chain
-            .patiently("asking the chain id", async || {
-                chain.provider.get_chain_id().await
+        let provider = &chain.provider;
+        let chain_id = chain
+            .patiently("asking the chain id", || async move {
+                provider.get_chain_id().await
             })
             .await?;
+        chain.chain_id = chain_id;
         Ok(chain)
     }
 
@@ -144,11 +146,19 @@ impl Chain {
 
     /// Runs `call` until it answers, retrying transport failures with a
     /// growing pause for `patience_secs`; the node's own error is final.
-    pub async fn patiently<T>(
+    ///
+    /// `call` is a closure returning a future (`|| async move { … }`), not
+    /// an async closure: the future of an async closure borrows the
+    /// closure under a higher-ranked lifetime, and a task awaiting it can
+    /// then not be proven `Send` (so not be spawned).
+    pub async fn patiently<T, F>(
         &self,
         doing: &'static str,
-        mut call: impl AsyncFnMut() -> std::result::Result<T, TransportError>,
-    ) -> Result<T> {
+        mut call: impl FnMut() -> F,
+    ) -> Result<T>
+    where
+        F: std::future::Future<Output = std::result::Result<T, TransportError>>,
+    {
         let started = Instant::now();
         let mut pause = Duration::from_millis(self.settings.poll_millis.max(10));
         loop {
@@ -239,14 +249,14 @@ impl Chain {
             .with_input(input);
         // Estimation runs the call: a revert is refused here, before any gas is spent.
         let gas = self
-            .patiently("estimating gas", async || {
+            .patiently("estimating gas", || async {
                 self.provider.estimate_gas(request.clone()).await
             })
             .await
             .map_err(|e| e.doing(doing))?;
         let gas_limit = gas + gas / 5;
         let fees = self
-            .patiently("estimating fees", async || {
+            .patiently("estimating fees", || async move {
                 self.provider.estimate_eip1559_fees().await
             })
             .await?;
@@ -265,7 +275,7 @@ impl Chain {
         let mut conflicts = 0;
         loop {
             let pending = self
-                .patiently("reading the nonce", async || {
+                .patiently("reading the nonce", || async move {
                     self.provider
                         .get_transaction_count(self.address)
                         .pending()
@@ -319,7 +329,7 @@ impl Chain {
     /// node still holds).
     async fn broadcast(&self, raw: &Bytes) -> Result<()> {
         match self
-            .patiently("sending a transaction", async || {
+            .patiently("sending a transaction", || async move {
                 self.provider.send_raw_transaction(raw).await.map(|_| ())
             })
             .await
@@ -345,7 +355,7 @@ impl Chain {
                 });
             }
             let receipt = self
-                .patiently("waiting for a receipt", async || {
+                .patiently("waiting for a receipt", || async move {
                     self.provider.get_transaction_receipt(hash).await
                 })
                 .await?;
@@ -355,7 +365,7 @@ impl Chain {
                     continue;
                 };
                 let head = self
-                    .patiently("reading the head", async || {
+                    .patiently("reading the head", || async move {
                         self.provider.get_block_number().await
                     })
                     .await?;
@@ -363,7 +373,7 @@ impl Chain {
                     // Final only if the receipt is still the one in the
                     // canonical chain (a reorg moves or removes it).
                     let again = self
-                        .patiently("checking the receipt", async || {
+                        .patiently("checking the receipt", || async move {
                             self.provider.get_transaction_receipt(hash).await
                         })
                         .await?;
@@ -379,13 +389,13 @@ impl Chain {
                 }
             } else if last_sent.elapsed() >= resend_after {
                 let known = self
-                    .patiently("looking up a transaction", async || {
+                    .patiently("looking up a transaction", || async move {
                         self.provider.get_transaction_by_hash(hash).await
                     })
                     .await?;
                 if known.is_none() {
                     let used = self
-                        .patiently("reading the nonce", async || {
+                        .patiently("reading the nonce", || async move {
                             self.provider.get_transaction_count(self.address).await
                         })
                         .await?;
@@ -421,7 +431,7 @@ impl Chain {
     /// Whether the node knows `hash`, pending or mined.
     async fn known(&self, hash: B256) -> Result<bool> {
         let receipt = self
-            .patiently("looking up a receipt", async || {
+            .patiently("looking up a receipt", || async move {
                 self.provider.get_transaction_receipt(hash).await
             })
             .await?;
@@ -429,7 +439,7 @@ impl Chain {
             return Ok(true);
         }
         let pending = self
-            .patiently("looking up a transaction", async || {
+            .patiently("looking up a transaction", || async move {
                 self.provider.get_transaction_by_hash(hash).await
             })
             .await?;
@@ -459,12 +469,12 @@ impl Chain {
         Ok(())
     }
 
-    /// Runs `read` (a contract view) patiently.
-    pub async fn read<T>(
-        &self,
-        doing: &'static str,
-        read: impl AsyncFn() -> std::result::Result<T, alloy::contract::Error>,
-    ) -> Result<T> {
+    /// Runs `read` (a contract view) patiently; a closure returning a
+    /// future, as for [`Chain::patiently`].
+    pub async fn read<T, F>(&self, doing: &'static str, read: impl Fn() -> F) -> Result<T>
+    where
+        F: std::future::Future<Output = std::result::Result<T, alloy::contract::Error>>,
+    {
         let started = Instant::now();
         loop {
             match read().await {

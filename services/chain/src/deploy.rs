@@ -154,9 +154,9 @@ pub async fn deploy(chain: &Chain, existing: &Addresses) -> Result<Deployment> {
 
     let mut register = async |schema: &str, resolver: Address, what: &str| -> Result<B256> {
         let uid = schema_uid(schema, resolver, false);
-        let registry = SchemaRegistry::new(schema_registry, chain.provider());
+        let registry = &SchemaRegistry::new(schema_registry, chain.provider());
         let known = chain
-            .read("reading a schema", async || {
+            .read("reading a schema", || async move {
                 registry.getSchema(uid).call().await
             })
             .await?;
@@ -199,7 +199,7 @@ pub async fn deploy(chain: &Chain, existing: &Addresses) -> Result<Deployment> {
 
 async fn expect_code(chain: &Chain, address: Address, what: &'static str) -> Result<Address> {
     let code = chain
-        .patiently("reading contract code", async || {
+        .patiently("reading contract code", || async move {
             chain.provider().get_code_at(address).await
         })
         .await?;
@@ -249,12 +249,12 @@ pub struct SchemaStatus {
 pub async fn status(chain: &Chain, deployment: &Deployment) -> Result<Status> {
     let provider = chain.provider();
     let head = chain
-        .patiently("reading the head", async || {
+        .patiently("reading the head", || async move {
             provider.get_block_number().await
         })
         .await?;
     let balance = chain
-        .patiently("reading the balance", async || {
+        .patiently("reading the balance", || async move {
             provider.get_balance(chain.address()).await
         })
         .await?;
@@ -267,7 +267,7 @@ pub async fn status(chain: &Chain, deployment: &Deployment) -> Result<Status> {
         ("BatchCheck", deployment.batch_check),
     ] {
         let code = chain
-            .patiently("reading contract code", async || {
+            .patiently("reading contract code", || async move {
                 provider.get_code_at(address).await
             })
             .await?;
@@ -281,14 +281,14 @@ pub async fn status(chain: &Chain, deployment: &Deployment) -> Result<Status> {
     let mut schemas = Vec::new();
     let mut authorised = false;
     if all_there {
-        let registry = SchemaRegistry::new(deployment.schema_registry, provider);
+        let registry = &SchemaRegistry::new(deployment.schema_registry, provider);
         for (name, uid, text) in [
             ("period", deployment.schemas.period, PERIOD_SCHEMA),
             ("verified", deployment.schemas.verified, VERIFIED_SCHEMA),
             ("batch_root", deployment.schemas.batch_root, BATCH_SCHEMA),
         ] {
             let record = chain
-                .read("reading a schema", async || {
+                .read("reading a schema", || async move {
                     registry.getSchema(uid).call().await
                 })
                 .await?;
@@ -299,15 +299,15 @@ pub async fn status(chain: &Chain, deployment: &Deployment) -> Result<Status> {
                 schema: text.to_owned(),
             });
         }
-        let attesters = AttesterResolver::new(deployment.attester_resolver, provider);
-        let verified = SlaproofResolver::new(deployment.slaproof_resolver, provider);
+        let attesters = &AttesterResolver::new(deployment.attester_resolver, provider);
+        let verified = &SlaproofResolver::new(deployment.slaproof_resolver, provider);
         authorised = chain
-            .read("reading the attester set", async || {
+            .read("reading the attester set", || async move {
                 attesters.isAttester(chain.address()).call().await
             })
             .await?
             && chain
-                .read("reading the attester set", async || {
+                .read("reading the attester set", || async move {
                     verified.isAttester(chain.address()).call().await
                 })
                 .await?;

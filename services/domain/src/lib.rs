@@ -15,6 +15,7 @@ pub mod label;
 pub mod maintenance;
 pub mod minute;
 pub mod objective;
+pub mod period_vector;
 pub mod policy;
 pub mod provable;
 pub mod quantity;

@@ -54,6 +54,10 @@ pub enum NotProvable {
     /// as not provable (empty) rather than proven.
     #[error("the period has no events: there is nothing to prove")]
     Empty,
+    /// The data the vector is built from do not add up to the frozen
+    /// result: proving them would prove another result.
+    #[error("the stored data disagree with the frozen result: {0}")]
+    Disagrees(String),
 }
 
 impl ProvableComparison {

@@ -40,7 +40,7 @@ pub struct ObjectiveEvaluation {
     pub excluded: Tally,
     /// Events that arrived after their minute but before their period
     /// closed, and were folded in: part of `budget.tally`, or of
-    /// `excluded` when maintenance took them out (`tests/tests/oracle.rs`
+    /// `excluded` when maintenance took them out (`tests/tests/e2e/oracle.rs`
     /// pins this).
     pub late_folded: u64,
     /// Events that arrived after the grace period: reported, not counted.

@@ -235,6 +235,7 @@ async fn close_period(
     out: &mut Closed,
 ) -> Result<(), EvaluatorError> {
     let frozen_before = out.objectives.len() + out.composites.len();
+    let objectives_before = out.objectives.len();
     let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
     for evaluation in &evaluations {
         if let Some((revision, was_met)) = freeze_period(tx, evaluation).await? {
@@ -269,6 +270,12 @@ async fn close_period(
             });
         }
     }
+    // Each result frozen now asks for its proof, in this transaction.
+    let frozen: Vec<(&ObjectiveEvaluation, i32)> = out.objectives[objectives_before..]
+        .iter()
+        .map(|c| (&c.evaluation, c.revision))
+        .collect();
+    crate::proof_days::request_attestations(tx, sla, period, as_of, grace, &frozen).await?;
     if out.objectives.len() + out.composites.len() > frozen_before
         && sla.definition.credits.is_some()
     {

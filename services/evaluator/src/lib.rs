@@ -12,6 +12,7 @@ pub mod gauge;
 mod maintenance;
 mod metrics;
 mod nodata;
+mod proof_days;
 pub mod records;
 pub mod recount;
 mod removed;

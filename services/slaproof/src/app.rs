@@ -40,6 +40,9 @@ pub enum Service {
     Webhooks,
     /// Turns closed periods into service credits in the ledger.
     Compensation,
+    /// Proves each frozen period result (Groth16) and anchors the proof on
+    /// the configured chain (or `up`'s anvil).
+    Attestation,
     /// The provider and customer API: `/v1/customers`, `/v1/slas`, …
     Api,
 }
@@ -52,6 +55,7 @@ impl Service {
         Service::Evaluator,
         Service::Probes,
         Service::Compensation,
+        Service::Attestation,
         Service::Webhooks,
         Service::Api,
     ];
@@ -64,6 +68,7 @@ impl Service {
             Service::Probes => "probes",
             Service::Webhooks => "webhooks",
             Service::Compensation => "compensation",
+            Service::Attestation => "attestation",
             Service::Api => "api",
         }
     }
@@ -242,6 +247,13 @@ impl Application {
                         self.db.clone(),
                         self.config.compensation.clone(),
                         worker,
+                        shutdown.clone(),
+                    ));
+                }
+                Service::Attestation => {
+                    workers.spawn(crate::chain::run_attestation(
+                        self.config.clone(),
+                        self.db.clone(),
                         shutdown.clone(),
                     ));
                 }

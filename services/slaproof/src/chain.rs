@@ -156,6 +156,101 @@ pub(crate) fn banner(chain: &UpChain) -> String {
     out
 }
 
+/// The attestation service: loads (or makes) the proving keys off the
+/// runtime, connects to the chain the `chain` commands would use, and runs
+/// the worker until `shutdown`. Without a chain it proves and leaves the
+/// proofs to be anchored once one is configured; a key that does not load
+/// stops the service (never replaced by a new one).
+pub(crate) async fn run_attestation(
+    config: Config,
+    db: slaproof_store::Database,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    use slaproof_attestation::worker::{Prover, Worker, run};
+    let settings = config.attestation.clone();
+    let dir = settings
+        .key_dir
+        .clone()
+        .unwrap_or_else(|| config.embedded.data_dir.join("keys"));
+    let (sizes, generate, concurrency) = (
+        settings.sizes.clone(),
+        settings.generate_keys,
+        settings.concurrency,
+    );
+    let loading = tokio::task::spawn_blocking(move || {
+        Prover::load(&dir, &sizes, generate, concurrency).map(|p| (p, dir))
+    });
+    let (prover, dir) = tokio::select! {
+        () = shutdown.cancelled() => return,
+        loaded = loading => match loaded {
+            Ok(Ok(loaded)) => loaded,
+            Ok(Err(err)) => {
+                tracing::error!(error = %err, "the attestation service cannot load its proving keys; not attesting");
+                return;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "loading the proving keys failed");
+                return;
+            }
+        },
+    };
+    if let Ok(keys) = prover.verifying_keys() {
+        for (slots, sha256) in keys {
+            tracing::info!(slots, %sha256, dir = %dir.display(), "proving keys loaded");
+        }
+    }
+    let anchoring = match anchoring(&config).await {
+        Ok(anchoring) => anchoring,
+        Err(err) => {
+            tracing::warn!(
+                error = format!("{err:#}"),
+                "no chain to anchor on: proving only"
+            );
+            None
+        }
+    };
+    let worker = Worker {
+        db,
+        settings,
+        prover,
+        anchoring,
+        name: format!(
+            "attestation-{}-{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        ),
+    };
+    run(worker, shutdown).await;
+}
+
+/// The chain and deployment anchors go to: the configured chain, or the
+/// local anvil of `slaproof up`; `None` when neither is there.
+async fn anchoring(
+    config: &Config,
+) -> anyhow::Result<Option<slaproof_attestation::worker::Anchoring>> {
+    let settings = match command_settings(config) {
+        Ok(settings) => settings,
+        Err(_) => return Ok(None),
+    };
+    let Some(path) = settings.deployment_file.clone() else {
+        anyhow::bail!("chain.deployment_file is not set: run `slaproof chain deploy`");
+    };
+    let deployment = Deployment::read(&path)
+        .with_context(|| format!("reading the deployment record {}", path.display()))?;
+    let chain = Chain::connect(&settings).await?;
+    anyhow::ensure!(
+        deployment.chain_id == chain.chain_id(),
+        "the deployment record {} is for chain {}, the node is chain {}",
+        path.display(),
+        deployment.chain_id,
+        chain.chain_id()
+    );
+    Ok(Some(slaproof_attestation::worker::Anchoring {
+        chain: std::sync::Arc::new(chain),
+        deployment,
+    }))
+}
+
 /// The settings `chain` commands use: the configured chain, or the local
 /// anvil of a `slaproof up` running in this data folder.
 fn command_settings(config: &Config) -> anyhow::Result<Settings> {

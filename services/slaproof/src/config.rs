@@ -35,6 +35,7 @@ const SECTIONS: &[&str] = &[
     "probes",
     "webhooks",
     "compensation",
+    "attestation",
     "chain",
     "outbound",
     "api",
@@ -60,6 +61,9 @@ pub struct Config {
     pub webhooks: slaproof_webhooks::Settings,
     /// The compensation worker: credit jobs.
     pub compensation: slaproof_compensation::Settings,
+    /// The attestation worker: proofs of frozen period results and their
+    /// anchors.
+    pub attestation: slaproof_attestation::worker::Settings,
     /// The EVM chain anchors go to, the attester key and what it may spend.
     /// Unset `rpc_url`: `slaproof up` starts anvil (see `embedded.anvil`).
     pub chain: slaproof_chain::Settings,
@@ -394,6 +398,9 @@ impl Config {
         self.compensation
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
+        self.attestation
+            .validate()
+            .map_err(|e| invalid(e.key, e.rule))?;
         self.chain.validate().map_err(|e| invalid(e.key, e.rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
@@ -511,6 +518,7 @@ mod tests {
         assert_eq!(config.evaluator, defaults.evaluator);
         assert_eq!(config.probes, defaults.probes);
         assert_eq!(config.webhooks, defaults.webhooks);
+        assert_eq!(config.attestation, defaults.attestation);
         assert_eq!(config.outbound, defaults.outbound);
         assert_eq!(
             config.database.max_connections,

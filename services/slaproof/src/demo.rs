@@ -32,7 +32,7 @@ pub const INCIDENT_AT: std::time::Duration = std::time::Duration::from_secs(300)
 /// and decoding: see `slaproof_ingest::loadgen`). Ten minutes page on the
 /// availability and available-minutes objectives and put them at risk;
 /// the page resolves about five minutes after the incident ends
-/// (`tests/tests/demo_story.rs`, and "The demo" in the README).
+/// (`tests/tests/e2e/demo_story.rs`, and "The demo" in the README).
 pub const INCIDENT_LENGTH: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The demo customer's fee per month (10,000.00 EUR), from this instant on.

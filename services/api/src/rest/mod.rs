@@ -9,6 +9,7 @@
 //! `scope` member. Both come from the service layer, so GraphQL applies the
 //! same rule.
 
+pub(crate) mod attestations;
 pub(crate) mod audit;
 pub(crate) mod credits;
 pub(crate) mod customers;
@@ -51,6 +52,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(thresholds::router())
         .merge(evaluation_status::router())
         .merge(credits::router())
+        .merge(attestations::router())
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
@@ -264,6 +266,9 @@ impl utoipa::Modify for BearerAuth {
         credits::recompute,
         credits::fees,
         credits::set_fee,
+        attestations::list,
+        attestations::show,
+        attestations::bundle,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),

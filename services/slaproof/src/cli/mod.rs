@@ -109,9 +109,18 @@ pub enum Command {
     /// attester. Prints each check; exits non-zero naming the failed ones.
     Verify {
         /// Folder with verification_key.json, proof.json, public.json and
-        /// statement.json.
+        /// statement.json (with --attestation: where they are downloaded
+        /// to, and kept).
         #[arg(long)]
         dir: PathBuf,
+        /// Download the bundle of this attestation id from slaproof's API
+        /// first (`GET /v1/attestations/{id}/bundle`), with the bearer token
+        /// in SLAPROOF_TOKEN; then check it like any exported folder.
+        #[arg(long, value_name = "ID", requires = "api_url")]
+        attestation: Option<String>,
+        /// The API's base URL, for --attestation.
+        #[arg(long, value_name = "URL")]
+        api_url: Option<url::Url>,
         /// JSON-RPC URL of the chain the anchor is on (your own node, for
         /// independence); without it the anchor is not checked.
         #[arg(long, value_name = "URL")]
@@ -228,6 +237,34 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
         "  verifying key  {}  sha256 {}",
         manifest.verifying_key.file, manifest.verifying_key.sha256
     );
+    Ok(())
+}
+
+/// Fetches an attestation's bundle from the API into `dir`: the auditor
+/// keeps the files it checked.
+async fn download_bundle(api: &url::Url, id: &str, dir: &std::path::Path) -> anyhow::Result<()> {
+    let token = std::env::var("SLAPROOF_TOKEN")
+        .context("set SLAPROOF_TOKEN to a bearer token that may read the attestation")?;
+    let url = api
+        .join(&format!("v1/attestations/{id}/bundle"))
+        .context("building the bundle's URL")?;
+    let response = reqwest::Client::new()
+        .get(url.clone())
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .with_context(|| format!("fetching {url}"))?;
+    let status = response.status();
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .with_context(|| format!("reading {url}"))?;
+    if !status.is_success() {
+        let detail = body["detail"].as_str().unwrap_or("no detail");
+        anyhow::bail!("{url} answered {status}: {detail}");
+    }
+    slaproof_attestation::export::write(&body, dir)?;
+    eprintln!("downloaded attestation {id} into {}", dir.display());
     Ok(())
 }
 
@@ -419,11 +456,16 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
         Command::Verify {
             dir,
+            attestation,
+            api_url,
             rpc_url,
             vk_sha256,
             eas,
             attester,
         } => {
+            if let (Some(id), Some(api)) = (attestation, api_url) {
+                download_bundle(&api, &id, &dir).await?;
+            }
             let pins = slaproof_attestation::audit::Pins {
                 vk_sha256,
                 eas,

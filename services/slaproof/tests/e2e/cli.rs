@@ -6,9 +6,9 @@ use std::process::{Command, Output};
 
 use slaproof_tests::TestDatabase;
 
-mod support;
+use crate::support;
 
-use support::{Up, shared_tempdir, slaproof, text};
+use crate::support::{Up, shared_tempdir, slaproof, text};
 
 fn run(command: &mut Command) -> Output {
     command.output().expect("running slaproof")

@@ -10,7 +10,8 @@ use slaproof_tests::fixtures::{RS_PRIVATE, RS_PUBLIC, sign};
 use slaproof_tests::spawn_app_with;
 use slaproof_tests::world::{DEMO_SLA, World, world};
 
-const OTHER_RS_PRIVATE: &str = include_str!("../../services/api/fixtures/other-rs256-private.pem");
+const OTHER_RS_PRIVATE: &str =
+    include_str!("../../../services/api/fixtures/other-rs256-private.pem");
 
 fn now() -> u64 {
     jsonwebtoken::get_current_timestamp()
@@ -675,7 +676,7 @@ async fn the_served_openapi_document_is_the_committed_one() {
         .unwrap();
     assert_eq!(served.status(), StatusCode::OK);
     let served = served.text().await.unwrap();
-    let committed = include_str!("../../docs/openapi.json");
+    let committed = include_str!("../../../docs/openapi.json");
     assert_eq!(served, committed);
 }
 

@@ -22,9 +22,9 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::json;
 
-mod support;
+use crate::support;
 
-use support::{Up, shared_tempdir, slaproof};
+use crate::support::{Up, shared_tempdir, slaproof};
 
 /// What the receiver was sent.
 #[derive(Default)]

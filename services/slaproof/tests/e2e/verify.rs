@@ -21,9 +21,7 @@ use slaproof_circuits::export::{
 };
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
-mod support;
-
-use support::{shared_tempdir, slaproof, text};
+use crate::support::{shared_tempdir, slaproof, text};
 
 const FILES: [&str; 4] = [
     "verification_key.json",

@@ -6,9 +6,7 @@ use std::process::Command;
 
 use slaproof_tests::TestDatabase;
 
-mod support;
-
-use support::{slaproof, text};
+use crate::support::{slaproof, text};
 
 /// An SLO of `chat-api` over a rolling 28 days, on `indicator` (an OpenSLO
 /// `indicator.spec`).

@@ -263,6 +263,21 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     slaproof_evaluator::records::freeze_period(&mut tx, &frozen)
         .await
         .unwrap();
+    // Its attestation, as the close records it.
+    slaproof_store::attestations::request(
+        &mut tx,
+        &slaproof_store::attestations::NewAttestation {
+            sla: applied.sla,
+            version: frozen.version,
+            objective: frozen.objective.clone(),
+            period_start: frozen.period.start,
+            period_end: frozen.period.end,
+            revision: 1,
+            vector: Err("seed".into()),
+        },
+    )
+    .await
+    .unwrap();
     // The demo SLA has weights: its composite is evaluated; frozen likewise.
     let mut composite = run.composites[0].clone();
     composite.id = uuid::Uuid::now_v7();

@@ -1,0 +1,135 @@
+//! Attestations: each closed period's proof and where it is anchored, read
+//! per SLA and one by one, and the auditor's bundle of files.
+//!
+//! Reading needs `attestation:read` and, per objective, the scope of its
+//! family (as periods do): a customer's user sees the attestations of its
+//! own SLAs' versions only.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use slaproof_domain::ids::SlaId;
+use slaproof_store::attestations;
+pub use slaproof_store::attestations::Attestation;
+use slaproof_store::{TenantTx, slas};
+
+use crate::authz::Scope;
+use crate::history::by_family;
+use crate::{App, AppError, Caller, Redaction};
+
+/// An SLA's attestations, newest period first.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct AttestationsView {
+    pub sla: String,
+    pub attestations: Vec<Attestation>,
+    /// Objectives left out, each with the scope it needs.
+    pub redacted: Vec<Redaction>,
+}
+
+impl App {
+    /// The attestations of the SLA called `name`; of one period when
+    /// `period_start` is given.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn sla_attestations(
+        &self,
+        caller: &Caller,
+        name: &str,
+        period_start: Option<DateTime<Utc>>,
+    ) -> Result<AttestationsView, AppError> {
+        caller.require(Scope::AttestationRead)?;
+        let mut tx = self.tx(caller).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
+        let rows: Vec<Attestation> = attestations::list(&mut tx, stored.id, period_start)
+            .await?
+            .into_iter()
+            .filter(|a| readable.as_ref().is_none_or(|v| v.contains(&a.version)))
+            .collect();
+        tx.commit().await?;
+        let (attestations, redacted) = by_family(
+            caller,
+            &stored.definition,
+            rows,
+            |a| &a.objective,
+            "attestations",
+        );
+        Ok(AttestationsView {
+            sla: name.to_owned(),
+            attestations,
+            redacted,
+        })
+    }
+
+    /// One attestation, if the caller may read its SLA, version and
+    /// objective.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn attestation(&self, caller: &Caller, id: &str) -> Result<Attestation, AppError> {
+        caller.require(Scope::AttestationRead)?;
+        let mut tx = self.tx(caller).await?;
+        let row = self.readable_attestation(&mut tx, caller, id).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// The auditor's files of an anchored attestation (file name →
+    /// content): what `slaproof verify --dir` and `snarkjs groth16 verify`
+    /// take.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn attestation_bundle(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<serde_json::Value, AppError> {
+        caller.require(Scope::AttestationRead)?;
+        let mut tx = self.tx(caller).await?;
+        let row = self.readable_attestation(&mut tx, caller, id).await?;
+        let bundle = attestations::bundle(&mut tx, row.id).await?;
+        tx.commit().await?;
+        bundle.ok_or_else(|| {
+            AppError::Conflict(format!(
+                "attestation {id} is {}: its files exist once it is anchored{}",
+                row.status,
+                row.reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            ))
+        })
+    }
+
+    /// The attestation `id` if the caller may read it; "not found" for one
+    /// it may not, exactly as for one that does not exist.
+    async fn readable_attestation(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Attestation, AppError> {
+        let not_found = || AppError::NotFound {
+            what: "attestation",
+            key: id.to_owned(),
+        };
+        let uuid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
+        let row = attestations::get(tx, uuid).await?.ok_or_else(not_found)?;
+        let name = slas::name_of(tx, SlaId::from_uuid(row.sla_id)).await?;
+        let (stored, customer_ref) = self
+            .visible_sla(tx, caller, &name, None)
+            .await
+            .map_err(|_| not_found())?;
+        let readable = self
+            .readable_versions(tx, caller, &stored, customer_ref.as_deref())
+            .await?;
+        if readable.is_some_and(|v| !v.contains(&row.version)) {
+            return Err(not_found());
+        }
+        let (mut kept, _) = by_family(
+            caller,
+            &stored.definition,
+            vec![row],
+            |a| &a.objective,
+            "attestation",
+        );
+        kept.pop().ok_or_else(not_found)
+    }
+}

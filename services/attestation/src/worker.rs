@@ -1,0 +1,650 @@
+//! The attestation worker: claims `attest` jobs, proves each pending
+//! attestation off the async runtime, and anchors each proven one on chain,
+//! exactly once however often a job is retried.
+//!
+//! A job runs in two steps, each committed on its own, so that a chain
+//! outage never costs a proof: *prove* (pending → proven: the vector from
+//! the row, the salt derived from the platform's attestation secret and the
+//! claim's context, the Groth16 proof on a blocking thread under a
+//! concurrency limit) and *anchor* (proven → anchored: the statement
+//! attested on chain, the `attestation.anchored` fact and the job's
+//! completion in one transaction). Before its first send the worker notes
+//! the chain's block height; a retry looks for an attestation of the same
+//! statement id made since then before sending again, so a send whose
+//! answer was lost is found, not repeated.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::providers::Provider;
+use serde::Deserialize;
+use slaproof_chain::anchor::PeriodAnchor;
+use slaproof_chain::{Chain, Deployment, attest};
+use slaproof_circuits::statement::parse_field;
+use slaproof_circuits::{
+    CircuitKeys, ContextHash, SlaProof, Statement, StatementJson, build_with_salt, derive_salt,
+    prove,
+};
+use slaproof_domain::period_vector::PeriodVector;
+use slaproof_domain::settings::SettingsError;
+use slaproof_store::attestations::{self, AttestRequest, Attestation, Proven};
+use slaproof_store::jobs::{self, ClaimedJob};
+use slaproof_store::{Database, TenantTx, outbox, platform_secrets, slas, tenants};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::bundle::{Anchor, ClaimRecord, StatementFile, anchored_statement, hex_word};
+use crate::error::AttestationError;
+
+/// The name of the platform secret salts are derived from.
+pub const SALT_SECRET: &str = "attestation_salt";
+
+/// How the attestation worker runs: the `[attestation]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Milliseconds between polls for attest jobs when the last found none.
+    pub poll_interval_ms: u64,
+    /// Jobs claimed per round.
+    pub batch: i32,
+    /// Seconds a claimed job is this worker's before another may take it:
+    /// longer than a proof of the largest circuit takes.
+    pub lease_secs: u64,
+    /// Proofs made at once (each takes a core while it runs).
+    pub concurrency: usize,
+    /// Circuit sizes (slots) to load keys for; a vector takes the smallest
+    /// that holds it. A month is 62 slots (two per day): 64 holds weeks and
+    /// months; quarters and years need 1024 too (its setup takes minutes).
+    pub sizes: Vec<usize>,
+    /// Where the proving keys are; `None`: `<embedded.data_dir>/keys`.
+    pub key_dir: Option<PathBuf>,
+    /// Generate the keys of a size that has none yet (a single-party setup,
+    /// logged). Keys that exist are loaded, never made again.
+    pub generate_keys: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 1000,
+            batch: 10,
+            lease_secs: 600,
+            concurrency: 1,
+            sizes: vec![64],
+            key_dir: None,
+            generate_keys: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Checks the bounds.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let check = slaproof_domain::settings::within;
+        check(
+            "attestation.poll_interval_ms",
+            self.poll_interval_ms,
+            10,
+            60_000,
+        )?;
+        check(
+            "attestation.batch",
+            u64::try_from(self.batch).unwrap_or(0),
+            1,
+            1000,
+        )?;
+        check("attestation.lease_secs", self.lease_secs, 30, 86_400)?;
+        check("attestation.concurrency", self.concurrency as u64, 1, 64)?;
+        if self.sizes.is_empty()
+            || self
+                .sizes
+                .iter()
+                .any(|s| !slaproof_circuits::statement::STANDARD_SIZES.contains(s))
+        {
+            return Err(SettingsError::new(
+                "attestation.sizes",
+                format!(
+                    "must name at least one of the standard sizes {:?}, and only those",
+                    slaproof_circuits::statement::STANDARD_SIZES
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The proving keys by size, and the limit on proofs at once.
+#[derive(Clone)]
+pub struct Prover {
+    keys: BTreeMap<usize, Arc<CircuitKeys>>,
+    limit: Arc<Semaphore>,
+}
+
+impl Prover {
+    /// A prover with `keys`, making at most `concurrency` proofs at once.
+    pub fn new(keys: Vec<CircuitKeys>, concurrency: usize) -> Self {
+        Self {
+            keys: keys.into_iter().map(|k| (k.slots(), Arc::new(k))).collect(),
+            limit: Arc::new(Semaphore::new(concurrency.max(1))),
+        }
+    }
+
+    /// Loads the keys of each size from `dir`, generating those missing
+    /// when `generate` (never replacing keys that exist: a key that does
+    /// not load is an error, not a reason to make another).
+    pub fn load(
+        dir: &std::path::Path,
+        sizes: &[usize],
+        generate: bool,
+        concurrency: usize,
+    ) -> Result<Self, AttestationError> {
+        let mut keys = Vec::new();
+        for &slots in sizes {
+            let (manifest, _, _) = slaproof_circuits::keys::key_paths(dir, slots);
+            if !manifest.exists() {
+                if !generate {
+                    return Err(AttestationError::Invalid(format!(
+                        "no proving keys for {slots} slots in {} (run `slaproof keys generate --slots {slots}`, or set attestation.generate_keys)",
+                        dir.display()
+                    )));
+                }
+                tracing::warn!(slots, dir = %dir.display(), "no proving keys of this size: generating them (a single-party setup)");
+                slaproof_circuits::generate_keys(dir, slots, &mut |_| {})?;
+            }
+            keys.push(slaproof_circuits::load_keys(dir, slots)?);
+        }
+        Ok(Self::new(keys, concurrency))
+    }
+
+    /// The smallest keys holding `pairs` slots.
+    fn keys_for(&self, pairs: usize) -> Result<Arc<CircuitKeys>, AttestationError> {
+        self.keys
+            .range(pairs.max(1)..)
+            .next()
+            .map(|(_, k)| k.clone())
+            .ok_or_else(|| {
+                AttestationError::Invalid(format!(
+                    "no circuit of at least {pairs} slots is loaded: add the next standard size to attestation.sizes"
+                ))
+            })
+    }
+
+    /// The sha256 of each loaded verifying key, by size.
+    pub fn verifying_keys(&self) -> Result<Vec<(usize, String)>, AttestationError> {
+        self.keys
+            .iter()
+            .map(|(slots, k)| Ok((*slots, k.verifier().sha256()?)))
+            .collect()
+    }
+}
+
+/// Where proven statements are anchored.
+#[derive(Clone)]
+pub struct Anchoring {
+    /// Shared: one nonce sequence per account and process.
+    pub chain: Arc<Chain>,
+    pub deployment: Deployment,
+}
+
+/// One attestation worker.
+#[derive(Clone)]
+pub struct Worker {
+    pub db: Database,
+    pub settings: Settings,
+    pub prover: Prover,
+    /// `None`: prove only; proven attestations wait for a chain.
+    pub anchoring: Option<Anchoring>,
+    /// Names this worker's leases.
+    pub name: String,
+}
+
+impl std::fmt::Debug for Prover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Proving keys are megabytes of curve points: their sizes say enough.
+        f.debug_struct("Prover")
+            .field("sizes", &self.keys.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Anchoring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anchoring")
+            .field("chain_id", &self.chain.chain_id())
+            .field("attester", &self.chain.address())
+            .field("eas", &self.deployment.eas)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("name", &self.name)
+            .field("settings", &self.settings)
+            .field("prover", &self.prover)
+            .field("anchoring", &self.anchoring)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub proved: bool,
+    pub anchored: bool,
+}
+
+impl Worker {
+    /// Claims and runs due attest jobs until none is left; answers how many
+    /// ran (failed ones are retried later with a growing delay).
+    pub async fn work_due(&self) -> Result<usize, AttestationError> {
+        let mut ran = 0;
+        loop {
+            let lease = Duration::from_secs(self.settings.lease_secs);
+            let claimed = jobs::claim(
+                &self.db,
+                attestations::ATTEST,
+                &self.name,
+                self.settings.batch,
+                lease,
+            )
+            .await
+            .map_err(store)?;
+            if claimed.is_empty() {
+                return Ok(ran);
+            }
+            ran += claimed.len();
+            for job in &claimed {
+                if let Err(err) = self.run_job(job).await {
+                    let retry = jobs::retry_delay(job.attempts);
+                    tracing::error!(tenant = %job.tenant, error = %err, attempts = job.attempts, "attest job failed; will retry");
+                    if let Err(fail) = self.note_failure(job, &err.to_string(), retry).await {
+                        tracing::error!(tenant = %job.tenant, error = %fail, "could not record the failure");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn note_failure(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        retry: Duration,
+    ) -> Result<(), AttestationError> {
+        if let Ok(request) = serde_json::from_value::<AttestRequest>(job.payload.clone()) {
+            let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+            attestations::record_error(&mut tx, request.attestation, error)
+                .await
+                .map_err(store)?;
+            tx.commit().await.map_err(store)?;
+        }
+        jobs::fail(&self.db, job, error, retry).await.map_err(store)
+    }
+
+    /// Carries one attestation as far as it goes: proves it if pending,
+    /// anchors it if proven and a chain is configured; completes the job
+    /// when nothing is left to do here.
+    #[tracing::instrument(skip(self, job), fields(tenant = %job.tenant))]
+    pub async fn run_job(&self, job: &ClaimedJob) -> Result<Step, AttestationError> {
+        let request: AttestRequest = serde_json::from_value(job.payload.clone())
+            .map_err(|e| AttestationError::Invalid(format!("an attest job's payload: {e}")))?;
+        let id = request.attestation;
+        let mut step = Step {
+            proved: false,
+            anchored: false,
+        };
+        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        let Some(row) = attestations::get(&mut tx, id).await.map_err(store)? else {
+            return Err(AttestationError::Invalid(format!("no attestation {id}")));
+        };
+        let claim = claim_of(&mut tx, &row).await?;
+        drop(tx);
+        let row = if row.status == "pending" {
+            let proven = self.prove(job, &row, &claim).await?;
+            let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+            attestations::record_proof(&mut tx, id, &proven)
+                .await
+                .map_err(store)?;
+            let row = attestations::get(&mut tx, id)
+                .await
+                .map_err(store)?
+                .ok_or_else(|| AttestationError::Invalid(format!("no attestation {id}")))?;
+            tx.commit().await.map_err(store)?;
+            step.proved = true;
+            row
+        } else {
+            row
+        };
+        match (&self.anchoring, row.status.as_str()) {
+            (Some(anchoring), "proven") => {
+                // Completes the job with the anchor.
+                self.anchor(job, anchoring, &row, &claim).await?;
+                step.anchored = true;
+            }
+            // Anchored already, not provable, or waiting for a chain.
+            _ => {
+                let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+                complete(&mut tx, job).await?;
+                tx.commit().await.map_err(store)?;
+            }
+        }
+        Ok(step)
+    }
+
+    /// The proof of a pending attestation, made on a blocking thread.
+    async fn prove(
+        &self,
+        job: &ClaimedJob,
+        row: &Attestation,
+        claim: &ClaimRecord,
+    ) -> Result<Proven, AttestationError> {
+        let vector: PeriodVector = serde_json::from_value(row.vector.clone().ok_or_else(|| {
+            AttestationError::Invalid("a pending attestation has no vector".into())
+        })?)
+        .map_err(|e| AttestationError::Invalid(format!("the stored vector: {e}")))?;
+        let secret = salt_secret(&self.db).await?;
+        let context = ContextHash::of(&claim.claim());
+        let salt = derive_salt(&secret, context);
+        let pairs = vector.pairs();
+        let keys = self.prover.keys_for(pairs.len())?;
+        let (statement, opening) = build_with_salt(
+            keys.slots(),
+            &pairs,
+            vector.threshold,
+            vector.quota_ppm,
+            context,
+            salt,
+        )?;
+        let permit = self
+            .prover
+            .limit
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| AttestationError::Invalid("the prover is shut down".into()))?;
+        let started = std::time::Instant::now();
+        let (proof, statement) = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            prove(&keys, &statement, &opening).map(|p| (p, statement))
+        })
+        .await
+        .map_err(|e| AttestationError::Invalid(format!("the proving thread failed: {e}")))??;
+        let vk_sha256 = self.prover.keys_for(pairs.len())?.verifier().sha256()?;
+        let proof_sha256 = proof.sha256()?;
+        let statement_id = anchored_statement(
+            claim,
+            statement.quota_ppm(),
+            statement.commitment(),
+            &vk_sha256,
+        )?
+        .id();
+        tracing::info!(tenant = %job.tenant, attestation = %row.id, slots = statement.slots(), millis = started.elapsed().as_millis() as u64, %statement_id, "proved");
+        Ok(Proven {
+            slots: i32::try_from(statement.slots()).unwrap_or(i32::MAX),
+            context: context.as_field().to_string(),
+            commitment: statement.commitment().to_string(),
+            quota_ppm: i32::try_from(statement.quota_ppm()).unwrap_or(i32::MAX),
+            vk_sha256,
+            proof: proof.to_bytes()?,
+            proof_sha256,
+            statement_id: statement_id.to_string(),
+        })
+    }
+
+    /// Anchors a proven attestation hash-only, once: finds an earlier send
+    /// of the same statement before making one.
+    async fn anchor(
+        &self,
+        job: &ClaimedJob,
+        anchoring: &Anchoring,
+        row: &Attestation,
+        claim: &ClaimRecord,
+    ) -> Result<(), AttestationError> {
+        let (chain, deployment) = (anchoring.chain.as_ref(), &anchoring.deployment);
+        let missing =
+            |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
+        let commitment = parse_field(
+            "commitment",
+            row.commitment
+                .as_deref()
+                .ok_or_else(|| missing("commitment"))?,
+        )?;
+        let quota = u32::try_from(row.quota_ppm.ok_or_else(|| missing("fraction"))?)
+            .map_err(|_| missing("valid fraction"))?;
+        let vk_sha256 = row
+            .vk_sha256
+            .as_deref()
+            .ok_or_else(|| missing("key hash"))?;
+        let statement = anchored_statement(claim, quota, commitment, vk_sha256)?;
+        let statement_id = statement.id();
+        if row.statement_id.as_deref() != Some(statement_id.to_string().as_str()) {
+            return Err(AttestationError::Invalid(format!(
+                "the statement id recomputed ({statement_id}) is not the one recorded with the proof"
+            )));
+        }
+        let proof_sha256 = row
+            .proof_sha256
+            .as_deref()
+            .ok_or_else(|| missing("proof hash"))?;
+        let from_block = match row.anchor_from_block {
+            Some(block) => u64::try_from(block).unwrap_or(0),
+            None => {
+                let block = chain
+                    .patiently("reading the block height", || async move {
+                        chain.provider().get_block_number().await
+                    })
+                    .await?;
+                let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+                attestations::note_anchor_from(&mut tx, row.id, block)
+                    .await
+                    .map_err(store)?;
+                tx.commit().await.map_err(store)?;
+                block
+            }
+        };
+        let attested = match attest::find_period(chain, deployment, statement_id, from_block)
+            .await?
+        {
+            Some(earlier) => {
+                tracing::info!(attestation = %row.id, uid = %earlier.uid, "found the statement already anchored by an earlier attempt");
+                earlier
+            }
+            None => {
+                let anchor = PeriodAnchor::new(statement, hex_word(proof_sha256)?);
+                attest::attest_period(chain, deployment, &anchor).await?
+            }
+        };
+        let anchor = serde_json::json!({
+            "path": "hash-only",
+            "chainId": chain.chain_id(),
+            "eas": deployment.eas.to_string(),
+            "uid": attested.uid.to_string(),
+            "transaction": attested.tx.to_string(),
+            "block": attested.block,
+        });
+        let bundle = self.bundle(
+            row,
+            claim,
+            Anchor {
+                path: "hash-only".into(),
+                chain_id: chain.chain_id(),
+                eas: deployment.eas,
+                uid: attested.uid,
+                inclusion_proof: None,
+            },
+        )?;
+        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        if attestations::record_anchor(&mut tx, row.id, &anchor, &bundle)
+            .await
+            .map_err(store)?
+        {
+            outbox::enqueue(
+                &mut tx,
+                "attestation.anchored",
+                &serde_json::json!({
+                    "attestation": row.id,
+                    "sla": slaproof_domain::ids::SlaId::from_uuid(row.sla_id).to_string(),
+                    "slaName": claim.sla,
+                    "version": row.version,
+                    "objective": row.objective,
+                    "periodStart": row.period_start,
+                    "periodEnd": row.period_end,
+                    "revision": row.revision,
+                    "statementId": statement_id.to_string(),
+                    "fractionPpm": quota,
+                    "anchor": anchor,
+                }),
+            )
+            .await
+            .map_err(store)?;
+        }
+        complete(&mut tx, job).await?;
+        tx.commit().await.map_err(store)?;
+        tracing::info!(attestation = %row.id, uid = %attested.uid, block = attested.block, "anchored");
+        Ok(())
+    }
+}
+
+impl Worker {
+    /// The auditor's bundle of a proven attestation anchored at `anchor`.
+    fn bundle(
+        &self,
+        row: &Attestation,
+        claim: &ClaimRecord,
+        anchor: Anchor,
+    ) -> Result<serde_json::Value, AttestationError> {
+        let missing =
+            |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
+        let slots = usize::try_from(row.slots.ok_or_else(|| missing("size"))?)
+            .map_err(|_| missing("valid size"))?;
+        let keys = self.prover.keys.get(&slots).ok_or_else(|| {
+            AttestationError::Invalid(format!("no keys of {slots} slots are loaded"))
+        })?;
+        let vk_sha256 = keys.verifier().sha256()?;
+        if row.vk_sha256.as_deref() != Some(vk_sha256.as_str()) {
+            return Err(AttestationError::Invalid(format!(
+                "the proof was made with the verifying key {}, this worker holds {vk_sha256} for {slots} slots",
+                row.vk_sha256.as_deref().unwrap_or("?")
+            )));
+        }
+        let statement = Statement::from_json(&StatementJson {
+            slots,
+            commitment: row
+                .commitment
+                .clone()
+                .ok_or_else(|| missing("commitment"))?,
+            threshold: u32::try_from(claim.threshold).map_err(|_| missing("32-bit threshold"))?,
+            quota_ppm: u32::try_from(row.quota_ppm.ok_or_else(|| missing("fraction"))?)
+                .map_err(|_| missing("valid fraction"))?,
+            context: row.context.clone().ok_or_else(|| missing("context"))?,
+        })?;
+        let proof = SlaProof::from_bytes(row.proof.as_deref().ok_or_else(|| missing("proof"))?)?;
+        let file = StatementFile::new(
+            claim.clone(),
+            &statement,
+            vk_sha256,
+            row.proof_sha256
+                .clone()
+                .ok_or_else(|| missing("proof hash"))?,
+            anchor,
+        )?;
+        Ok(crate::export::bundle(
+            keys.verifier(),
+            &statement,
+            &proof,
+            &file,
+        ))
+    }
+}
+
+/// The claim an attestation states: the tenant's and SLA's names, the
+/// vector's comparison, the period and the result's revision.
+pub async fn claim_of(
+    tx: &mut TenantTx,
+    row: &Attestation,
+) -> Result<ClaimRecord, AttestationError> {
+    let tenant = tenants::current(tx).await.map_err(store)?;
+    let sla = slas::name_of(tx, slaproof_domain::ids::SlaId::from_uuid(row.sla_id))
+        .await
+        .map_err(store)?;
+    let (field, unit, operator, threshold) = match &row.vector {
+        Some(v) => {
+            let v: PeriodVector = serde_json::from_value(v.clone())
+                .map_err(|e| AttestationError::Invalid(format!("the stored vector: {e}")))?;
+            (v.field, v.unit, v.operator, u64::from(v.threshold))
+        }
+        None => Default::default(),
+    };
+    Ok(ClaimRecord {
+        tenant: tenant.name,
+        sla,
+        sla_version: u32::try_from(row.version).unwrap_or(0),
+        objective: row.objective.clone(),
+        field,
+        unit,
+        operator,
+        threshold,
+        period_start: row.period_start.timestamp(),
+        period_end: row.period_end.timestamp(),
+        revision: u32::try_from(row.revision).unwrap_or(0),
+    })
+}
+
+/// The platform's secret salts are derived from: made once, shared by all
+/// replicas, so a retried proof commits with the same salt.
+async fn salt_secret(db: &Database) -> Result<[u8; 32], AttestationError> {
+    let fresh: [u8; 32] = rand::random();
+    let kept = platform_secrets::get_or_create(db, SALT_SECRET, &fresh)
+        .await
+        .map_err(store)?;
+    kept.try_into().map_err(|_| {
+        AttestationError::Invalid("the attestation salt secret is not 32 bytes".into())
+    })
+}
+
+async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<(), AttestationError> {
+    if jobs::complete(tx, job).await.map_err(store)? {
+        Ok(())
+    } else {
+        Err(AttestationError::Invalid(
+            "the job's lease was lost to another worker".into(),
+        ))
+    }
+}
+
+fn store(e: slaproof_store::StoreError) -> AttestationError {
+    AttestationError::Store(e)
+}
+
+/// Runs rounds until `shutdown`.
+pub async fn run(worker: Worker, shutdown: CancellationToken) {
+    let poll = Duration::from_millis(worker.settings.poll_interval_ms);
+    loop {
+        if let Err(err) = worker.work_due().await {
+            tracing::error!(error = %err, "attestation round failed; retrying");
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_a_size_that_is_not_standard_is_named() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+        let odd = Settings {
+            sizes: vec![100],
+            ..Settings::default()
+        };
+        assert_eq!(odd.validate().unwrap_err().key, "attestation.sizes");
+    }
+}

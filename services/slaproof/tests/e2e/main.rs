@@ -1,0 +1,9 @@
+//! The binary's own tests, one test binary (each links the whole platform):
+//! the CLI, `slaproof apply`, telemetry export and `slaproof verify`.
+
+mod support;
+
+mod cli;
+mod cli_apply;
+mod telemetry;
+mod verify;

@@ -1,0 +1,413 @@
+//! Attestation end to end: requests stored, the evaluator closing November
+//! and recording each result's day-by-day vector, the attestation worker
+//! proving it and anchoring it on a real anvil, and the auditor's checks
+//! passing on the bundle exported from what was stored. Then the faults:
+//! the chain down when periods close, and a send whose answer was lost.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Duration as Span;
+use slaproof_attestation::audit::{Pins, audit};
+use slaproof_attestation::worker::{Anchoring, Prover, Settings, Worker};
+use slaproof_chain::anvil::{self, Anvil};
+use slaproof_chain::{Chain, Deployment};
+use slaproof_circuits::CircuitKeys;
+use slaproof_domain::period_vector::PeriodVector;
+use slaproof_store::attestations::{self, Attestation};
+use slaproof_store::slas;
+use slaproof_tests::scenario::{Request, Scenario, at};
+
+const SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {good: status < 500}
+  - name: latency
+    target: 99%
+    threshold: {field: latency, op: lt, value: 3.2s}
+  - name: good-minutes
+    target: 99%
+    timeSlices:
+      sliceLength: 1h
+      budgeting: Timeslices
+      sliceTarget: 95%
+      ratio: {good: status < 500}
+  - name: quality
+    target: 90%
+    threshold: {field: attr.quality, op: gte, value: 0.8}
+"#;
+
+/// November: a request a minute from the 10th for 3,000 minutes (two days
+/// and two hours), 12 of them answered 500 on the 11th.
+fn november() -> Vec<Request> {
+    (0..3000)
+        .map(|i| {
+            let occurred_at = at("2026-11-10T00:00:00Z") + Span::minutes(i);
+            Request {
+                occurred_at,
+                received_at: occurred_at,
+                status: if (1500..1512).contains(&i) { 500 } else { 200 },
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn anvil_binary() -> Option<std::path::PathBuf> {
+    let root = slaproof_tests::chain::contracts_dir()
+        .parent()?
+        .to_path_buf();
+    let binary = anvil::binary(&root);
+    if binary.is_none() {
+        assert!(
+            !slaproof_tests::chain::in_ci(),
+            "anvil is missing under CI: npm ci --prefix contracts"
+        );
+        eprintln!("\n!!! SKIPPED: no anvil; npm ci --prefix contracts !!!\n");
+    }
+    binary
+}
+
+/// The 64-slot keys, made once per test binary: a setup takes seconds.
+fn keys() -> CircuitKeys {
+    static KEYS: std::sync::OnceLock<CircuitKeys> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| CircuitKeys::setup(64).expect("a setup"))
+        .clone()
+}
+
+pub(crate) async fn chain_on(node: &Anvil, patience_secs: u64) -> (Arc<Chain>, Deployment) {
+    let mut settings = slaproof_chain::Settings::local(node.url().clone(), anvil::dev_key());
+    settings.patience_secs = patience_secs;
+    let chain = Chain::connect(&settings).await.unwrap();
+    let deployment = slaproof_chain::deploy(&chain, &Default::default())
+        .await
+        .unwrap();
+    (Arc::new(chain), deployment)
+}
+
+pub(crate) async fn worker(s: &Scenario, anchoring: Option<Anchoring>) -> Worker {
+    let prover = Prover::new(vec![keys()], 1);
+    Worker {
+        db: s.db.clone(),
+        settings: Settings::default(),
+        prover,
+        anchoring,
+        name: "attestation-test".into(),
+    }
+}
+
+pub(crate) async fn attestations_of(s: &Scenario) -> Vec<Attestation> {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    let rows = attestations::list(&mut tx, sla, None).await.unwrap();
+    tx.commit().await.unwrap();
+    rows
+}
+
+/// A scenario with November's requests stored and the month closed.
+pub(crate) async fn closed_november() -> Scenario {
+    let s = Scenario::new(SLA, "2026-11-01", "2026-12-02").await;
+    s.run("2026-11-01T00:00:00Z").await;
+    s.insert(&november()).await;
+    s.run("2026-12-01T01:00:00Z").await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_month_is_proven_over_its_days_anchored_and_verified_by_the_auditors_checks() {
+    let Some(binary) = anvil_binary() else {
+        return;
+    };
+    let s = closed_november().await;
+
+    // The close recorded one attestation per objective, each with the
+    // month's 30 days; the days add up to the frozen result. The quality
+    // score's threshold cannot be proven yet, and says so.
+    let rows = attestations_of(&s).await;
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let quality = rows.iter().find(|r| r.objective == "quality").unwrap();
+    assert_eq!(quality.status, "not_provable");
+    assert!(
+        quality
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("numeric attribute"),
+        "{quality:?}"
+    );
+    let failed = s.told_of("attestation.failed").await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        (&failed[0]["objective"], &failed[0]["retrying"]),
+        (&serde_json::json!("quality"), &serde_json::json!(false))
+    );
+    let rows: Vec<Attestation> = rows
+        .into_iter()
+        .filter(|r| r.objective != "quality")
+        .collect();
+    for row in &rows {
+        assert_eq!(row.status, "pending", "{row:?}");
+        assert_eq!(
+            (row.period_start, row.period_end),
+            (at("2026-11-01T00:00:00Z"), at("2026-12-01T00:00:00Z"))
+        );
+        let vector: PeriodVector = serde_json::from_value(row.vector.clone().unwrap()).unwrap();
+        assert_eq!(vector.days.len(), 30, "{}", row.objective);
+        assert_eq!(vector.days[10].day, at("2026-11-11T00:00:00Z"));
+    }
+    let vector_of = |name: &str| -> PeriodVector {
+        let row = rows.iter().find(|r| r.objective == name).unwrap();
+        serde_json::from_value(row.vector.clone().unwrap()).unwrap()
+    };
+    // availability: 2,988 of 3,000 good, the 12 bad on the 11th.
+    let availability = vector_of("availability");
+    assert_eq!(
+        (availability.tally().good, availability.tally().total),
+        (2988, 3000)
+    );
+    assert_eq!(
+        (availability.days[10].good, availability.days[10].total),
+        (1428, 1440)
+    );
+    assert_eq!((availability.threshold, availability.bad_value), (0, 1));
+    assert_eq!(availability.quota_ppm, 996_000);
+    // latency: every request took 1 ms, < 3.2 s proven as ≤ 3,199,999 µs.
+    let latency = vector_of("latency");
+    assert_eq!(
+        (latency.field.as_str(), latency.unit.as_str()),
+        ("latency", "us")
+    );
+    assert_eq!(
+        (latency.threshold, latency.quota_ppm),
+        (3_199_999, 1_000_000)
+    );
+    // good-minutes (hour slices ≥ 95%): 51 hours with requests; the hour
+    // of the 500s (12 of 60) is bad.
+    let slices = vector_of("good-minutes");
+    assert_eq!(slices.field, "timeslices");
+    assert_eq!((slices.tally().good, slices.tally().total), (49, 50));
+    assert_eq!(slices.quota_ppm, 980_000);
+
+    // Proven and anchored hash-only on a real chain.
+    let node = Anvil::start(&binary, 0, None).expect("anvil starts");
+    let (chain, deployment) = chain_on(&node, 30).await;
+    let w = worker(
+        &s,
+        Some(Anchoring {
+            chain: chain.clone(),
+            deployment: deployment.clone(),
+        }),
+    )
+    .await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    let rows = provable(attestations_of(&s).await);
+    for row in &rows {
+        assert_eq!(row.status, "anchored", "{row:?}");
+        assert!(
+            row.statement_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("0x"))
+        );
+        assert_eq!(row.slots, Some(64));
+    }
+    let told = s.told_of("attestation.anchored").await;
+    assert_eq!(told.len(), 3);
+    assert!(
+        told.iter()
+            .any(|t| t["objective"] == "availability" && t["fractionPpm"] == 996_000)
+    );
+    // Nothing left to do; asking again sends nothing.
+    assert_eq!(w.work_due().await.unwrap(), 0);
+
+    // Exported from what was stored, the bundle passes every check of the
+    // auditor's command against the chain, pinned to the provider's key,
+    // EAS and attester.
+    for row in &rows {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let bundle = attestations::bundle(&mut tx, row.id)
+            .await
+            .unwrap()
+            .unwrap();
+        tx.commit().await.unwrap();
+        slaproof_attestation::export::write(&bundle, dir.path()).unwrap();
+        let file = slaproof_attestation::bundle::StatementFile::read(dir.path()).unwrap();
+        assert_eq!(
+            file.statement_id.to_string(),
+            row.statement_id.clone().unwrap()
+        );
+        assert_eq!(file.claim.tenant, "acme");
+        assert_eq!(file.claim.sla, "chat-sla");
+        let pins = Pins {
+            vk_sha256: row.vk_sha256.clone(),
+            eas: Some(deployment.eas),
+            attester: Some(chain.address()),
+        };
+        let report = audit(dir.path(), Some(node.url()), &pins).await;
+        assert!(report.failed().is_empty(), "{}", report.render());
+        assert!(report.skipped().is_empty(), "{}", report.render());
+        // Another commitment (another vector) in the inputs: the proof
+        // does not verify for it.
+        substituted_commitment(dir.path());
+        let report = audit(dir.path(), Some(node.url()), &pins).await;
+        assert!(report.failed().contains(&"proof"), "{}", report.render());
+    }
+    node.stop();
+}
+
+/// Puts another commitment in `public.json`.
+fn substituted_commitment(dir: &Path) {
+    let public = dir.join("public.json");
+    let mut inputs: Vec<String> = serde_json::from_slice(&std::fs::read(&public).unwrap()).unwrap();
+    inputs[0] = "12345".into();
+    std::fs::write(&public, serde_json::to_vec(&inputs).unwrap()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_chain_down_at_the_close_every_attestation_is_anchored_exactly_once_when_it_is_back()
+ {
+    let Some(binary) = anvil_binary() else {
+        return;
+    };
+    let s = closed_november().await;
+    let state = tempfile::tempdir().unwrap();
+    let state_file = state.path().join("anvil-state.json");
+    let node = Anvil::start(&binary, 0, Some(&state_file)).expect("anvil starts");
+    let port = node.url().port().unwrap();
+    let (chain, deployment) = chain_on(&node, 1).await;
+    let anchoring = Anchoring {
+        chain: chain.clone(),
+        deployment: deployment.clone(),
+    };
+    let w = worker(&s, Some(anchoring)).await;
+
+    // The node goes away: the proofs are made and kept, the anchors fail
+    // and say why; nothing is sent.
+    node.stop();
+    // Each job fails and, while its retry comes due in the same round, is
+    // tried again: at least one attempt each.
+    assert!(w.work_due().await.unwrap() >= 3);
+    let rows = provable(attestations_of(&s).await);
+    for row in &rows {
+        assert_eq!(row.status, "proven", "{row:?}");
+        assert!(
+            row.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("unavailable")
+                    || r.contains("RPC")
+                    || r.contains("connect")),
+            "{row:?}"
+        );
+    }
+    assert!(s.told_of("attestation.anchored").await.is_empty());
+
+    // Back (same port, same chain): one attestation was sent before the
+    // outage but its answer was lost — it is found, not sent again.
+    let node = Anvil::start(&binary, port, Some(&state_file)).expect("anvil restarts");
+    let lost = &rows[0];
+    let claim = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let claim = slaproof_attestation::worker::claim_of(&mut tx, lost)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        claim
+    };
+    let statement = slaproof_attestation::bundle::anchored_statement(
+        &claim,
+        u32::try_from(lost.quota_ppm.unwrap()).unwrap(),
+        slaproof_circuits::statement::parse_field(
+            "commitment",
+            lost.commitment.as_deref().unwrap(),
+        )
+        .unwrap(),
+        lost.vk_sha256.as_deref().unwrap(),
+    )
+    .unwrap();
+    // As the worker does before its first send: note the height to look
+    // for an earlier send from.
+    {
+        use alloy::providers::Provider;
+        let height = chain.provider().get_block_number().await.unwrap();
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        attestations::note_anchor_from(&mut tx, lost.id, height)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let sent_before = slaproof_chain::attest::attest_period(
+        &chain,
+        &deployment,
+        &slaproof_chain::anchor::PeriodAnchor::new(
+            statement,
+            slaproof_attestation::bundle::hex_word(lost.proof_sha256.as_deref().unwrap()).unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+
+    // The failed jobs come due after their retry delay.
+    let due_by = std::time::Instant::now() + Duration::from_secs(60);
+    while provable(attestations_of(&s).await)
+        .iter()
+        .any(|r| r.status != "anchored")
+    {
+        assert!(
+            std::time::Instant::now() < due_by,
+            "not anchored within a minute"
+        );
+        w.work_due().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = provable(attestations_of(&s).await);
+    for row in &rows {
+        assert_eq!(row.status, "anchored", "{row:?}");
+        assert_eq!(row.reason, None);
+    }
+    let found = rows.iter().find(|r| r.id == lost.id).unwrap();
+    assert_eq!(
+        found.anchor.as_ref().unwrap()["uid"],
+        sent_before.uid.to_string(),
+        "the earlier send was found and recorded, not repeated"
+    );
+    // Exactly one attestation per statement on chain: three in all.
+    for row in &rows {
+        let id: alloy::primitives::B256 = row.statement_id.as_deref().unwrap().parse().unwrap();
+        let earlier = slaproof_chain::attest::find_period(&chain, &deployment, id, 0)
+            .await
+            .unwrap();
+        assert!(earlier.is_some(), "{row:?}");
+    }
+    assert_eq!(anchors_on_chain(&chain, &deployment).await, 3);
+    assert_eq!(s.told_of("attestation.anchored").await.len(), 3);
+    node.stop();
+}
+
+/// The attestations that can be proven (all but the quality score's).
+fn provable(rows: Vec<Attestation>) -> Vec<Attestation> {
+    rows.into_iter()
+        .filter(|r| r.status != "not_provable")
+        .collect()
+}
+
+/// How many period attestations the deployment's EAS holds.
+async fn anchors_on_chain(chain: &Chain, deployment: &Deployment) -> usize {
+    use alloy::providers::Provider;
+    let filter = alloy::rpc::types::Filter::new()
+        .address(deployment.eas)
+        .event_signature(alloy::primitives::keccak256(
+            "Attested(address,address,bytes32,bytes32)",
+        ))
+        .topic3(deployment.schemas.period)
+        .from_block(0);
+    chain.provider().get_logs(&filter).await.unwrap().len()
+}
