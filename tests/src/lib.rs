@@ -170,7 +170,7 @@ pub struct TestApp {
     pub database: TestDatabase,
 }
 
-/// Starts every service on port 0 against a fresh database.
+/// Starts every service but attestation on port 0 against a fresh database.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
@@ -189,7 +189,15 @@ pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Confi
     let db = slaproof::app::open_database(&config, &database.owner, &database.service, false)
         .await
         .expect("opening the test database");
-    let app = Application::build(config, db.clone(), Service::ALL)
+    // Every service but attestation, which would make proving keys (seconds
+    // of CPU) in the data folder for each test: the attestation tests run
+    // its worker themselves, with keys made once.
+    let services: Vec<Service> = Service::ALL
+        .iter()
+        .copied()
+        .filter(|s| *s != Service::Attestation)
+        .collect();
+    let app = Application::build(config, db.clone(), &services)
         .await
         .expect("building the application");
     let address = app.local_addr();

@@ -78,6 +78,17 @@ impl Scenario {
         }
     }
 
+    /// The platform running over this scenario's database (every service
+    /// but attestation, see [`crate::spawn_app_on`]): what it stored is
+    /// read through the real HTTP API.
+    pub async fn serve(
+        self,
+        adjust: impl FnOnce(&mut slaproof::Config),
+    ) -> (crate::TestApp, TenantId) {
+        let tenant = self.tenant;
+        (crate::spawn_app_on(self._database, adjust).await, tenant)
+    }
+
     /// Stores `chat` requests of model `big` (latency 1 ms).
     pub async fn insert(&self, requests: &[Request]) {
         let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();

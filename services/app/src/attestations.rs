@@ -1,9 +1,10 @@
 //! Attestations: each closed period's proof and where it is anchored, read
 //! per SLA and one by one, and the auditor's bundle of files.
 //!
-//! Reading needs `attestation:read` and, per objective, the scope of its
-//! family (as periods do): a customer's user sees the attestations of its
-//! own SLAs' versions only.
+//! Reading needs `attestation:read` only: an auditor holds nothing else, and
+//! an attestation is a claim made to be checked by anyone handed it. A
+//! customer's user sees the attestations of its own SLAs' versions only,
+//! an embed token those of its one SLA.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -13,16 +14,13 @@ pub use slaproof_store::attestations::Attestation;
 use slaproof_store::{TenantTx, slas};
 
 use crate::authz::Scope;
-use crate::history::by_family;
-use crate::{App, AppError, Caller, Redaction};
+use crate::{App, AppError, Caller};
 
 /// An SLA's attestations, newest period first.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AttestationsView {
     pub sla: String,
     pub attestations: Vec<Attestation>,
-    /// Objectives left out, each with the scope it needs.
-    pub redacted: Vec<Redaction>,
 }
 
 impl App {
@@ -37,32 +35,23 @@ impl App {
     ) -> Result<AttestationsView, AppError> {
         caller.require(Scope::AttestationRead)?;
         let mut tx = self.tx(caller).await?;
-        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let (stored, customer_ref) = self.sla_in_view(&mut tx, caller, name, None).await?;
         let readable = self
             .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
             .await?;
-        let rows: Vec<Attestation> = attestations::list(&mut tx, stored.id, period_start)
+        let attestations: Vec<Attestation> = attestations::list(&mut tx, stored.id, period_start)
             .await?
             .into_iter()
             .filter(|a| readable.as_ref().is_none_or(|v| v.contains(&a.version)))
             .collect();
         tx.commit().await?;
-        let (attestations, redacted) = by_family(
-            caller,
-            &stored.definition,
-            rows,
-            |a| &a.objective,
-            "attestations",
-        );
         Ok(AttestationsView {
             sla: name.to_owned(),
             attestations,
-            redacted,
         })
     }
 
-    /// One attestation, if the caller may read its SLA, version and
-    /// objective.
+    /// One attestation, if it is of an SLA version within the caller's view.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn attestation(&self, caller: &Caller, id: &str) -> Result<Attestation, AppError> {
         caller.require(Scope::AttestationRead)?;
@@ -114,7 +103,7 @@ impl App {
         let row = attestations::get(tx, uuid).await?.ok_or_else(not_found)?;
         let name = slas::name_of(tx, SlaId::from_uuid(row.sla_id)).await?;
         let (stored, customer_ref) = self
-            .visible_sla(tx, caller, &name, None)
+            .sla_in_view(tx, caller, &name, None)
             .await
             .map_err(|_| not_found())?;
         let readable = self
@@ -123,13 +112,6 @@ impl App {
         if readable.is_some_and(|v| !v.contains(&row.version)) {
             return Err(not_found());
         }
-        let (mut kept, _) = by_family(
-            caller,
-            &stored.definition,
-            vec![row],
-            |a| &a.objective,
-            "attestation",
-        );
-        kept.pop().ok_or_else(not_found)
+        Ok(row)
     }
 }

@@ -270,6 +270,7 @@ mod tests {
             Scope::SlaWriteThresholds,
             Scope::SlaReadAudit,
             Scope::MaintenanceAccept,
+            Scope::AttestationRead,
         ] {
             assert!(customer.contains(s), "{s}");
         }

@@ -152,7 +152,7 @@ impl App {
 }
 
 /// Keeps the rows of objectives the caller may read and names the others.
-pub(crate) fn by_family<T>(
+fn by_family<T>(
     caller: &Caller,
     definition: &slaproof_domain::sla::SlaDefinition,
     rows: Vec<T>,

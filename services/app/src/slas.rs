@@ -181,6 +181,20 @@ impl App {
         version: Option<i32>,
     ) -> Result<(StoredSla, Option<String>), AppError> {
         caller.require(Scope::SlaRead)?;
+        self.sla_in_view(tx, caller, name, version).await
+    }
+
+    /// The SLA called `name` if it is within the caller's view — the
+    /// tenant's for a provider, the customer's own for a customer's user,
+    /// the one SLA of an embed token — whatever scopes it holds (a read
+    /// checks its own). "Not found" for any other, as for none.
+    pub(crate) async fn sla_in_view(
+        &self,
+        tx: &mut TenantTx,
+        caller: &Caller,
+        name: &str,
+        version: Option<i32>,
+    ) -> Result<(StoredSla, Option<String>), AppError> {
         let hidden = || AppError::NotFound {
             what: "SLA",
             key: name.to_owned(),

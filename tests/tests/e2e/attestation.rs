@@ -255,21 +255,88 @@ async fn a_closed_month_is_proven_over_its_days_anchored_and_verified_by_the_aud
         let report = audit(dir.path(), Some(node.url()), &pins).await;
         assert!(report.failed().is_empty(), "{}", report.render());
         assert!(report.skipped().is_empty(), "{}", report.render());
+        // snarkjs, which we did not write, accepts the exported proof, and
+        // refuses it for another claim (a changed context input).
+        if let Some(cli) = snarkjs() {
+            assert!(
+                snarkjs_verify(&cli, dir.path()),
+                "snarkjs refused {}",
+                row.objective
+            );
+            let changed = tempfile::tempdir().unwrap();
+            for name in slaproof_attestation::export::FILES {
+                std::fs::copy(dir.path().join(name), changed.path().join(name)).unwrap();
+            }
+            replace_input(changed.path(), 3, "42");
+            assert!(
+                !snarkjs_verify(&cli, changed.path()),
+                "snarkjs accepted a changed context"
+            );
+        }
         // Another commitment (another vector) in the inputs: the proof
         // does not verify for it.
-        substituted_commitment(dir.path());
+        replace_input(dir.path(), 0, "12345");
         let report = audit(dir.path(), Some(node.url()), &pins).await;
         assert!(report.failed().contains(&"proof"), "{}", report.render());
     }
+    // Through the running API: the bundle a customer's auditor downloads
+    // passes the same checks.
+    let anchored = rows[0].clone();
+    drop(w);
+    let (app, tenant) = s.serve(slaproof_tests::fixtures::trust_test_key).await;
+    let token = slaproof_tests::fixtures::token(tenant, &["auditor"], None);
+    let (status, bundle) = slaproof_tests::fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &token,
+        "GET",
+        &format!("/v1/attestations/{}/bundle", anchored.id),
+        None,
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{bundle}");
+    let dir = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, dir.path()).unwrap();
+    let report = audit(dir.path(), Some(node.url()), &Pins::default()).await;
+    assert!(report.failed().is_empty(), "{}", report.render());
     node.stop();
 }
 
-/// Puts another commitment in `public.json`.
-fn substituted_commitment(dir: &Path) {
+/// Replaces public input `i` in `public.json`.
+fn replace_input(dir: &Path, i: usize, value: &str) {
     let public = dir.join("public.json");
     let mut inputs: Vec<String> = serde_json::from_slice(&std::fs::read(&public).unwrap()).unwrap();
-    inputs[0] = "12345".into();
+    inputs[i] = value.into();
     std::fs::write(&public, serde_json::to_vec(&inputs).unwrap()).unwrap();
+}
+
+/// snarkjs as `npm ci --prefix circuits` installs it; required under CI.
+fn snarkjs() -> Option<std::path::PathBuf> {
+    let cli = slaproof_tests::chain::contracts_dir()
+        .parent()?
+        .join("circuits/node_modules/snarkjs/build/cli.cjs");
+    if cli.exists() {
+        return Some(cli);
+    }
+    assert!(
+        !slaproof_tests::chain::in_ci(),
+        "snarkjs is missing under CI: npm ci --prefix circuits"
+    );
+    eprintln!("\n!!! snarkjs is not installed: the bundle is NOT checked with it !!!\n");
+    None
+}
+
+/// `snarkjs groth16 verify` on the bundle in `dir`.
+fn snarkjs_verify(cli: &Path, dir: &Path) -> bool {
+    let out = std::process::Command::new("node")
+        .arg(cli)
+        .args(["groth16", "verify"])
+        .arg(dir.join("verification_key.json"))
+        .arg(dir.join("public.json"))
+        .arg(dir.join("proof.json"))
+        .output()
+        .expect("node runs");
+    out.status.success() && String::from_utf8_lossy(&out.stdout).contains("OK!")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -410,4 +477,101 @@ async fn anchors_on_chain(chain: &Chain, deployment: &Deployment) -> usize {
         .topic3(deployment.schemas.period)
         .from_block(0);
     chain.provider().get_logs(&filter).await.unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attestations_are_read_through_the_api_by_the_provider_its_customer_and_an_auditor() {
+    use reqwest::StatusCode;
+    use slaproof_tests::fixtures::{call, token, trust_test_key};
+    let s = closed_november().await;
+    // Proven, with no chain to anchor on.
+    let w = worker(&s, None).await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    drop(w);
+    let (customer, other) = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let own = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let other = slaproof_store::customers::create(&mut tx, "other-corp", "Other")
+            .await
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        (own, other)
+    };
+    let (app, tenant) = s.serve(trust_test_key).await;
+    let http = reqwest::Client::new();
+    let get =
+        async |token: &str, path: &str| call(&http, app.address, token, "GET", path, None).await;
+
+    let provider = token(tenant, &["provider_admin"], None);
+    let (status, listed) = get(&provider, "/v1/slas/chat-sla/attestations").await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let items = listed["attestations"].as_array().unwrap();
+    assert_eq!(items.len(), 4, "{listed}");
+    let proven: Vec<&serde_json::Value> =
+        items.iter().filter(|a| a["status"] == "proven").collect();
+    assert_eq!(proven.len(), 3);
+    let one = proven[0];
+    assert!(
+        one.get("proof").is_none() && one.get("sla_id").is_none(),
+        "{one}"
+    );
+    assert_eq!(one["vector"]["days"].as_array().unwrap().len(), 30);
+    assert!(one["statement_id"].as_str().unwrap().starts_with("0x"));
+    let id = one["id"].as_str().unwrap();
+    let (status, shown) = get(&provider, &format!("/v1/attestations/{id}")).await;
+    assert_eq!(
+        (status, &shown["status"]),
+        (StatusCode::OK, &serde_json::json!("proven"))
+    );
+    // Not anchored yet: no bundle, and the problem says why.
+    let (status, problem) = get(&provider, &format!("/v1/attestations/{id}/bundle")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("proven"),
+        "{problem}"
+    );
+    // One period only.
+    let (_, october) = get(
+        &provider,
+        "/v1/slas/chat-sla/attestations?period_start=2026-10-01T00:00:00Z",
+    )
+    .await;
+    assert_eq!(october["attestations"], serde_json::json!([]));
+
+    // An auditor holds attestation:read and nothing else, and reads them.
+    let auditor = token(tenant, &["auditor"], None);
+    let (status, listed) = get(&auditor, "/v1/slas/chat-sla/attestations").await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["attestations"].as_array().unwrap().len(), 4);
+    // The SLA's customer reads its own; another customer finds nothing.
+    let own = token(tenant, &["customer_admin"], Some(customer));
+    assert_eq!(
+        get(&own, &format!("/v1/attestations/{id}")).await.0,
+        StatusCode::OK
+    );
+    let stranger = token(tenant, &["customer_admin"], Some(other));
+    assert_eq!(
+        get(&stranger, &format!("/v1/attestations/{id}")).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(&stranger, "/v1/slas/chat-sla/attestations").await.0,
+        StatusCode::NOT_FOUND
+    );
+    // A role without attestation:read is refused, with the scope named.
+    let viewer = token(tenant, &["operations_viewer"], None);
+    let (status, problem) = get(&viewer, "/v1/slas/chat-sla/attestations").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{problem}");
+    assert_eq!(problem["scope"], "attestation:read", "{problem}");
+    // An id that is not one: not found.
+    assert_eq!(
+        get(&provider, "/v1/attestations/nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    app.stop().await.unwrap();
 }

@@ -32,7 +32,7 @@ pub(crate) struct AttestationsQuery {
     operation_id = "slas_attestations",
     tag = "attestations",
     summary = "The SLA's attestations, newest period first",
-    description = "One per closed period result of each objective: `pending` (to be proven), `proven`, `anchored` (with the chain, EAS contract, attestation UID and transaction) or `not_provable` (with the reason). Needs `attestation:read` and each objective's family scope; a customer's user reads its own SLAs'.",
+    description = "One per closed period result of each objective: `pending` (to be proven), `proven`, `anchored` (with the chain, EAS contract, attestation UID and transaction) or `not_provable` (with the reason). Needs `attestation:read` (held by `provider_admin`, `customer_admin` and `auditor`); a customer's user reads its own SLAs' versions.",
     params(("name" = String, Path, description = "The SLA's name"), AttestationsQuery),
     responses(
         (status = 200, description = "OK", body = AttestationsView),
