@@ -102,10 +102,14 @@ impl App {
         let uuid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
         let row = attestations::get(tx, uuid).await?.ok_or_else(not_found)?;
         let name = slas::name_of(tx, SlaId::from_uuid(row.sla_id)).await?;
-        let (stored, customer_ref) = self
-            .sla_in_view(tx, caller, &name, None)
-            .await
-            .map_err(|_| not_found())?;
+        let (stored, customer_ref) =
+            self.sla_in_view(tx, caller, &name, None)
+                .await
+                .map_err(|e| match e {
+                    // Hidden from this caller: the attestation's id says nothing.
+                    AppError::NotFound { .. } => not_found(),
+                    other => other,
+                })?;
         let readable = self
             .readable_versions(tx, caller, &stored, customer_ref.as_deref())
             .await?;

@@ -91,8 +91,12 @@ fn entry_section(page: &mut String, n: usize, entry: &Credit) {
         "Period total after it",
         &format!("{} {}", entry.total, entry.currency),
     );
-    if let Some(attestation) = &entry.attestation {
-        row(page, "Attestation", attestation);
+    for a in &entry.attestations {
+        row(
+            page,
+            &format!("Attestation of {} (revision {})", a.objective, a.revision),
+            &format!("{} ({})", a.id, a.status),
+        );
     }
     page.push_str("</table>\n");
 

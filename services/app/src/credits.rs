@@ -5,7 +5,7 @@ use serde::Serialize;
 use slaproof_domain::credit::Currency;
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_store::credits::{self, CreditEntry, EntryFilter, Fee};
-use slaproof_store::{TenantTx, customers, slas};
+use slaproof_store::{TenantTx, attestations, customers, slas};
 
 use crate::authz::Scope;
 use crate::{App, AppError, Caller, Page, PageRequest};
@@ -43,9 +43,23 @@ pub struct Credit {
     /// The frozen results it was computed from.
     #[schema(value_type = Object)]
     pub results: serde_json::Value,
-    /// The attestation proving the period, once there is one.
-    pub attestation: Option<String>,
+    /// The attestations of the results it was computed from, one per
+    /// objective result (`GET /v1/attestations/{id}`), as they stand now.
+    pub attestations: Vec<CreditAttestation>,
     pub created_at: DateTime<Utc>,
+}
+
+/// The attestation of one result a credit was computed from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct CreditAttestation {
+    pub objective: String,
+    /// The revision of the objective's result.
+    pub revision: i32,
+    pub id: String,
+    /// `pending`, `proven`, `anchored` or `not_provable`.
+    pub status: String,
+    /// keccak-256 of the anchored statement, once proven.
+    pub statement_id: Option<String>,
 }
 
 /// Which credits to read.
@@ -124,6 +138,40 @@ async fn customer_by_ref(tx: &mut TenantTx, reference: &str) -> Result<CustomerI
         .id)
 }
 
+/// The attestations of the objective results `entry` names (`results`:
+/// objective and revision each; a composite's result has none of its own).
+async fn credit_attestations(
+    tx: &mut TenantTx,
+    entry: &CreditEntry,
+) -> Result<Vec<CreditAttestation>, AppError> {
+    let wanted: Vec<(String, i64)> = entry
+        .results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some((r["objective"].as_str()?.to_owned(), r["revision"].as_i64()?)))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(attestations::list(tx, entry.sla, Some(entry.period_start))
+        .await?
+        .into_iter()
+        .filter(|a| {
+            wanted
+                .iter()
+                .any(|(o, r)| *o == a.objective && *r == i64::from(a.revision))
+        })
+        .map(|a| CreditAttestation {
+            objective: a.objective,
+            revision: a.revision,
+            id: a.id.to_string(),
+            status: a.status,
+            statement_id: a.statement_id,
+        })
+        .collect())
+}
+
 /// Names for ids, read once per answer.
 #[derive(Default)]
 struct Names {
@@ -141,6 +189,7 @@ impl Names {
             slot.insert(customers::find(tx, entry.customer).await?.external_ref);
         }
         let currency = entry.currency()?;
+        let attestations = credit_attestations(tx, &entry).await?;
         Ok(Credit {
             id: entry.id,
             kind: entry.kind.as_str().to_owned(),
@@ -158,7 +207,7 @@ impl Names {
             currency: entry.currency,
             computation: entry.computation,
             results: entry.results,
-            attestation: entry.attestation.map(|a| a.to_string()),
+            attestations,
             created_at: entry.created_at,
         })
     }

@@ -14,6 +14,9 @@ pub enum AttestationError {
     Chain(#[from] slaproof_chain::ChainError),
     #[error(transparent)]
     Store(#[from] slaproof_store::StoreError),
+    /// Proven, and no chain to anchor on in this process.
+    #[error("proven; waiting for a chain to anchor on (none is configured or reachable)")]
+    NoChain,
 }
 
 impl AttestationError {

@@ -22,7 +22,6 @@ use alloy::providers::Provider;
 use serde::Deserialize;
 use slaproof_chain::anchor::PeriodAnchor;
 use slaproof_chain::{Chain, Deployment, attest};
-use slaproof_circuits::statement::parse_field;
 use slaproof_circuits::{
     CircuitKeys, ContextHash, SlaProof, Statement, StatementJson, build_with_salt, derive_salt,
     prove,
@@ -47,12 +46,11 @@ pub const SALT_SECRET: &str = "attestation_salt";
 pub struct Settings {
     /// Milliseconds between polls for attest jobs when the last found none.
     pub poll_interval_ms: u64,
-    /// Jobs claimed per round.
-    pub batch: i32,
     /// Seconds a claimed job is this worker's before another may take it:
     /// longer than a proof of the largest circuit takes.
     pub lease_secs: u64,
-    /// Proofs made at once (each takes a core while it runs).
+    /// Jobs run at once, each claimed under its own lease (a proof keeps a
+    /// core busy while it runs; an anchor mostly waits for the chain).
     pub concurrency: usize,
     /// Circuit sizes (slots) to load keys for; a vector takes the smallest
     /// that holds it. A month is 62 slots (two per day): 64 holds weeks and
@@ -69,7 +67,6 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             poll_interval_ms: 1000,
-            batch: 10,
             lease_secs: 600,
             concurrency: 1,
             sizes: vec![64],
@@ -88,12 +85,6 @@ impl Settings {
             self.poll_interval_ms,
             10,
             60_000,
-        )?;
-        check(
-            "attestation.batch",
-            u64::try_from(self.batch).unwrap_or(0),
-            1,
-            1000,
         )?;
         check("attestation.lease_secs", self.lease_secs, 30, 86_400)?;
         check("attestation.concurrency", self.concurrency as u64, 1, 64)?;
@@ -240,6 +231,10 @@ pub struct Step {
 impl Worker {
     /// Claims and runs due attest jobs until none is left; answers how many
     /// ran (failed ones are retried later with a growing delay).
+    ///
+    /// At most `concurrency` jobs are claimed per round, and run at once: a
+    /// job claimed is worked on at once, so its lease never runs out
+    /// while it waits behind others.
     pub async fn work_due(&self) -> Result<usize, AttestationError> {
         let mut ran = 0;
         loop {
@@ -248,7 +243,7 @@ impl Worker {
                 &self.db,
                 attestations::ATTEST,
                 &self.name,
-                self.settings.batch,
+                i32::try_from(self.settings.concurrency.max(1)).unwrap_or(1),
                 lease,
             )
             .await
@@ -257,15 +252,41 @@ impl Worker {
                 return Ok(ran);
             }
             ran += claimed.len();
-            for job in &claimed {
-                if let Err(err) = self.run_job(job).await {
-                    let retry = jobs::retry_delay(job.attempts);
-                    tracing::error!(tenant = %job.tenant, error = %err, attempts = job.attempts, "attest job failed; will retry");
-                    if let Err(fail) = self.note_failure(job, &err.to_string(), retry).await {
-                        tracing::error!(tenant = %job.tenant, error = %fail, "could not record the failure");
+            let mut running = tokio::task::JoinSet::new();
+            for job in claimed {
+                let worker = self.clone();
+                running.spawn(async move {
+                    if let Err(err) = worker.run_job(&job).await {
+                        worker.after_failure(&job, &err).await;
                     }
+                });
+            }
+            while let Some(done) = running.join_next().await {
+                if let Err(err) = done {
+                    tracing::error!(error = %err, "an attest job's task failed");
                 }
             }
+        }
+    }
+
+    /// Records a failed attempt: the job retried after its delay (a proven
+    /// attestation with no chain to anchor on waits the longest delay), and
+    /// a reason fit for the attestation's readers on the row.
+    async fn after_failure(&self, job: &ClaimedJob, err: &AttestationError) {
+        let retry = match err {
+            AttestationError::NoChain => jobs::RETRY_CAP,
+            _ => jobs::retry_delay(job.attempts),
+        };
+        if matches!(err, AttestationError::NoChain) {
+            tracing::info!(tenant = %job.tenant, "proven; no chain to anchor on yet");
+        } else {
+            tracing::error!(tenant = %job.tenant, error = %err, attempts = job.attempts, "attest job failed; will retry");
+        }
+        if let Err(fail) = self
+            .note_failure(job, &err.to_string(), &reason(err), retry)
+            .await
+        {
+            tracing::error!(tenant = %job.tenant, error = %fail, "could not record the failure");
         }
     }
 
@@ -273,11 +294,12 @@ impl Worker {
         &self,
         job: &ClaimedJob,
         error: &str,
+        reason: &str,
         retry: Duration,
     ) -> Result<(), AttestationError> {
         if let Ok(request) = serde_json::from_value::<AttestRequest>(job.payload.clone()) {
             let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
-            attestations::record_error(&mut tx, request.attestation, error)
+            attestations::record_error(&mut tx, request.attestation, reason)
                 .await
                 .map_err(store)?;
             tx.commit().await.map_err(store)?;
@@ -325,7 +347,10 @@ impl Worker {
                 self.anchor(job, anchoring, &row, &claim).await?;
                 step.anchored = true;
             }
-            // Anchored already, not provable, or waiting for a chain.
+            // Kept, retried at the longest delay: a chain configured later
+            // (and the service restarted) anchors it.
+            (None, "proven") => return Err(AttestationError::NoChain),
+            // Anchored already, or not provable.
             _ => {
                 let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
                 complete(&mut tx, job).await?;
@@ -395,8 +420,10 @@ impl Worker {
         })
     }
 
-    /// Anchors a proven attestation hash-only, once: finds an earlier send
-    /// of the same statement before making one.
+    /// Anchors a proven attestation hash-only, once: the row is locked
+    /// from looking for an earlier anchor of its statement to recording
+    /// this one, so two workers (a lease that ran out) never both send; and
+    /// an attempt that sent but did not record finds its own send next time.
     async fn anchor(
         &self,
         job: &ClaimedJob,
@@ -407,19 +434,16 @@ impl Worker {
         let (chain, deployment) = (anchoring.chain.as_ref(), &anchoring.deployment);
         let missing =
             |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
-        let commitment = parse_field(
-            "commitment",
-            row.commitment
-                .as_deref()
-                .ok_or_else(|| missing("commitment"))?,
-        )?;
-        let quota = u32::try_from(row.quota_ppm.ok_or_else(|| missing("fraction"))?)
-            .map_err(|_| missing("valid fraction"))?;
+        // The keys, statement and proof of the bundle, checked before
+        // anything is sent: a proof made with keys this worker does not hold
+        // must not be anchored without the files that let anyone check it.
+        let (verifier, proven_statement, proof) = self.proven_parts(row, claim)?;
+        let quota = proven_statement.quota_ppm();
         let vk_sha256 = row
             .vk_sha256
             .as_deref()
             .ok_or_else(|| missing("key hash"))?;
-        let statement = anchored_statement(claim, quota, commitment, vk_sha256)?;
+        let statement = anchored_statement(claim, quota, proven_statement.commitment(), vk_sha256)?;
         let statement_id = statement.id();
         if row.statement_id.as_deref() != Some(statement_id.to_string().as_str()) {
             return Err(AttestationError::Invalid(format!(
@@ -430,6 +454,8 @@ impl Worker {
             .proof_sha256
             .as_deref()
             .ok_or_else(|| missing("proof hash"))?;
+        // Noted and committed before the first send, so that a retry after a
+        // send whose answer was lost looks from before it.
         let from_block = match row.anchor_from_block {
             Some(block) => u64::try_from(block).unwrap_or(0),
             None => {
@@ -446,6 +472,17 @@ impl Worker {
                 block
             }
         };
+        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        let locked = attestations::lock(&mut tx, row.id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| AttestationError::Invalid(format!("no attestation {}", row.id)))?;
+        if locked.status != "proven" {
+            // Another worker anchored it while this one waited for the lock.
+            complete(&mut tx, job).await?;
+            tx.commit().await.map_err(store)?;
+            return Ok(());
+        }
         let attested = match attest::find_period(chain, deployment, statement_id, from_block)
             .await?
         {
@@ -466,9 +503,11 @@ impl Worker {
             "transaction": attested.tx.to_string(),
             "block": attested.block,
         });
-        let bundle = self.bundle(
-            row,
-            claim,
+        let file = StatementFile::new(
+            claim.clone(),
+            &proven_statement,
+            vk_sha256.to_owned(),
+            proof_sha256.to_owned(),
             Anchor {
                 path: "hash-only".into(),
                 chain_id: chain.chain_id(),
@@ -477,7 +516,7 @@ impl Worker {
                 inclusion_proof: None,
             },
         )?;
-        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        let bundle = crate::export::bundle(&verifier, &proven_statement, &proof, &file);
         if attestations::record_anchor(&mut tx, row.id, &anchor, &bundle)
             .await
             .map_err(store)?
@@ -510,24 +549,26 @@ impl Worker {
 }
 
 impl Worker {
-    /// The auditor's bundle of a proven attestation anchored at `anchor`.
-    fn bundle(
+    /// The verifying key, statement and proof of a proven attestation, with
+    /// the key checked against the hash recorded with the proof.
+    fn proven_parts(
         &self,
         row: &Attestation,
         claim: &ClaimRecord,
-        anchor: Anchor,
-    ) -> Result<serde_json::Value, AttestationError> {
+    ) -> Result<(slaproof_circuits::VerifierKey, Statement, SlaProof), AttestationError> {
         let missing =
             |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
         let slots = usize::try_from(row.slots.ok_or_else(|| missing("size"))?)
             .map_err(|_| missing("valid size"))?;
         let keys = self.prover.keys.get(&slots).ok_or_else(|| {
-            AttestationError::Invalid(format!("no keys of {slots} slots are loaded"))
+            AttestationError::Invalid(format!(
+                "its proof is for {slots} slots and this worker has no keys of that size (attestation.sizes)"
+            ))
         })?;
         let vk_sha256 = keys.verifier().sha256()?;
         if row.vk_sha256.as_deref() != Some(vk_sha256.as_str()) {
             return Err(AttestationError::Invalid(format!(
-                "the proof was made with the verifying key {}, this worker holds {vk_sha256} for {slots} slots",
+                "the proof was made with the verifying key {}, this worker holds {vk_sha256} for {slots} slots: give every replica the same keys",
                 row.vk_sha256.as_deref().unwrap_or("?")
             )));
         }
@@ -543,21 +584,20 @@ impl Worker {
             context: row.context.clone().ok_or_else(|| missing("context"))?,
         })?;
         let proof = SlaProof::from_bytes(row.proof.as_deref().ok_or_else(|| missing("proof"))?)?;
-        let file = StatementFile::new(
-            claim.clone(),
-            &statement,
-            vk_sha256,
-            row.proof_sha256
-                .clone()
-                .ok_or_else(|| missing("proof hash"))?,
-            anchor,
-        )?;
-        Ok(crate::export::bundle(
-            keys.verifier(),
-            &statement,
-            &proof,
-            &file,
-        ))
+        Ok((keys.verifier().clone(), statement, proof))
+    }
+}
+
+/// What the readers of an attestation are told of a failed attempt: the
+/// error when it is about the attestation, a summary when it is about the
+/// platform (chain and database errors can carry addresses and details
+/// that are the operator's; the job keeps the full error).
+fn reason(err: &AttestationError) -> String {
+    match err {
+        AttestationError::Chain(e) if e.is_transient() => "anchoring waits for the chain (unreachable, fees above the cap, the spending limit, or a transaction not final yet); retrying".into(),
+        AttestationError::Chain(_) => "the chain refused the anchor; retrying (the operator's logs say why)".into(),
+        AttestationError::Store(_) | AttestationError::Io { .. } => "a platform error; retrying".into(),
+        other => other.to_string(),
     }
 }
 

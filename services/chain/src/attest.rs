@@ -195,41 +195,55 @@ pub async fn find_period(
     statement_id: B256,
     from_block: u64,
 ) -> Result<Option<Attested>> {
-    let filter = Filter::new()
-        .address(deployment.eas)
-        .event_signature(EAS::Attested::SIGNATURE_HASH)
-        .topic2(chain.address().into_word())
-        .topic3(deployment.schemas.period)
-        .from_block(from_block);
-    let logs = chain
-        .patiently("looking for an earlier attestation", || async {
-            chain.provider().get_logs(&filter).await
+    // In stretches of blocks: providers cap the range of one `eth_getLogs`.
+    const STRETCH: u64 = 10_000;
+    let head = chain
+        .patiently("reading the block height", || async move {
+            chain.provider().get_block_number().await
         })
         .await?;
-    for log in logs {
-        let Ok(event) = EAS::Attested::decode_log_data(log.data()) else {
-            continue;
-        };
-        let Some(found) = attestation(chain, deployment, event.uid).await? else {
-            continue;
-        };
-        let Ok(anchor) = PeriodAnchor::from_data(&found.data) else {
-            continue;
-        };
-        if anchor.statementId == statement_id {
-            let hash = log.transaction_hash.unwrap_or_default();
-            let receipt = chain
-                .patiently("reading the earlier attestation's receipt", || async move {
-                    chain.provider().get_transaction_receipt(hash).await
-                })
-                .await?;
-            return Ok(Some(Attested {
-                uid: event.uid,
-                tx: log.transaction_hash.unwrap_or_default(),
-                block: log.block_number.unwrap_or_default(),
-                gas_used: receipt.map_or(0, |r| r.gas_used),
-            }));
+    let mut from = from_block;
+    while from <= head {
+        let to = head.min(from + STRETCH - 1);
+        let filter = Filter::new()
+            .address(deployment.eas)
+            .event_signature(EAS::Attested::SIGNATURE_HASH)
+            .topic2(chain.address().into_word())
+            .topic3(deployment.schemas.period)
+            .from_block(from)
+            .to_block(to);
+        let logs = chain
+            .patiently("looking for an earlier attestation", || async {
+                chain.provider().get_logs(&filter).await
+            })
+            .await?;
+        // A log of a block reorged out is not an anchor.
+        for log in logs.into_iter().filter(|log| !log.removed) {
+            let Ok(event) = EAS::Attested::decode_log_data(log.data()) else {
+                continue;
+            };
+            let Some(found) = attestation(chain, deployment, event.uid).await? else {
+                continue;
+            };
+            let Ok(anchor) = PeriodAnchor::from_data(&found.data) else {
+                continue;
+            };
+            if anchor.statementId == statement_id {
+                let hash = log.transaction_hash.unwrap_or_default();
+                let receipt = chain
+                    .patiently("reading the earlier attestation's receipt", || async move {
+                        chain.provider().get_transaction_receipt(hash).await
+                    })
+                    .await?;
+                return Ok(Some(Attested {
+                    uid: event.uid,
+                    tx: hash,
+                    block: log.block_number.unwrap_or_default(),
+                    gas_used: receipt.map_or(0, |r| r.gas_used),
+                }));
+            }
         }
+        from = to + 1;
     }
     Ok(None)
 }

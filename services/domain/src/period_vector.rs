@@ -30,6 +30,9 @@ use crate::provable::{NotProvable, OPERATOR, ProvableComparison, UNIT, VALUE_MAX
 /// The unit of a vector of verdicts (0 good, 1 bad).
 pub const VERDICT_UNIT: &str = "verdict";
 
+/// One more than the largest weight of a slot (the circuit's 40 bits).
+pub const WEIGHT_LIMIT: u64 = 1 << 40;
+
 /// One day's counts (events, slices, or slice-millionths).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DayTally {
@@ -98,6 +101,13 @@ pub fn period_vector(
         return Err(NotProvable::Disagrees(format!(
             "the day from {} has {} good of {}",
             d.day, d.good, d.total
+        )));
+    }
+    // A slot's weight has 40 bits: a trillion events a day.
+    if let Some(d) = days.iter().find(|d| d.total >= WEIGHT_LIMIT) {
+        return Err(NotProvable::TooMany(format!(
+            "the day from {} counts {}, past a slot's 2^40 - 1",
+            d.day, d.total
         )));
     }
     let (field, unit, threshold, good_value, bad_value) = match &objective.sli {

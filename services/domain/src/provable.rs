@@ -58,6 +58,9 @@ pub enum NotProvable {
     /// result: proving them would prove another result.
     #[error("the stored data disagree with the frozen result: {0}")]
     Disagrees(String),
+    /// A count past what one slot of the circuit holds.
+    #[error("too many events for the circuit: {0}")]
+    TooMany(String),
 }
 
 impl ProvableComparison {

@@ -270,7 +270,8 @@ pub async fn record_error(
     error: &str,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE attestations SET reason = $3 WHERE tenant_id = $1 AND id = $2 AND status <> 'not_provable'",
+        "UPDATE attestations SET reason = $3 WHERE tenant_id = $1 AND id = $2 \
+           AND status IN ('pending', 'proven')",
     )
     .bind(tx.tenant().uuid())
     .bind(id)

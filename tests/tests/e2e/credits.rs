@@ -148,6 +148,18 @@ async fn a_month_breached_on_two_objectives_is_credited_by_both_tables_under_the
         2,
         "linked to both frozen results"
     );
+    // ... and to the attestations of those results (pending: no prover
+    // runs here), one per objective.
+    let mut attested: Vec<(&str, &str)> = credit
+        .attestations
+        .iter()
+        .map(|a| (a.objective.as_str(), a.status.as_str()))
+        .collect();
+    attested.sort_unstable();
+    assert_eq!(
+        attested,
+        [("availability", "pending"), ("no-client-errors", "pending")]
+    );
 
     let told = s.told_of("credit.issued").await;
     assert_eq!(told.len(), 1);

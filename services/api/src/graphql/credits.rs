@@ -193,8 +193,20 @@ struct Credit {
     computation: Json<serde_json::Value>,
     /// The frozen results it was computed from.
     results: Json<serde_json::Value>,
-    attestation: Option<String>,
+    /// The attestations of the results it was computed from.
+    attestations: Vec<CreditAttestation>,
     created_at: String,
+}
+
+/// The attestation of one result a credit was computed from.
+#[derive(Debug, Clone, SimpleObject)]
+pub(crate) struct CreditAttestation {
+    objective: String,
+    revision: i32,
+    id: String,
+    /// `pending`, `proven`, `anchored` or `not_provable`.
+    status: String,
+    statement_id: Option<String>,
 }
 
 impl From<slaproof_app::credits::Credit> for Credit {
@@ -216,7 +228,17 @@ impl From<slaproof_app::credits::Credit> for Credit {
             total_minor: c.total_minor,
             computation: Json(c.computation),
             results: Json(c.results),
-            attestation: c.attestation,
+            attestations: c
+                .attestations
+                .into_iter()
+                .map(|a| CreditAttestation {
+                    objective: a.objective,
+                    revision: a.revision,
+                    id: a.id,
+                    status: a.status,
+                    statement_id: a.statement_id,
+                })
+                .collect(),
             created_at: c.created_at.to_rfc3339(),
         }
     }

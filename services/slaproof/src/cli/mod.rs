@@ -245,7 +245,15 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
 async fn download_bundle(api: &url::Url, id: &str, dir: &std::path::Path) -> anyhow::Result<()> {
     let token = std::env::var("SLAPROOF_TOKEN")
         .context("set SLAPROOF_TOKEN to a bearer token that may read the attestation")?;
-    let url = api
+    let id: uuid::Uuid = id
+        .parse()
+        .with_context(|| format!("{id:?} is not an attestation id"))?;
+    // `join` replaces the last segment of a base without a final slash.
+    let mut base = api.clone();
+    if !base.path().ends_with('/') {
+        base.set_path(&format!("{}/", base.path()));
+    }
+    let url = base
         .join(&format!("v1/attestations/{id}/bundle"))
         .context("building the bundle's URL")?;
     let response = reqwest::Client::new()
@@ -255,14 +263,21 @@ async fn download_bundle(api: &url::Url, id: &str, dir: &std::path::Path) -> any
         .await
         .with_context(|| format!("fetching {url}"))?;
     let status = response.status();
-    let body: serde_json::Value = response
-        .json()
+    let text = response
+        .text()
         .await
         .with_context(|| format!("reading {url}"))?;
     if !status.is_success() {
-        let detail = body["detail"].as_str().unwrap_or("no detail");
+        // A problem document names what is wrong; anything else is shown
+        // as it came (a proxy's page, an empty answer).
+        let detail = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|p| p["detail"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| text.chars().take(200).collect());
         anyhow::bail!("{url} answered {status}: {detail}");
     }
+    let body: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{url} answered 200 with something that is not JSON"))?;
     slaproof_attestation::export::write(&body, dir)?;
     eprintln!("downloaded attestation {id} into {}", dir.display());
     Ok(())
