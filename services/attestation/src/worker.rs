@@ -32,7 +32,6 @@ use slaproof_store::attestations::{self, AttestRequest, Attestation, Proven};
 use slaproof_store::jobs::{self, ClaimedJob};
 use slaproof_store::{Database, TenantTx, outbox, platform_secrets, slas, tenants};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 use crate::bundle::{Anchor, ClaimRecord, StatementFile, anchored_statement, hex_word};
 use crate::error::AttestationError;
@@ -660,19 +659,6 @@ fn store(e: slaproof_store::StoreError) -> AttestationError {
     AttestationError::Store(e)
 }
 
-/// Runs rounds until `shutdown`.
-pub async fn run(worker: Worker, shutdown: CancellationToken) {
-    let poll = Duration::from_millis(worker.settings.poll_interval_ms);
-    loop {
-        if let Err(err) = worker.work_due().await {
-            tracing::error!(error = %err, "attestation round failed; retrying");
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(poll) => {}
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -158,15 +158,15 @@ pub(crate) fn banner(chain: &UpChain) -> String {
 
 /// The attestation service: loads (or makes) the proving keys off the
 /// runtime, connects to the chain the `chain` commands would use, and runs
-/// the worker until `shutdown`. Without a chain it proves and leaves the
-/// proofs to be anchored once one is configured; a key that does not load
-/// stops the service (never replaced by a new one).
+/// the worker until `shutdown`. Without a chain it proves and keeps the
+/// proofs to be anchored once one is there; a key that does not load stops
+/// the service (never replaced by a new one).
 pub(crate) async fn run_attestation(
     config: Config,
     db: slaproof_store::Database,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    use slaproof_attestation::worker::{Prover, Worker, run};
+    use slaproof_attestation::worker::{Prover, Worker};
     let settings = config.attestation.clone();
     let dir = settings
         .key_dir
@@ -199,28 +199,63 @@ pub(crate) async fn run_attestation(
             tracing::info!(slots, %sha256, dir = %dir.display(), "proving keys loaded");
         }
     }
-    let anchoring = match anchoring(&config).await {
-        Ok(anchoring) => anchoring,
-        Err(err) => {
-            tracing::warn!(
-                error = format!("{err:#}"),
-                "no chain to anchor on: proving only"
-            );
-            None
-        }
+    // The chain is looked for beside the proving, and again every minute
+    // while it is configured but not reachable (or not deployed yet): proofs
+    // are made meanwhile, and anchored once it is there.
+    let (found, mut arrived) = tokio::sync::oneshot::channel();
+    let looking = {
+        let (config, shutdown) = (config.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            loop {
+                match anchoring(&config).await {
+                    Ok(Some(anchoring)) => {
+                        let _ = found.send(anchoring);
+                        return;
+                    }
+                    Ok(None) => {
+                        tracing::info!("no chain configured: proving only");
+                        return;
+                    }
+                    Err(err) => tracing::warn!(
+                        error = format!("{err:#}"),
+                        "no chain to anchor on yet: proving only, looking again in a minute"
+                    ),
+                }
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+                }
+            }
+        })
     };
-    let worker = Worker {
+    let mut worker = Worker {
         db,
         settings,
         prover,
-        anchoring,
+        anchoring: None,
         name: format!(
             "attestation-{}-{:08x}",
             std::process::id(),
             rand::random::<u32>()
         ),
     };
-    run(worker, shutdown).await;
+    let poll = std::time::Duration::from_millis(worker.settings.poll_interval_ms);
+    loop {
+        if worker.anchoring.is_none()
+            && let Ok(anchoring) = arrived.try_recv()
+        {
+            tracing::info!(chain_id = anchoring.chain.chain_id(), "anchoring on the chain");
+            worker.anchoring = Some(anchoring);
+        }
+        if let Err(err) = worker.work_due().await {
+            tracing::error!(error = %err, "attestation round failed; retrying");
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+    looking.abort();
 }
 
 /// The chain and deployment anchors go to: the configured chain, or the

@@ -545,6 +545,25 @@ async fn attestations_are_read_through_the_api_by_the_provider_its_customer_and_
     let (status, listed) = get(&auditor, "/v1/slas/chat-sla/attestations").await;
     assert_eq!(status, StatusCode::OK, "{listed}");
     assert_eq!(listed["attestations"].as_array().unwrap().len(), 4);
+    // GraphQL answers the same, from the same service call.
+    let (status, answer) = call(
+        &http,
+        app.address,
+        &auditor,
+        "POST",
+        "/graphql",
+        Some(serde_json::json!({
+            "query": format!(
+                "{{ attestations(sla: \"chat-sla\") {{ id objective status statementId }} \
+                   attestation(id: \"{id}\") {{ status quotaPpm }} }}"
+            )
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer.get("errors").is_none(), "{answer}");
+    assert_eq!(answer["data"]["attestations"].as_array().unwrap().len(), 4, "{answer}");
+    assert_eq!(answer["data"]["attestation"]["status"], "proven", "{answer}");
     // The SLA's customer reads its own; another customer finds nothing.
     let own = token(tenant, &["customer_admin"], Some(customer));
     assert_eq!(

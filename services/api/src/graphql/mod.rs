@@ -7,6 +7,7 @@
 //! `Query` and `Mutation` (merged here) and the types it answers; `limits`
 //! holds what one query may ask and spend, and what each field costs.
 
+mod attestations;
 mod audit;
 mod compliance;
 mod credits;
@@ -81,6 +82,7 @@ pub struct Query(
     thresholds::ThresholdQuery,
     webhooks::WebhookQuery,
     credits::CreditQuery,
+    attestations::AttestationQuery,
 );
 
 // Every mutation, resource by resource (no description, as above).
