@@ -659,7 +659,6 @@ fn store(e: slaproof_store::StoreError) -> AttestationError {
     AttestationError::Store(e)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

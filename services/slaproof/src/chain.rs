@@ -244,7 +244,10 @@ pub(crate) async fn run_attestation(
         if worker.anchoring.is_none()
             && let Ok(anchoring) = arrived.try_recv()
         {
-            tracing::info!(chain_id = anchoring.chain.chain_id(), "anchoring on the chain");
+            tracing::info!(
+                chain_id = anchoring.chain.chain_id(),
+                "anchoring on the chain"
+            );
             worker.anchoring = Some(anchoring);
         }
         if let Err(err) = worker.work_due().await {

@@ -562,8 +562,15 @@ async fn attestations_are_read_through_the_api_by_the_provider_its_customer_and_
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert!(answer.get("errors").is_none(), "{answer}");
-    assert_eq!(answer["data"]["attestations"].as_array().unwrap().len(), 4, "{answer}");
-    assert_eq!(answer["data"]["attestation"]["status"], "proven", "{answer}");
+    assert_eq!(
+        answer["data"]["attestations"].as_array().unwrap().len(),
+        4,
+        "{answer}"
+    );
+    assert_eq!(
+        answer["data"]["attestation"]["status"], "proven",
+        "{answer}"
+    );
     // The SLA's customer reads its own; another customer finds nothing.
     let own = token(tenant, &["customer_admin"], Some(customer));
     assert_eq!(

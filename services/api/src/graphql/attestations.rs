@@ -34,7 +34,11 @@ impl AttestationQuery {
             .sla_attestations(caller, &sla, start)
             .await
             .map_err(refuse)?;
-        Ok(view.attestations.into_iter().map(Attestation::from).collect())
+        Ok(view
+            .attestations
+            .into_iter()
+            .map(Attestation::from)
+            .collect())
     }
 
     /// One attestation.
@@ -42,7 +46,11 @@ impl AttestationQuery {
         visible = "holds_attestations",
         complexity = "read_cost(child_complexity)"
     )]
-    async fn attestation(&self, ctx: &Context<'_>, id: String) -> async_graphql::Result<Attestation> {
+    async fn attestation(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+    ) -> async_graphql::Result<Attestation> {
         let (app, caller) = parts(ctx)?;
         Ok(app.attestation(caller, &id).await.map_err(refuse)?.into())
     }
