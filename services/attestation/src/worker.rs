@@ -346,8 +346,10 @@ impl Worker {
                 self.anchor(job, anchoring, &row, &claim).await?;
                 step.anchored = true;
             }
-            // Kept, retried at the longest delay: a chain configured later
-            // (and the service restarted) anchors it.
+            // Kept, retried at the longest delay: anchored once this
+            // process has a chain (the service keeps looking for one). A job
+            // waiting this way is marked stuck after ten tries, which is
+            // what an operator who forgot the chain should see.
             (None, "proven") => return Err(AttestationError::NoChain),
             // Anchored already, or not provable.
             _ => {
