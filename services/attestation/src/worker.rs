@@ -110,6 +110,8 @@ impl Settings {
 pub struct Prover {
     keys: BTreeMap<usize, Arc<CircuitKeys>>,
     limit: Arc<Semaphore>,
+    /// The platform's salt secret, read from the database once.
+    salt_secret: Arc<tokio::sync::OnceCell<[u8; 32]>>,
 }
 
 impl Prover {
@@ -118,6 +120,7 @@ impl Prover {
         Self {
             keys: keys.into_iter().map(|k| (k.slots(), Arc::new(k))).collect(),
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
+            salt_secret: Arc::default(),
         }
     }
 
@@ -372,11 +375,16 @@ impl Worker {
             AttestationError::Invalid("a pending attestation has no vector".into())
         })?)
         .map_err(|e| AttestationError::Invalid(format!("the stored vector: {e}")))?;
-        let secret = salt_secret(&self.db).await?;
+        let secret = *self
+            .prover
+            .salt_secret
+            .get_or_try_init(|| salt_secret(&self.db))
+            .await?;
         let context = ContextHash::of(&claim.claim());
         let salt = derive_salt(&secret, context);
         let pairs = vector.pairs();
         let keys = self.prover.keys_for(pairs.len())?;
+        let vk_sha256 = keys.verifier().sha256()?;
         let (statement, opening) = build_with_salt(
             keys.slots(),
             &pairs,
@@ -399,7 +407,6 @@ impl Worker {
         })
         .await
         .map_err(|e| AttestationError::Invalid(format!("the proving thread failed: {e}")))??;
-        let vk_sha256 = self.prover.keys_for(pairs.len())?.verifier().sha256()?;
         let proof_sha256 = proof.sha256()?;
         let statement_id = anchored_statement(
             claim,
