@@ -139,6 +139,13 @@ fn merge(
             current.policy
         },
         credits: document.credits.or_else(|| current.credits.clone()),
+        // An SLO without the annotation keeps the SLA's anchoring path (the
+        // default cannot be told apart from one left out).
+        attestation: if document.attestation == Default::default() {
+            current.attestation
+        } else {
+            document.attestation
+        },
     };
     // The rules across objectives (at most 64, unique names) hold for the
     // merged SLA too: read it back as the native document it is stored as.

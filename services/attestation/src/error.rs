@@ -14,6 +14,13 @@ pub enum AttestationError {
     Chain(#[from] slaproof_chain::ChainError),
     #[error(transparent)]
     Store(#[from] slaproof_store::StoreError),
+    /// The verified path, and the chain's resolver knows no verifier for the key.
+    #[error(
+        "the SLA asks for the verified path and no verifier is registered on chain for the \
+         {slots}-slot verifying key (sha256 {vk_sha256}): the resolver's owner registers it with \
+         `slaproof chain register-verifiers`"
+    )]
+    NoVerifier { slots: usize, vk_sha256: String },
     /// Proven, and no chain to anchor on in this process.
     #[error("proven; waiting for a chain to anchor on (none is configured or reachable)")]
     NoChain,

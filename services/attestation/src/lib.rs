@@ -5,10 +5,13 @@
 //! The [`worker`] proves each frozen period result over the vector the
 //! evaluator recorded with it, and anchors the proof on chain.
 
+mod anchor;
 pub mod audit;
+mod batch;
 pub mod bundle;
 mod error;
 pub mod export;
+pub mod verifiers;
 pub mod worker;
 
 pub use error::AttestationError;

@@ -18,22 +18,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alloy::providers::Provider;
 use serde::Deserialize;
-use slaproof_chain::anchor::PeriodAnchor;
-use slaproof_chain::{Chain, Deployment, attest};
-use slaproof_circuits::{
-    CircuitKeys, ContextHash, SlaProof, Statement, StatementJson, build_with_salt, derive_salt,
-    prove,
-};
+use slaproof_chain::{Chain, Deployment};
+use slaproof_circuits::{CircuitKeys, ContextHash, build_with_salt, derive_salt, prove};
 use slaproof_domain::period_vector::PeriodVector;
 use slaproof_domain::settings::SettingsError;
 use slaproof_store::attestations::{self, AttestRequest, Attestation, Proven};
 use slaproof_store::jobs::{self, ClaimedJob};
-use slaproof_store::{Database, TenantTx, outbox, platform_secrets, slas, tenants};
+use slaproof_store::{Database, TenantTx, platform_secrets, slas, tenants};
 use tokio::sync::Semaphore;
 
-use crate::bundle::{Anchor, ClaimRecord, StatementFile, anchored_statement, hex_word};
+use crate::bundle::{ClaimRecord, anchored_statement};
 use crate::error::AttestationError;
 
 /// The name of the platform secret salts are derived from.
@@ -60,6 +55,9 @@ pub struct Settings {
     /// Generate the keys of a size that has none yet (a single-party setup,
     /// logged). Keys that exist are loaded, never made again.
     pub generate_keys: bool,
+    /// Seconds per epoch of the batched path: a tenant's statements proven
+    /// within one epoch are anchored together, under one root, when it ends.
+    pub batch_epoch_secs: u64,
 }
 
 impl Default for Settings {
@@ -71,6 +69,7 @@ impl Default for Settings {
             sizes: vec![64],
             key_dir: None,
             generate_keys: true,
+            batch_epoch_secs: 3600,
         }
     }
 }
@@ -87,6 +86,12 @@ impl Settings {
         )?;
         check("attestation.lease_secs", self.lease_secs, 30, 86_400)?;
         check("attestation.concurrency", self.concurrency as u64, 1, 64)?;
+        check(
+            "attestation.batch_epoch_secs",
+            self.batch_epoch_secs,
+            1,
+            7 * 86_400,
+        )?;
         if self.sizes.is_empty()
             || self
                 .sizes
@@ -162,6 +167,19 @@ impl Prover {
                     "no circuit of at least {pairs} slots is loaded: add the next standard size to attestation.sizes"
                 ))
             })
+    }
+
+    /// The keys of exactly `slots` slots, if loaded.
+    pub(crate) fn keys_of(&self, slots: usize) -> Option<&Arc<CircuitKeys>> {
+        self.keys.get(&slots)
+    }
+
+    /// Each loaded verifying key, by size.
+    pub fn verifiers(&self) -> Vec<(usize, slaproof_circuits::VerifierKey)> {
+        self.keys
+            .iter()
+            .map(|(slots, k)| (*slots, k.verifier().clone()))
+            .collect()
     }
 
     /// The sha256 of each loaded verifying key, by size.
@@ -345,9 +363,9 @@ impl Worker {
         };
         match (&self.anchoring, row.status.as_str()) {
             (Some(anchoring), "proven") => {
-                // Completes the job with the anchor.
-                self.anchor(job, anchoring, &row, &claim).await?;
-                step.anchored = true;
+                // Completes the job with the anchor, or hands it back until
+                // its batch's epoch ends.
+                step.anchored = self.anchor(job, anchoring, &row, &claim).await?;
             }
             // Kept, retried at the longest delay: anchored once this
             // process has a chain (the service keeps looking for one). A job
@@ -427,173 +445,6 @@ impl Worker {
             statement_id: statement_id.to_string(),
         })
     }
-
-    /// Anchors a proven attestation hash-only, once: the row is locked
-    /// from looking for an earlier anchor of its statement to recording
-    /// this one, so two workers (a lease that ran out) never both send; and
-    /// an attempt that sent but did not record finds its own send next time.
-    async fn anchor(
-        &self,
-        job: &ClaimedJob,
-        anchoring: &Anchoring,
-        row: &Attestation,
-        claim: &ClaimRecord,
-    ) -> Result<(), AttestationError> {
-        let (chain, deployment) = (anchoring.chain.as_ref(), &anchoring.deployment);
-        let missing =
-            |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
-        // The keys, statement and proof of the bundle, checked before
-        // anything is sent: a proof made with keys this worker does not hold
-        // must not be anchored without the files that let anyone check it.
-        let (verifier, proven_statement, proof) = self.proven_parts(row, claim)?;
-        let quota = proven_statement.quota_ppm();
-        let vk_sha256 = row
-            .vk_sha256
-            .as_deref()
-            .ok_or_else(|| missing("key hash"))?;
-        let statement = anchored_statement(claim, quota, proven_statement.commitment(), vk_sha256)?;
-        let statement_id = statement.id();
-        if row.statement_id.as_deref() != Some(statement_id.to_string().as_str()) {
-            return Err(AttestationError::Invalid(format!(
-                "the statement id recomputed ({statement_id}) is not the one recorded with the proof"
-            )));
-        }
-        let proof_sha256 = row
-            .proof_sha256
-            .as_deref()
-            .ok_or_else(|| missing("proof hash"))?;
-        // Noted and committed before the first send, so that a retry after a
-        // send whose answer was lost looks from before it.
-        let from_block = match row.anchor_from_block {
-            Some(block) => u64::try_from(block).unwrap_or(0),
-            None => {
-                let block = chain
-                    .patiently("reading the block height", || async move {
-                        chain.provider().get_block_number().await
-                    })
-                    .await?;
-                let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
-                attestations::note_anchor_from(&mut tx, row.id, block)
-                    .await
-                    .map_err(store)?;
-                tx.commit().await.map_err(store)?;
-                block
-            }
-        };
-        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
-        let locked = attestations::lock(&mut tx, row.id)
-            .await
-            .map_err(store)?
-            .ok_or_else(|| AttestationError::Invalid(format!("no attestation {}", row.id)))?;
-        if locked.status != "proven" {
-            // Another worker anchored it while this one waited for the lock.
-            complete(&mut tx, job).await?;
-            tx.commit().await.map_err(store)?;
-            return Ok(());
-        }
-        let attested = match attest::find_period(chain, deployment, statement_id, from_block)
-            .await?
-        {
-            Some(earlier) => {
-                tracing::info!(attestation = %row.id, uid = %earlier.uid, "found the statement already anchored by an earlier attempt");
-                earlier
-            }
-            None => {
-                let anchor = PeriodAnchor::new(statement, hex_word(proof_sha256)?);
-                attest::attest_period(chain, deployment, &anchor).await?
-            }
-        };
-        let anchor = serde_json::json!({
-            "path": "hash-only",
-            "chainId": chain.chain_id(),
-            "eas": deployment.eas.to_string(),
-            "uid": attested.uid.to_string(),
-            "transaction": attested.tx.to_string(),
-            "block": attested.block,
-        });
-        let file = StatementFile::new(
-            claim.clone(),
-            &proven_statement,
-            vk_sha256.to_owned(),
-            proof_sha256.to_owned(),
-            Anchor {
-                path: "hash-only".into(),
-                chain_id: chain.chain_id(),
-                eas: deployment.eas,
-                uid: attested.uid,
-                inclusion_proof: None,
-            },
-        )?;
-        let bundle = crate::export::bundle(&verifier, &proven_statement, &proof, &file);
-        if attestations::record_anchor(&mut tx, row.id, &anchor, &bundle)
-            .await
-            .map_err(store)?
-        {
-            outbox::enqueue(
-                &mut tx,
-                "attestation.anchored",
-                &serde_json::json!({
-                    "attestation": row.id,
-                    "sla": slaproof_domain::ids::SlaId::from_uuid(row.sla_id).to_string(),
-                    "slaName": claim.sla,
-                    "version": row.version,
-                    "objective": row.objective,
-                    "periodStart": row.period_start,
-                    "periodEnd": row.period_end,
-                    "revision": row.revision,
-                    "statementId": statement_id.to_string(),
-                    "fractionPpm": quota,
-                    "anchor": anchor,
-                }),
-            )
-            .await
-            .map_err(store)?;
-        }
-        complete(&mut tx, job).await?;
-        tx.commit().await.map_err(store)?;
-        tracing::info!(attestation = %row.id, uid = %attested.uid, block = attested.block, "anchored");
-        Ok(())
-    }
-}
-
-impl Worker {
-    /// The verifying key, statement and proof of a proven attestation, with
-    /// the key checked against the hash recorded with the proof.
-    fn proven_parts(
-        &self,
-        row: &Attestation,
-        claim: &ClaimRecord,
-    ) -> Result<(slaproof_circuits::VerifierKey, Statement, SlaProof), AttestationError> {
-        let missing =
-            |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
-        let slots = usize::try_from(row.slots.ok_or_else(|| missing("size"))?)
-            .map_err(|_| missing("valid size"))?;
-        let keys = self.prover.keys.get(&slots).ok_or_else(|| {
-            AttestationError::Invalid(format!(
-                "its proof is for {slots} slots and this worker has no keys of that size (attestation.sizes)"
-            ))
-        })?;
-        let vk_sha256 = keys.verifier().sha256()?;
-        if row.vk_sha256.as_deref() != Some(vk_sha256.as_str()) {
-            return Err(AttestationError::Invalid(format!(
-                "the proof was made with the verifying key {}, this worker holds {vk_sha256} for {slots} slots: give every replica the same keys",
-                row.vk_sha256.as_deref().unwrap_or("?")
-            )));
-        }
-        let statement = Statement::from_json(&StatementJson {
-            slots,
-            commitment: row
-                .commitment
-                .clone()
-                .ok_or_else(|| missing("commitment"))?,
-            threshold: u32::try_from(claim.threshold).map_err(|_| missing("32-bit threshold"))?,
-            quota_ppm: u32::try_from(row.quota_ppm.ok_or_else(|| missing("fraction"))?)
-                .map_err(|_| missing("valid fraction"))?,
-            context: row.context.clone().ok_or_else(|| missing("context"))?,
-        })?;
-        let proof = SlaProof::from_bytes(row.proof.as_deref().ok_or_else(|| missing("proof"))?)?;
-        Ok((keys.verifier().clone(), statement, proof))
-    }
 }
 
 /// What the readers of an attestation are told of a failed attempt: the
@@ -654,7 +505,7 @@ async fn salt_secret(db: &Database) -> Result<[u8; 32], AttestationError> {
     })
 }
 
-async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<(), AttestationError> {
+pub(crate) async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<(), AttestationError> {
     if jobs::complete(tx, job).await.map_err(store)? {
         Ok(())
     } else {
@@ -664,7 +515,7 @@ async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<(), Attestation
     }
 }
 
-fn store(e: slaproof_store::StoreError) -> AttestationError {
+pub(crate) fn store(e: slaproof_store::StoreError) -> AttestationError {
     AttestationError::Store(e)
 }
 

@@ -195,6 +195,59 @@ pub async fn find_period(
     statement_id: B256,
     from_block: u64,
 ) -> Result<Option<Attested>> {
+    find_attested(
+        chain,
+        deployment,
+        deployment.schemas.period,
+        from_block,
+        |data| PeriodAnchor::from_data(data).is_ok_and(|a| a.statementId == statement_id),
+    )
+    .await
+}
+
+/// [`find_period`] for the verified path.
+pub async fn find_verified(
+    chain: &Chain,
+    deployment: &Deployment,
+    statement_id: B256,
+    from_block: u64,
+) -> Result<Option<Attested>> {
+    find_attested(
+        chain,
+        deployment,
+        deployment.schemas.verified,
+        from_block,
+        |data| VerifiedAnchor::from_data(data).is_ok_and(|a| a.statementId == statement_id),
+    )
+    .await
+}
+
+/// [`find_period`] for a batch's root.
+pub async fn find_batch_root(
+    chain: &Chain,
+    deployment: &Deployment,
+    root: &BatchRoot,
+    from_block: u64,
+) -> Result<Option<Attested>> {
+    find_attested(
+        chain,
+        deployment,
+        deployment.schemas.batch_root,
+        from_block,
+        |data| BatchRoot::from_data(data).is_ok_and(|r| &r == root),
+    )
+    .await
+}
+
+/// The first attestation under `schema` made by this chain client's
+/// account since `from_block` whose data `is_it`.
+async fn find_attested(
+    chain: &Chain,
+    deployment: &Deployment,
+    schema: B256,
+    from_block: u64,
+    is_it: impl Fn(&[u8]) -> bool,
+) -> Result<Option<Attested>> {
     // In stretches of blocks: providers cap the range of one `eth_getLogs`.
     const STRETCH: u64 = 10_000;
     let head = chain
@@ -209,7 +262,7 @@ pub async fn find_period(
             .address(deployment.eas)
             .event_signature(EAS::Attested::SIGNATURE_HASH)
             .topic2(chain.address().into_word())
-            .topic3(deployment.schemas.period)
+            .topic3(schema)
             .from_block(from)
             .to_block(to);
         let logs = chain
@@ -225,10 +278,7 @@ pub async fn find_period(
             let Some(found) = attestation(chain, deployment, event.uid).await? else {
                 continue;
             };
-            let Ok(anchor) = PeriodAnchor::from_data(&found.data) else {
-                continue;
-            };
-            if anchor.statementId == statement_id {
+            if is_it(&found.data) {
                 let hash = log.transaction_hash.unwrap_or_default();
                 let receipt = chain
                     .patiently("reading the earlier attestation's receipt", || async move {

@@ -355,6 +355,22 @@ pub async fn set_attester(
     Ok(())
 }
 
+/// The verifier contract registered for the verifying key whose hash is
+/// `vk_hash` (`None`: none is, and the verified path refuses its proofs).
+pub async fn registered_verifier(
+    chain: &Chain,
+    deployment: &Deployment,
+    vk_hash: B256,
+) -> Result<Option<Address>> {
+    let resolver = &SlaproofResolver::new(deployment.slaproof_resolver, chain.provider());
+    let found = chain
+        .read("reading a registered verifier", || async move {
+            resolver.verifiers(vk_hash).call().await
+        })
+        .await?;
+    Ok((found != Address::ZERO).then_some(found))
+}
+
 /// Registers the verifier contract of a verifying key (by the key's hash)
 /// with the verified path's resolver. Owner only.
 pub async fn register_verifier(

@@ -2,6 +2,7 @@
 //! slaproof's SLA model and math: definitions, SLIs, windows, maintenance and
 //! OpenSLO import and export. Pure: no I/O, no clock reads, no database.
 
+pub mod anchoring;
 pub mod budget;
 pub mod burn;
 pub mod composite;

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::anchoring::AttestationPolicy;
 use crate::credit::CreditPolicy;
 use crate::objective::{Objective, slug_type};
 use crate::policy::SlaPolicy;
@@ -38,6 +39,8 @@ pub struct SlaDefinition {
     /// What a missed promise is worth (`spec.credits`); `None`: the SLA
     /// states no credits.
     pub credits: Option<CreditPolicy>,
+    /// Where its period proofs are anchored (`spec.attestation`).
+    pub attestation: AttestationPolicy,
 }
 
 /// The format a document was written in, which decides how it applies to

@@ -1,6 +1,7 @@
 //! Property tests: any valid SLA survives native YAML, JSON and OpenSLO unchanged.
 
 use proptest::prelude::*;
+use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy};
 use slaproof_domain::policy::{
     DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy,
 };
@@ -179,9 +180,20 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         window(),
         objectives,
         policy(),
+        proptest::sample::select(AnchorPath::ALL.to_vec()),
     )
         .prop_map(
-            |(name, display_name, description, service, customer, window, objectives, policy)| {
+            |(
+                name,
+                display_name,
+                description,
+                service,
+                customer,
+                window,
+                objectives,
+                policy,
+                anchor,
+            )| {
                 SlaDefinition {
                     name: SlaName::parse(&name).unwrap(),
                     display_name,
@@ -192,6 +204,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                     objectives,
                     policy,
                     credits: None,
+                    attestation: AttestationPolicy { anchor },
                 }
             },
         )

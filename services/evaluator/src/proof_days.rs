@@ -102,6 +102,7 @@ pub(crate) async fn request_attestations(
                 period_end: e.period.end,
                 revision,
                 vector: vector.clone(),
+                anchor_path: sla.definition.attestation.anchor,
             },
         )
         .await?;

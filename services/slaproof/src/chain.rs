@@ -17,6 +17,12 @@ pub enum ChainCommand {
     /// batch checker and schemas to the configured chain, and write the
     /// record to chain.deployment_file.
     Deploy,
+    /// Deploy and register, for each proving key of attestation.sizes in
+    /// attestation.key_dir, the verifier contract the verified anchoring
+    /// path needs (generated from the key, compiled with npm solc from
+    /// contracts/node_modules). Needs the resolver's owner's key; keys
+    /// already registered are left alone.
+    RegisterVerifiers,
     /// Show what is deployed where, and whether it is all there.
     Status {
         /// Print JSON instead of text.
@@ -248,6 +254,14 @@ pub(crate) async fn run_attestation(
                 chain_id = anchoring.chain.chain_id(),
                 "anchoring on the chain"
             );
+            // up's own anvil: its dev key owns the resolver, so the
+            // verifiers are registered here; on a configured chain the
+            // owner does it, and a missing one is named.
+            tokio::spawn(verifiers_for(
+                config.chain.rpc_url.is_none(),
+                anchoring.clone(),
+                worker.prover.verifiers(),
+            ));
             worker.anchoring = Some(anchoring);
         }
         if let Err(err) = worker.work_due().await {
@@ -259,6 +273,53 @@ pub(crate) async fn run_attestation(
         }
     }
     looking.abort();
+}
+
+/// The verified path's verifier contracts on the chain anchors go to:
+/// registered when `register` (and solc-js is installed), else checked, with
+/// a warning for each key that has none.
+async fn verifiers_for(
+    register: bool,
+    anchoring: slaproof_attestation::worker::Anchoring,
+    keys: Vec<(usize, slaproof_circuits::VerifierKey)>,
+) {
+    use slaproof_attestation::verifiers::{SolcJs, register_missing};
+    let (chain, deployment) = (anchoring.chain.as_ref(), &anchoring.deployment);
+    if register && let Some(solc) = contracts_dir().as_deref().and_then(SolcJs::find) {
+        match register_missing(chain, deployment, &keys, &solc).await {
+            Ok(done) => {
+                for r in done.iter().filter(|r| r.new) {
+                    tracing::info!(slots = r.slots, verifier = %r.verifier, "registered the verifier of a key on the local chain");
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "could not register the verifiers: the verified path waits")
+            }
+        }
+        return;
+    }
+    for (slots, key) in keys {
+        let Ok(hash) = key.sha256() else { continue };
+        let Ok(word) = slaproof_attestation::bundle::hex_word(&hash) else {
+            continue;
+        };
+        if let Ok(None) = slaproof_chain::deploy::registered_verifier(chain, deployment, word).await
+        {
+            tracing::warn!(slots, vk_sha256 = %hash, "no verifier is registered for this key: SLAs on the verified path wait until the resolver's owner runs `slaproof chain register-verifiers`");
+        }
+    }
+}
+
+/// The workspace's `contracts/` folder (in the working directory, or
+/// where this binary was built), if it is there.
+fn contracts_dir() -> Option<PathBuf> {
+    let root = std::env::current_dir()
+        .unwrap_or_default()
+        .join("contracts");
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contracts");
+    [root, built_in]
+        .into_iter()
+        .find(|d| d.join("compile.mjs").is_file())
 }
 
 /// The chain and deployment anchors go to: the configured chain, or the
@@ -319,6 +380,37 @@ pub(crate) async fn command(config: &Config, command: ChainCommand) -> anyhow::R
             deployment.write(&path)?;
             println!("{}", serde_json::to_string_pretty(&deployment)?);
             eprintln!("deployment record written to {}", path.display());
+        }
+        ChainCommand::RegisterVerifiers => {
+            use slaproof_attestation::verifiers::{SolcJs, register_missing};
+            let path = settings
+                .deployment_file
+                .clone()
+                .context("set chain.deployment_file")?;
+            let deployment = Deployment::read(&path)?;
+            let attestation = &config.attestation;
+            let dir = attestation
+                .key_dir
+                .clone()
+                .unwrap_or_else(|| config.embedded.data_dir.join("keys"));
+            let prover =
+                slaproof_attestation::worker::Prover::load(&dir, &attestation.sizes, false, 1)?;
+            let solc = contracts_dir().as_deref().and_then(SolcJs::find).context(
+                "node and npm solc are needed to compile the verifiers: run `npm ci --prefix contracts` in the workspace",
+            )?;
+            for r in register_missing(&chain, &deployment, &prover.verifiers(), &solc).await? {
+                println!(
+                    "{:>5} slots  key sha256 {}  verifier {}  {}",
+                    r.slots,
+                    r.vk_sha256,
+                    r.verifier,
+                    if r.new {
+                        "deployed and registered"
+                    } else {
+                        "already registered"
+                    }
+                );
+            }
         }
         ChainCommand::Status { json } => {
             let path = settings

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use slaproof_domain::anchoring::AnchorPath;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::period_vector::PeriodVector;
 
@@ -30,6 +31,8 @@ pub struct NewAttestation {
     pub revision: i32,
     /// The vector to prove, or why there is none.
     pub vector: Result<PeriodVector, String>,
+    /// Where the proof is to be anchored (the SLA version's choice).
+    pub anchor_path: AnchorPath,
 }
 
 /// Records an attestation of a frozen result in `tx` and, when it is
@@ -49,8 +52,8 @@ pub async fn request(
     };
     let id: Option<uuid::Uuid> = sqlx::query_scalar(
         "INSERT INTO attestations (tenant_id, id, sla_id, version, objective, period_start, period_end, \
-             revision, status, reason, vector) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+             revision, status, reason, vector, anchor_path) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT ON CONSTRAINT attestations_once DO NOTHING RETURNING id",
     )
     .bind(tx.tenant().uuid())
@@ -64,6 +67,7 @@ pub async fn request(
     .bind(status)
     .bind(reason)
     .bind(vector)
+    .bind(new.anchor_path.as_str())
     .fetch_optional(&mut **tx)
     .await?;
     if let (Some(id), Ok(_)) = (id, &new.vector) {
@@ -125,16 +129,22 @@ pub struct Attestation {
     pub proven_at: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub anchor_from_block: Option<i64>,
-    /// Path, chain id, EAS address, attestation UID, transaction and block.
+    /// Where it is (to be) anchored: `hash-only`, `verified` or `batched`.
+    pub anchor_path: String,
+    /// The batch it is anchored in (batched path), once it has joined one.
+    #[schema(value_type = Option<String>)]
+    pub batch_id: Option<uuid::Uuid>,
+    /// Path, chain id, EAS address, attestation UID, transaction and block
+    /// (and for a batch: its root, epoch and the inclusion proof).
     #[schema(value_type = Option<Object>)]
     pub anchor: Option<serde_json::Value>,
     pub anchored_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, sla_id, version, objective, period_start, period_end, revision, status, \
-    reason, vector, slots, context, commitment, quota_ppm, vk_sha256, proof, proof_sha256, statement_id, \
-    proven_at, anchor_from_block, anchor, anchored_at, created_at";
+pub(crate) const COLUMNS: &str = "id, sla_id, version, objective, period_start, period_end, revision, \
+    status, reason, vector, slots, context, commitment, quota_ppm, vk_sha256, proof, proof_sha256, \
+    statement_id, proven_at, anchor_from_block, anchor_path, batch_id, anchor, anchored_at, created_at";
 
 /// The attestation `id` of the transaction's tenant.
 pub async fn get(tx: &mut TenantTx, id: uuid::Uuid) -> Result<Option<Attestation>, StoreError> {

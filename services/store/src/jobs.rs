@@ -172,6 +172,32 @@ pub async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<bool, Store
     Ok(done == 1)
 }
 
+/// Hands a job back to be run again at `run_at`, in the transaction that
+/// did its work so far: not a failure (its attempts start again), but work
+/// that waits for a time, such as a batch's epoch to end. Returns `false`
+/// when the lease was lost: the caller must roll back.
+pub async fn defer(
+    tx: &mut TenantTx,
+    job: &ClaimedJob,
+    run_at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE jobs SET locked_by = NULL, locked_until = NULL, \
+             run_at = CASE WHEN requeued THEN least(now(), $4) ELSE $4 END, requeued = false, \
+             attempts = 0, last_error = NULL, failing_since = NULL, last_failed_at = NULL, \
+             stuck_since = NULL \
+         WHERE tenant_id = $1 AND id = $2 AND locked_by = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(job.id.uuid())
+    .bind(&job.worker)
+    .bind(run_at)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(done == 1)
+}
+
 /// Records a failed attempt: the job is retried after `retry_in` (see
 /// [`retry_delay`]), and marked stuck — still retried — once its attempts
 /// in a row reach its `max_attempts`.

@@ -7,6 +7,7 @@
 //! request, and row-level security in the schema refuses every row of other
 //! tenants even where a query forgets to filter.
 
+pub mod attestation_batches;
 pub mod attestations;
 pub mod audit;
 pub mod charts;

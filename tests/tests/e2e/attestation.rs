@@ -19,7 +19,7 @@ use slaproof_store::attestations::{self, Attestation};
 use slaproof_store::slas;
 use slaproof_tests::scenario::{Request, Scenario, at};
 
-const SLA: &str = r#"
+pub(crate) const SLA: &str = r#"
 apiVersion: slaproof/v1
 kind: SLA
 metadata:
@@ -94,6 +94,10 @@ pub(crate) async fn chain_on(node: &Anvil, patience_secs: u64) -> (Arc<Chain>, D
     (Arc::new(chain), deployment)
 }
 
+pub(crate) fn keys_64() -> CircuitKeys {
+    keys()
+}
+
 pub(crate) async fn worker(s: &Scenario, anchoring: Option<Anchoring>) -> Worker {
     let prover = Prover::new(vec![keys()], 1);
     Worker {
@@ -115,7 +119,12 @@ pub(crate) async fn attestations_of(s: &Scenario) -> Vec<Attestation> {
 
 /// A scenario with November's requests stored and the month closed.
 pub(crate) async fn closed_november() -> Scenario {
-    let s = Scenario::new(SLA, "2026-11-01", "2026-12-02").await;
+    closed_november_under(SLA).await
+}
+
+/// [`closed_november`] under another SLA document.
+pub(crate) async fn closed_november_under(document: &str) -> Scenario {
+    let s = Scenario::new(document, "2026-11-01", "2026-12-02").await;
     s.run("2026-11-01T00:00:00Z").await;
     s.insert(&november()).await;
     s.run("2026-12-01T01:00:00Z").await;
@@ -457,7 +466,7 @@ async fn with_the_chain_down_at_the_close_every_attestation_is_anchored_exactly_
 }
 
 /// The attestations that can be proven (all but the quality score's).
-fn provable(rows: Vec<Attestation>) -> Vec<Attestation> {
+pub(crate) fn provable(rows: Vec<Attestation>) -> Vec<Attestation> {
     rows.into_iter()
         .filter(|r| r.status != "not_provable")
         .collect()
@@ -465,13 +474,22 @@ fn provable(rows: Vec<Attestation>) -> Vec<Attestation> {
 
 /// How many period attestations the deployment's EAS holds.
 async fn anchors_on_chain(chain: &Chain, deployment: &Deployment) -> usize {
+    anchors_under(chain, deployment, deployment.schemas.period).await
+}
+
+/// How many attestations under `schema` the deployment's EAS holds.
+pub(crate) async fn anchors_under(
+    chain: &Chain,
+    deployment: &Deployment,
+    schema: alloy::primitives::B256,
+) -> usize {
     use alloy::providers::Provider;
     let filter = alloy::rpc::types::Filter::new()
         .address(deployment.eas)
         .event_signature(alloy::primitives::keccak256(
             "Attested(address,address,bytes32,bytes32)",
         ))
-        .topic3(deployment.schemas.period)
+        .topic3(schema)
         .from_block(0);
     chain.provider().get_logs(&filter).await.unwrap().len()
 }

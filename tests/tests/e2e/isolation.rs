@@ -264,7 +264,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         .await
         .unwrap();
     // Its attestation, as the close records it.
-    slaproof_store::attestations::request(
+    let attestation = slaproof_store::attestations::request(
         &mut tx,
         &slaproof_store::attestations::NewAttestation {
             sla: applied.sla,
@@ -274,7 +274,18 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
             period_end: frozen.period.end,
             revision: 1,
             vector: Err("seed".into()),
+            anchor_path: slaproof_domain::anchoring::AnchorPath::Batched,
         },
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // And a batch it joins, as the batched path gathers them.
+    slaproof_store::attestation_batches::join(
+        &mut tx,
+        attestation,
+        std::time::Duration::from_secs(3600),
+        chrono::Utc::now(),
     )
     .await
     .unwrap();

@@ -5,6 +5,7 @@
 
 mod api;
 mod attestation;
+mod attestation_paths;
 mod chain_artifacts;
 mod chain_batch;
 mod chain_client;

@@ -98,7 +98,11 @@ struct Attestation {
     proof_sha256: Option<String>,
     statement_id: Option<String>,
     proven_at: Option<String>,
-    /// Path, chain id, EAS address, attestation UID, transaction, block.
+    /// Where it is (to be) anchored: `hash-only`, `verified` or `batched`
+    /// (the SLA version's `spec.attestation.anchor`).
+    anchor_path: String,
+    /// Path, chain id, EAS address, attestation UID, transaction, block;
+    /// for a batch also its root, epoch, size and the inclusion proof.
     anchor: Option<Json<serde_json::Value>>,
     anchored_at: Option<String>,
 }
@@ -123,6 +127,7 @@ impl From<slaproof_app::attestations::Attestation> for Attestation {
             proof_sha256: a.proof_sha256,
             statement_id: a.statement_id,
             proven_at: a.proven_at.map(|t| t.to_rfc3339()),
+            anchor_path: a.anchor_path,
             anchor: a.anchor.map(Json),
             anchored_at: a.anchored_at.map(|t| t.to_rfc3339()),
         }

@@ -1,5 +1,6 @@
 //! Reading SLA documents (native `slaproof/v1` YAML or JSON, OpenSLO v1 YAML) and writing them back.
 
+mod attestation;
 mod credit;
 pub(crate) mod error;
 mod native;

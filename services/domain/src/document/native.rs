@@ -60,6 +60,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             "objectives",
             "policy",
             "credits",
+            "attestation",
         ],
         false,
         p,
@@ -96,6 +97,10 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
     let credits = spec
         .get("credits")
         .map(|node| super::credit::read(&node, objectives.as_deref(), p));
+    let attestation = match spec.get("attestation") {
+        Some(node) => super::attestation::read(&node, p),
+        None => Some(Default::default()),
+    };
     Some(SlaDefinition {
         name: name?,
         display_name,
@@ -109,6 +114,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             Some(c) => Some(c?),
             None => None,
         },
+        attestation: attestation?,
     })
 }
 
@@ -464,6 +470,8 @@ struct SpecDoc {
     policy: Option<super::policy::PolicyDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     credits: Option<super::credit::CreditsDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attestation: Option<super::attestation::AttestationDoc>,
 }
 
 #[derive(Serialize)]
@@ -656,6 +664,7 @@ pub(crate) fn write(sla: &SlaDefinition) -> NativeDoc {
             objectives,
             policy: super::policy::write(&sla.policy),
             credits: sla.credits.as_ref().map(super::credit::write),
+            attestation: super::attestation::write(&sla.attestation),
         },
     }
 }

@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME,
-    ANNOTATION_POLICY, ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
+    ANNOTATION_ATTESTATION, ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION,
+    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
 };
 use crate::document::native::{float, number};
 use crate::filter::EventFilter;
@@ -194,6 +194,12 @@ pub(crate) fn write(sla: &SlaDefinition) -> Vec<OpensloDoc> {
         annotations.insert(
             ANNOTATION_CREDITS,
             serde_json::to_string(&crate::document::credit::write(credits)).unwrap_or_default(),
+        );
+    }
+    if let Some(attestation) = crate::document::attestation::write(&sla.attestation) {
+        annotations.insert(
+            ANNOTATION_ATTESTATION,
+            serde_json::to_string(&attestation).unwrap_or_default(),
         );
     }
     let time_window = match sla.window {

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::indicator::{Indicator, read_indicator_ref, read_inline_indicator, resolve_indicator};
 use super::{
-    ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION, ANNOTATION_DISPLAY_NAME,
-    ANNOTATION_POLICY, ANNOTATION_SLA, Metadata, read_metadata,
+    ANNOTATION_ATTESTATION, ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION,
+    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SLA, Metadata, read_metadata,
 };
 use crate::document::error::{DefinitionError, Problems};
 use crate::document::native::{parse_time_zone, read_finite, read_threshold_value};
@@ -90,6 +90,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
                 ANNOTATION_CUSTOMER,
                 ANNOTATION_POLICY,
                 ANNOTATION_CREDITS,
+                ANNOTATION_ATTESTATION,
             ];
             let Some(known) = known.iter().find(|k| *k == key) else {
                 continue;
@@ -248,6 +249,19 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
             }
         }
     });
+    let attestation = match annotation(ANNOTATION_ATTESTATION) {
+        None => Some(Default::default()),
+        Some((text, path)) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value) => crate::document::attestation::read(&Node::root(&value, path), p),
+            Err(e) => {
+                p.push(
+                    &path,
+                    format!("must be a JSON object such as {{\"anchor\": \"batched\"}}: {e}"),
+                );
+                None
+            }
+        },
+    };
     Some(SlaDefinition {
         name: name?,
         display_name,
@@ -261,6 +275,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
             Some(c) => Some(c?),
             None => None,
         },
+        attestation: attestation?,
     })
 }
 

@@ -16,7 +16,10 @@
 //!   annotation `slaproof.dev/policy`, a JSON object shaped like the native
 //!   `spec.policy`; its credit policy is the annotation
 //!   `slaproof.dev/credits`, a JSON object shaped like the native
-//!   `spec.credits`. Other labels and annotations are ignored.
+//!   `spec.credits`; where its proofs are anchored is the annotation
+//!   `slaproof.dev/attestation`, a JSON object shaped like the native
+//!   `spec.attestation` (`{"anchor": "batched"}`). Other labels and
+//!   annotations are ignored.
 //! - SLIs are inline (`indicator`, on the SLO or on an objective) or
 //!   referenced by name (`indicatorRef`) to `SLI` documents in the input.
 //! - We measure our own events, so a metric source must be
@@ -55,6 +58,8 @@ const ANNOTATION_CUSTOMER: &str = "slaproof.dev/customer";
 const ANNOTATION_POLICY: &str = "slaproof.dev/policy";
 /// The SLA's credit policy as a JSON object of the native `spec.credits` shape.
 const ANNOTATION_CREDITS: &str = "slaproof.dev/credits";
+/// Where the SLA's proofs are anchored, a JSON object of the native `spec.attestation` shape.
+const ANNOTATION_ATTESTATION: &str = "slaproof.dev/attestation";
 
 /// Whether an `SLO` among `docs` carries the SLA's policy annotation.
 pub(crate) fn sets_policy(docs: &[Value]) -> bool {

@@ -1,0 +1,79 @@
+//! Where an SLA's period proofs are anchored on chain: the SLA document's
+//! `spec.attestation` (the `slaproof.dev/attestation` annotation in OpenSLO).
+
+use serde::{Deserialize, Serialize};
+
+/// How a proven period statement reaches the chain.
+///
+/// - `hash-only`: one EAS attestation per statement with the proof's hash;
+///   anyone verifies the proof off chain against the anchored statement.
+/// - `verified`: one attestation per statement carrying the proof, which
+///   slaproof's resolver verifies on chain (EAS refuses a proof that does
+///   not verify); costs the most gas.
+/// - `batched`: the statements of an epoch (per tenant) under one Merkle
+///   root, one attestation per epoch; each statement's inclusion proof is
+///   in its bundle. Cheapest; anchored at the epoch's end, not at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnchorPath {
+    #[default]
+    HashOnly,
+    Verified,
+    Batched,
+}
+
+impl AnchorPath {
+    /// Every path, in the order the docs list them.
+    pub const ALL: [AnchorPath; 3] = [Self::HashOnly, Self::Verified, Self::Batched];
+
+    /// The path's name as documents and the database spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HashOnly => "hash-only",
+            Self::Verified => "verified",
+            Self::Batched => "batched",
+        }
+    }
+
+    /// Reads a path's name, or says which names there are.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| format!("must be hash-only, verified or batched, not {name:?}"))
+    }
+}
+
+impl std::fmt::Display for AnchorPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an SLA asks of its attestations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttestationPolicy {
+    /// Where its period statements are anchored.
+    pub anchor: AnchorPath,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back_and_an_unknown_one_is_named() {
+        for path in AnchorPath::ALL {
+            assert_eq!(AnchorPath::parse(path.as_str()), Ok(path));
+            assert_eq!(
+                serde_json::to_value(path).unwrap(),
+                serde_json::json!(path.as_str())
+            );
+        }
+        assert!(
+            AnchorPath::parse("onchain")
+                .unwrap_err()
+                .contains("\"onchain\"")
+        );
+    }
+}
