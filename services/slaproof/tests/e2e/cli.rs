@@ -564,7 +564,43 @@ fn chain_deploy_and_status_run_against_a_configured_chain_and_never_print_the_ke
             .all(|c| c["has_code"] == true),
         "{shown}"
     );
-    for output in [&deploy, &status] {
+
+    // The verified path's verifiers: refused without proving keys (and
+    // saying so), then generated, compiled, deployed and registered once.
+    let keys = dir.path().join("keys");
+    let mut env_keys = env.to_vec();
+    env_keys.push(("SLAPROOF_ATTESTATION__KEY_DIR", keys.to_str().unwrap()));
+    let refused = run(slaproof(dir.path(), &env_keys).args(["chain", "register-verifiers"]));
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("slaproof keys generate --slots 64"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let generated = run(slaproof(dir.path(), &env).args([
+        "keys",
+        "generate",
+        "--slots",
+        "64",
+        "--dir",
+        keys.to_str().unwrap(),
+    ]));
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let registered = run(slaproof(dir.path(), &env_keys).args(["chain", "register-verifiers"]));
+    assert!(registered.status.success(), "{}", text(&registered.stderr));
+    assert!(
+        text(&registered.stdout).contains("deployed and registered"),
+        "{}",
+        text(&registered.stdout)
+    );
+    let again = run(slaproof(dir.path(), &env_keys).args(["chain", "register-verifiers"]));
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("already registered"),
+        "{}",
+        text(&again.stdout)
+    );
+    for output in [&deploy, &status, &registered] {
         assert!(!text(&output.stdout).contains(secret));
         assert!(!text(&output.stderr).contains(secret));
     }
