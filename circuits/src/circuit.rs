@@ -221,24 +221,34 @@ impl ConstraintSynthesizer<Fr> for ThresholdCircuit {
 
         // Sums cannot wrap: each w < 2⁴⁰ and N ≤ 2²⁰, so Σw < 2⁶⁰.
         let ns = ns!(cs, "fraction");
-        let fraction = ns.cs();
-        let weight_terms: Vec<(Fr, &LinearVar)> =
-            weights.iter().map(|w| (Fr::one(), w.value())).collect();
-        let total_lc = LinearVar::sum_of(&weight_terms, Fr::zero());
-        // The total is used three times; one variable keeps its
-        // 40·N-term combination out of the other constraints.
-        let total = LinearVar::new_witness(&fraction, total_lc.value())?;
-        total.enforce_equal(&fraction, &total_lc)?;
-        total.enforce_nonzero(&fraction)?;
-        let good_terms: Vec<(Fr, &LinearVar)> =
-            good_weights.iter().map(|g| (Fr::one(), g)).collect();
-        let good = LinearVar::sum_of(&good_terms, Fr::zero());
-        let quota_total = quota.mul(&fraction, &total)?;
-        let slack = LinearVar::sum_of(
-            &[(Fr::from(PPM), &good), (-Fr::one(), &quota_total)],
-            Fr::zero(),
-        );
-        UIntVar::enforce_fits(&fraction, &slack, SLACK_BITS)?;
-        Ok(())
+        let weights: Vec<&LinearVar> = weights.iter().map(UIntVar::value).collect();
+        enforce_fraction(&ns.cs(), &quota, &weights, &good_weights)
     }
+}
+
+/// `Σw ≠ 0` and `10⁶·Σg − q·Σw ≥ 0`, for weights below `2⁴⁰` (so that with
+/// at most `2²⁰` of them no sum wraps) and `q < 2²⁰`: the threshold
+/// fraction, shared by every circuit that proves one.
+pub(crate) fn enforce_fraction(
+    fraction: &ConstraintSystemRef<Fr>,
+    quota: &LinearVar,
+    weights: &[&LinearVar],
+    good_weights: &[LinearVar],
+) -> Result<(), SynthesisError> {
+    let weight_terms: Vec<(Fr, &LinearVar)> = weights.iter().map(|w| (Fr::one(), *w)).collect();
+    let total_lc = LinearVar::sum_of(&weight_terms, Fr::zero());
+    // The total is used three times; one variable keeps its 40·N-term
+    // combination out of the other constraints.
+    let total = LinearVar::new_witness(fraction, total_lc.value())?;
+    total.enforce_equal(fraction, &total_lc)?;
+    total.enforce_nonzero(fraction)?;
+    let good_terms: Vec<(Fr, &LinearVar)> = good_weights.iter().map(|g| (Fr::one(), g)).collect();
+    let good = LinearVar::sum_of(&good_terms, Fr::zero());
+    let quota_total = quota.mul(fraction, &total)?;
+    let slack = LinearVar::sum_of(
+        &[(Fr::from(PPM), &good), (-Fr::one(), &quota_total)],
+        Fr::zero(),
+    );
+    UIntVar::enforce_fits(fraction, &slack, SLACK_BITS)?;
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Groth16 circuits proving that a committed vector meets a threshold fraction.
 #![doc = include_str!("../README.md")]
 
+pub mod bucketed;
 pub mod circuit;
 mod error;
 pub mod export;

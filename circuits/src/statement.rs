@@ -122,7 +122,7 @@ pub fn derive_salt(secret: &[u8; 32], context: ContextHash) -> Fr {
 
 /// The first 31 bytes of a digest, big-endian: 248 bits, always a canonical
 /// field element, and easy to recompute in any language.
-fn first_31_bytes(digest: &[u8]) -> Fr {
+pub(crate) fn first_31_bytes(digest: &[u8]) -> Fr {
     Fr::from_be_bytes_mod_order(&digest[..31])
 }
 

@@ -1,4 +1,4 @@
-//! Benchmark: constraints per slot, setup/prove/verify times and proof size per circuit size, against a plain circuit of equal size.
+//! Benchmark: constraints per slot, setup/prove/verify times and proof size per circuit size, against a plain circuit of equal size; and the bucketed variant (public edges, private counts) of the same size, side by side.
 //!
 //! Run in release: `cargo run --release -p slaproof-circuits --bin circuits-bench -- [SIZES] [RUNS]`
 //! where SIZES is a comma list (default `64,1024,16384`) and RUNS the number
@@ -15,7 +15,9 @@ use ark_relations::r1cs::{
 use ark_serialize::CanonicalSerialize;
 use ark_snark::SNARK;
 use ark_std::rand::{SeedableRng, rngs::StdRng};
-use slaproof_circuits::{CircuitKeys, Claim, ContextHash, build, constraint_count, prove, verify};
+use slaproof_circuits::{
+    CircuitKeys, Claim, ContextHash, bucketed, build, constraint_count, prove, verify,
+};
 
 /// A circuit with nothing but multiplications: `xᵢ₊₁ = xᵢ·y`, with as many
 /// constraints and public inputs as ours, so its proving time is what
@@ -89,6 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| slots | constraints | per slot | setup s | prove s (median) | verify ms (median) | proof bytes | reference prove s | overhead | proofs |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut bucket_rows = Vec::new();
     for slots in sizes {
         let runs = if slots > 4096 { runs.min(3) } else { runs };
         let constraints = constraint_count(slots)?;
@@ -124,6 +127,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Groth16::<Bn254>::circuit_specific_setup(reference.clone(), &mut rng)?;
         let ref_setup = started.elapsed();
 
+        // The bucketed variant over as many buckets: latency edges from
+        // 25 ms growing 10% a step (capped below 2³²), 99% of the counts
+        // at or under the threshold edge.
+        let mut edge = 25_000f64;
+        let edges: Vec<u32> = (0..slots)
+            .map(|_| {
+                let e = edge.min(f64::from(u32::MAX - 1)) as u32;
+                edge *= 1.1;
+                e
+            })
+            .collect();
+        let scheme = bucketed::BucketScheme::new(edges)?;
+        let bucket_constraints = bucketed::constraint_count(&scheme)?;
+        let (bucket_pk, bucket_vk) = bucketed::setup(&scheme)?;
+        let mut counts = vec![1u64; slots];
+        counts[0] = 100 * slots as u64;
+        let bucket_t = scheme.edges()[slots - 1].saturating_sub(1);
+        let mut bucket_times = Vec::with_capacity(runs);
+
         // Ours and the reference alternate, so a neighbour's build slows
         // both alike and the ratio stays meaningful on a shared machine.
         let mut prove_times = Vec::with_capacity(runs);
@@ -141,6 +163,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let started = Instant::now();
             let _ = Groth16::<Bn254>::prove(&ref_pk, circuit, &mut rng)?;
             ref_times.push(started.elapsed());
+
+            let started = Instant::now();
+            let (public, bucket_proof) = bucketed::prove(
+                &bucket_pk,
+                &scheme,
+                context,
+                Fr::from(7u64),
+                &counts,
+                bucket_t,
+                990_000,
+            )?;
+            bucket_times.push(started.elapsed());
+            if !bucketed::verify(&bucket_vk, &public, &bucket_proof)? {
+                return Err("bucketed benchmark proof did not verify".into());
+            }
         }
         drop(ref_pk);
         let proof = proof.ok_or("no proof")?;
@@ -158,6 +195,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let prove_median = median(prove_times);
         let ref_median = median(ref_times);
+        let bucket_median = median(bucket_times);
+        bucket_rows.push(format!(
+            "| {slots} | {constraints} | {bucket_constraints} | {:.1} | {:.3} | {:.3} | {:.2} |",
+            bucket_constraints as f64 / slots as f64,
+            prove_median.as_secs_f64(),
+            bucket_median.as_secs_f64(),
+            prove_median.as_secs_f64() / bucket_median.as_secs_f64(),
+        ));
         println!(
             "| {slots} | {constraints} | {:.2} | {:.2} | {:.3} | {} | {proof_bytes} | {:.3} | {:.2} | {runs} |",
             constraints as f64 / slots as f64,
@@ -174,6 +219,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or_default()
                 .trim()
         );
+    }
+    println!(
+        "\n| buckets | threshold circuit constraints | bucketed constraints | per bucket | threshold prove s | bucketed prove s | ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for row in bucket_rows {
+        println!("{row}");
     }
     Ok(())
 }
