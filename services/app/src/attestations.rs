@@ -14,40 +14,57 @@ pub use slaproof_store::attestations::Attestation;
 use slaproof_store::{TenantTx, slas};
 
 use crate::authz::Scope;
+use crate::page::{PageRequest, cursor_of};
 use crate::{App, AppError, Caller};
 
-/// An SLA's attestations, newest period first.
+/// A page of an SLA's attestations, newest period first.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AttestationsView {
     pub sla: String,
     pub attestations: Vec<Attestation>,
+    /// The cursor of the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 impl App {
-    /// The attestations of the SLA called `name`; of one period when
-    /// `period_start` is given.
+    /// A page of the attestations of the SLA called `name`; of one period
+    /// when `period_start` is given.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn sla_attestations(
         &self,
         caller: &Caller,
         name: &str,
         period_start: Option<DateTime<Utc>>,
+        page: &PageRequest,
     ) -> Result<AttestationsView, AppError> {
         caller.require(Scope::AttestationRead)?;
+        let keyset = page.keyset()?;
         let mut tx = self.tx(caller).await?;
         let (stored, customer_ref) = self.sla_in_view(&mut tx, caller, name, None).await?;
         let readable = self
             .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
             .await?;
-        let attestations: Vec<Attestation> = attestations::list(&mut tx, stored.id, period_start)
-            .await?
-            .into_iter()
-            .filter(|a| readable.as_ref().is_none_or(|v| v.contains(&a.version)))
-            .collect();
+        let mut rows = attestations::page(
+            &mut tx,
+            stored.id,
+            period_start,
+            readable.as_deref(),
+            &keyset,
+        )
+        .await?;
         tx.commit().await?;
+        // One row past the page says there is another.
+        let more = rows.len() > keyset.limit as usize;
+        rows.truncate(keyset.limit as usize);
+        let next_cursor = rows
+            .last()
+            .filter(|_| more)
+            .map(|last| cursor_of(&attestations::page_key(last)));
         Ok(AttestationsView {
             sla: name.to_owned(),
-            attestations,
+            attestations: rows,
+            next_cursor,
         })
     }
 

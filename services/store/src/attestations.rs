@@ -188,6 +188,56 @@ pub async fn list(
     .await?)
 }
 
+/// The key a page of [`page`] continues after: the last row's period,
+/// objective and revision, in the list's order.
+pub fn page_key(a: &Attestation) -> String {
+    serde_json::json!([a.period_start, a.objective, a.revision]).to_string()
+}
+
+/// A page of an SLA's attestations in [`list`]'s order (newest period
+/// first, then objective, newest revision first), after `keyset.after` (a
+/// [`page_key`]); only those of `versions` when given (what a customer's
+/// user may read).
+pub async fn page(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: Option<DateTime<Utc>>,
+    versions: Option<&[i32]>,
+    keyset: &crate::Keyset,
+) -> Result<Vec<Attestation>, StoreError> {
+    let after: Option<(DateTime<Utc>, String, i32)> = match &keyset.after {
+        None => None,
+        Some(key) => Some(
+            serde_json::from_str(key).map_err(|_| StoreError::InvalidQuery {
+                field: "cursor",
+                reason: "is not a cursor this API gave".into(),
+            })?,
+        ),
+    };
+    let (after_start, after_objective, after_revision) = match after {
+        Some((s, o, r)) => (Some(s), Some(o), Some(r)),
+        None => (None, None, None),
+    };
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM attestations WHERE tenant_id = $1 AND sla_id = $2 \
+           AND ($3::timestamptz IS NULL OR period_start = $3) \
+           AND ($4::int[] IS NULL OR version = ANY($4)) \
+           AND ($5::timestamptz IS NULL OR period_start < $5 \
+                OR (period_start = $5 AND (objective > $6 OR (objective = $6 AND revision < $7)))) \
+         ORDER BY period_start DESC, objective, revision DESC LIMIT $8"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(period_start)
+    .bind(versions)
+    .bind(after_start)
+    .bind(after_objective)
+    .bind(after_revision)
+    .bind(keyset.fetch())
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
 /// A proof made for a pending attestation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proven {

@@ -550,6 +550,32 @@ async fn attestations_are_read_through_the_api_by_the_provider_its_customer_and_
         problem["detail"].as_str().unwrap().contains("proven"),
         "{problem}"
     );
+    // Page by page, one at a time: the same four in the same order, each
+    // once; a cursor not given by the API is refused by name.
+    let mut paged = Vec::new();
+    let mut path = "/v1/slas/chat-sla/attestations?limit=1".to_owned();
+    loop {
+        let (status, page) = get(&provider, &path).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(page["attestations"].as_array().unwrap().len(), 1, "{page}");
+        paged.push(page["attestations"][0]["id"].clone());
+        match page["next_cursor"].as_str() {
+            Some(next) => path = format!("/v1/slas/chat-sla/attestations?limit=1&cursor={next}"),
+            None => break,
+        }
+    }
+    let whole: Vec<serde_json::Value> = items.iter().map(|a| a["id"].clone()).collect();
+    assert_eq!(paged, whole);
+    assert!(listed.get("next_cursor").is_none(), "{listed}");
+    for bad in ["zz", &slaproof_app::page::cursor_of("not a key")] {
+        let (status, problem) = get(
+            &provider,
+            &format!("/v1/slas/chat-sla/attestations?cursor={bad}"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert_eq!(problem["field"], "cursor", "{problem}");
+    }
     // One period only.
     let (_, october) = get(
         &provider,

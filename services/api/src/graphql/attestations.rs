@@ -30,15 +30,23 @@ impl AttestationQuery {
     ) -> async_graphql::Result<Vec<Attestation>> {
         let start = instant("periodStart", period_start)?;
         let (app, caller) = parts(ctx)?;
-        let view = app
-            .sla_attestations(caller, &sla, start)
-            .await
-            .map_err(refuse)?;
-        Ok(view
-            .attestations
-            .into_iter()
-            .map(Attestation::from)
-            .collect())
+        // Read whole, page by page, and costed as such (as the credits are).
+        let mut page = slaproof_app::page::PageRequest {
+            cursor: None,
+            limit: Some(slaproof_app::page::MAX_PAGE),
+        };
+        let mut all = Vec::new();
+        loop {
+            let view = app
+                .sla_attestations(caller, &sla, start, &page)
+                .await
+                .map_err(refuse)?;
+            all.extend(view.attestations.into_iter().map(Attestation::from));
+            match view.next_cursor {
+                Some(next) => page.cursor = Some(next),
+                None => return Ok(all),
+            }
+        }
     }
 
     /// One attestation.

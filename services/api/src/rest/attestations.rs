@@ -6,8 +6,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use slaproof_app::Caller;
 use slaproof_app::attestations::{Attestation, AttestationsView};
+use slaproof_app::{Caller, PageRequest};
 
 use super::{ApiProblem, ApiState, ProblemResponses, invalid};
 
@@ -18,12 +18,17 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/v1/attestations/{id}/bundle", get(bundle))
 }
 
-/// Which period: `?period_start=…`.
+/// Which period, and which page: `?period_start=…&cursor=…&limit=…`.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct AttestationsQuery {
     /// Only the period starting at this instant (RFC 3339).
     pub period_start: Option<DateTime<Utc>>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page, 1-200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
 }
 
 #[utoipa::path(
@@ -31,7 +36,7 @@ pub(crate) struct AttestationsQuery {
     path = "/v1/slas/{name}/attestations",
     operation_id = "slas_attestations",
     tag = "attestations",
-    summary = "The SLA's attestations, newest period first",
+    summary = "A page of the SLA's attestations, newest period first",
     description = "One per closed period result of each objective: `pending` (to be proven), `proven`, `anchored` (with the chain, EAS contract, attestation UID and transaction) or `not_provable` (with the reason). Needs `attestation:read` (held by `provider_admin`, `customer_admin` and `auditor`); a customer's user reads its own SLAs' versions.",
     params(("name" = String, Path, description = "The SLA's name"), AttestationsQuery),
     responses(
@@ -50,7 +55,15 @@ pub(crate) async fn list(
     Ok(Json(
         state
             .app
-            .sla_attestations(&caller, &name, query.period_start)
+            .sla_attestations(
+                &caller,
+                &name,
+                query.period_start,
+                &PageRequest {
+                    cursor: query.cursor,
+                    limit: query.limit,
+                },
+            )
             .await?,
     ))
 }
