@@ -11,6 +11,7 @@
 
 pub mod auth;
 mod graphql;
+mod pages;
 mod problem;
 mod rest;
 pub mod settings;
@@ -22,6 +23,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use slaproof_app::{App, Caller};
 
+pub use pages::pages_dir;
 pub use settings::{Settings, SettingsError};
 
 use crate::problem::{ApiProblem, invalid};
@@ -73,7 +75,9 @@ pub fn router(app: App, settings: &Settings) -> Result<Router, BuildError> {
         app,
         schema,
     };
+    let pages = pages::Pages::new(pages_dir(settings.pages_dir.as_deref()));
     Ok(rest::router()
+        .merge(pages::router(pages))
         .route("/graphql", axum::routing::post(graphql))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -52,6 +52,10 @@ pub struct Settings {
     /// Least time between two fetches, so that tokens naming unknown kids
     /// cannot make slaproof hammer the issuer.
     pub jwks_min_refetch_secs: u64,
+    /// Where the built pages are (`npm run build --prefix frontend` writes
+    /// `frontend/dist`). Unset: `frontend/dist` in the working directory,
+    /// else in the source tree the binary was built from.
+    pub pages_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -77,6 +81,7 @@ impl Default for Settings {
             ],
             jwks_refresh_secs: 300,
             jwks_min_refetch_secs: 30,
+            pages_dir: None,
         }
     }
 }

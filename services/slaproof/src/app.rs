@@ -151,7 +151,13 @@ impl Application {
             // Under TraceLayer: the route is matched by then (`MatchedPath`).
             router = router.layer(axum::middleware::from_fn(telemetry::http_metrics));
         }
-        let router = router.layer(TraceLayer::new_for_http());
+        // Spans name the path, never the query: an embed page's address
+        // carries its token.
+        let router = router.layer(TraceLayer::new_for_http().make_span_with(
+            |request: &axum::http::Request<axum::body::Body>| {
+                tracing::debug_span!("request", method = %request.method(), path = %request.uri().path())
+            },
+        ));
         let probes = if services.contains(&Service::Probes) {
             Some(Arc::new(
                 ProbeRunner::new(db.clone(), config.probes.clone(), config.outbound.clone())

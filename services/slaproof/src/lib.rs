@@ -11,6 +11,7 @@ mod embedded;
 mod health;
 mod housekeeping;
 mod loadgen;
+mod pages;
 mod telemetry;
 
 pub use app::{Application, Service};

@@ -36,6 +36,7 @@ mod layering;
 mod maintenance;
 mod openslo_apply;
 mod oracle;
+mod pages;
 mod probes;
 mod probes_availability;
 mod security;

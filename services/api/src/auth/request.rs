@@ -48,7 +48,10 @@ pub async fn authenticate(
         format!("frame-ancestors {}", origins.join(" "))
     };
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&policy) {
+    // A page sets its own, fuller policy (`pages`).
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY)
+        && let Ok(value) = HeaderValue::from_str(&policy)
+    {
         headers.insert(header::CONTENT_SECURITY_POLICY, value);
     }
     headers.insert(

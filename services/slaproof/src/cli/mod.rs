@@ -335,6 +335,7 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
         // Held until the application stops: dropping it stops anvil, which
         // writes its state for the next start.
         let chain = crate::chain::up(&config).await?;
+        crate::pages::ensure_built(config.api.pages_dir.as_deref()).await;
         let app = Application::build(config.clone(), db, Service::ALL).await?;
         print_welcome(
             &app,
@@ -346,6 +347,14 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
         );
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
+        if let (Some(demo), Some(tokens)) = (&demo, &tokens) {
+            tokio::spawn(crate::pages::announce_dashboard(
+                app.local_addr(),
+                tokens.provider_admin.clone(),
+                demo.customer,
+                demo.sla_name.clone(),
+            ));
+        }
         if let (Some(rate), Some(demo)) = (loadgen, &demo) {
             crate::loadgen::spawn_demo(
                 app.local_addr(),

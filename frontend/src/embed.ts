@@ -1,0 +1,285 @@
+// The embedded customer dashboard: what the embed token in the address
+// allows, per SLA, read from the API with that token. Parts the token does
+// not allow are never requested; the page says they are not shared.
+
+import './style.css'
+import { Api, ApiError } from './api'
+import { percentileChart } from './chart'
+import { el, notShared } from './dom'
+import { burn, count, percent, periodOf, viewerZone, when } from './format'
+import type {
+  AttestationsView,
+  Dashboard,
+  ListOut,
+  ObjectiveDashboard,
+  SlaSummary,
+} from './model'
+import { type EmbedClaims, claimsOf, holds, takeToken } from './token'
+import { uptimeBar } from './uptime'
+
+const app = document.getElementById('app') as HTMLElement
+
+function applyTheme(params: URLSearchParams): void {
+  const theme = params.get('theme')
+  if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme
+  const brand = params.get('brand')
+  // A colour only: anything else could carry CSS.
+  if (brand && /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(brand)) {
+    document.documentElement.style.setProperty('--brand', brand)
+  }
+}
+
+function scopeFor(d: Dashboard, field: string, fallback: string): string {
+  return d.redacted.find((r) => r.field === field || r.field.startsWith(`${field}`))?.scope ?? fallback
+}
+
+function objectiveCard(d: Dashboard, o: ObjectiveDashboard): HTMLElement {
+  const card = el('article', { class: 'objective', 'data-objective': o.objective })
+  card.append(el('h3', {}, o.objective), el('p', { class: 'family' }, o.family))
+  if (o.numbers === undefined) {
+    card.append(notShared('This objective', scopeFor(d, `objectives[${o.objective}]`, 'sla:read')))
+    return card
+  }
+  const n = o.numbers
+  if (n === null) {
+    card.append(el('p', {}, 'No evaluation yet.'))
+    return card
+  }
+  const noData = n.total === 0
+  const state = noData ? 'no-data' : !n.met ? 'missed' : n.at_risk ? 'at-risk' : 'met'
+  const label = {
+    'no-data': 'No requests yet',
+    missed: 'Below target',
+    'at-risk': 'At risk',
+    met: 'Meeting target',
+  }[state]
+  const remaining =
+    n.budget_allowed > 0 ? Math.max(0, Math.round((n.budget_remaining * 100) / n.budget_allowed)) : null
+  card.append(
+    el('p', { class: `badge ${state}`, 'data-testid': 'state' }, label),
+    el(
+      'dl',
+      {},
+      el('dt', {}, 'Compliance'),
+      el(
+        'dd',
+        { 'data-testid': 'compliance' },
+        n.compliance_ppm === null || n.compliance_ppm === undefined
+          ? 'no events yet'
+          : percent(n.compliance_ppm),
+        el('span', { class: 'target' }, ` target ${percent(n.target_ppm)}`),
+      ),
+      el('dt', {}, 'Error budget left'),
+      el(
+        'dd',
+        { 'data-testid': 'budget' },
+        remaining === null ? 'none allowed yet' : `${remaining}%`,
+        remaining === null
+          ? null
+          : el('meter', {
+              min: '0',
+              max: '100',
+              low: '25',
+              optimum: '100',
+              value: String(remaining),
+              'aria-label': 'Error budget left',
+            }),
+      ),
+      el('dt', {}, 'Burn rate'),
+      el('dd', { 'data-testid': 'burn' }, burn(n.burn_rate_milli)),
+      el('dt', {}, 'Period'),
+      el('dd', {}, periodOf(n.period_start, n.period_end)),
+      el('dt', {}, 'Requests'),
+      el('dd', {}, `${count(n.good)} good of ${count(n.total)}`),
+    ),
+  )
+  return card
+}
+
+async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise<HTMLElement> {
+  const section = el('section', { class: 'attestations', 'aria-labelledby': `att-${sla}` })
+  section.append(el('h3', { id: `att-${sla}` }, 'Proofs of closed periods'))
+  if (!holds(claims, 'attestation:read')) {
+    section.append(notShared('The proof of each closed period', 'attestation:read'))
+    return section
+  }
+  const view = await api.get<AttestationsView>(
+    `/v1/slas/${encodeURIComponent(sla)}/attestations?limit=12`,
+  )
+  if (view.attestations.length === 0) {
+    section.append(el('p', {}, 'No period has closed yet.'))
+    return section
+  }
+  const body = el('tbody')
+  for (const a of view.attestations) {
+    const status =
+      a.status === 'anchored'
+        ? `Proven and anchored (${a.anchor_path})`
+        : a.status === 'proven'
+          ? 'Proven, anchoring'
+          : a.status === 'pending'
+            ? 'Being proven'
+            : 'Not provable'
+    body.append(
+      el(
+        'tr',
+        { 'data-status': a.status },
+        el('td', {}, periodOf(a.period_start, a.period_end)),
+        el('td', {}, a.objective),
+        el('td', {}, status, a.reason ? el('span', { class: 'reason' }, ` — ${a.reason}`) : null),
+        el('td', {}, el('code', {}, a.id)),
+      ),
+    )
+  }
+  section.append(
+    el(
+      'table',
+      {},
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          el('th', { scope: 'col' }, 'Period'),
+          el('th', { scope: 'col' }, 'Objective'),
+          el('th', { scope: 'col' }, 'Status'),
+          el('th', { scope: 'col' }, 'Attestation (verify with slaproof verify --attestation)'),
+        ),
+      ),
+      body,
+    ),
+  )
+  return section
+}
+
+function credits(d: Dashboard): HTMLElement {
+  const section = el('section', { class: 'credits', 'aria-labelledby': `credits-${d.sla}` })
+  section.append(el('h3', { id: `credits-${d.sla}` }, 'Service credits'))
+  if (d.credits === undefined) {
+    section.append(notShared('Credits', scopeFor(d, 'credits', 'sla:read:credits')))
+    return section
+  }
+  if (d.credits.length === 0) {
+    section.append(el('p', {}, 'No credit is owed for the closed periods.'))
+    return section
+  }
+  const list = el('ul')
+  for (const c of d.credits) {
+    list.append(
+      el(
+        'li',
+        { 'data-credit': c.credit },
+        `${periodOf(c.period_start, c.period_end)}: ${c.total} ${c.currency}`,
+        c.corrections > 0 ? ` (corrected ${c.corrections}×)` : '',
+      ),
+    )
+  }
+  section.append(list)
+  return section
+}
+
+async function slaSection(
+  api: Api,
+  claims: EmbedClaims,
+  sla: string,
+  range: string,
+): Promise<HTMLElement> {
+  const d = await api.get<Dashboard>(`/v1/slas/${encodeURIComponent(sla)}/dashboard${range}`)
+  const section = el('section', { class: 'sla', 'data-sla': sla, 'aria-labelledby': `sla-${sla}` })
+  section.append(
+    el('h2', { id: `sla-${sla}` }, sla),
+    el(
+      'p',
+      { class: 'range' },
+      `${when(d.from)} – ${when(d.to)}, in your time zone (${viewerZone}).`,
+    ),
+  )
+  const cards = el('div', { class: 'objectives' })
+  for (const o of d.objectives) cards.append(objectiveCard(d, o))
+  section.append(cards)
+
+  const uptime = el('section', { class: 'uptime-section', 'aria-labelledby': `up-${sla}` })
+  uptime.append(el('h3', { id: `up-${sla}` }, 'Uptime'))
+  const withMinutes = d.objectives.find((o) => o.minutes && o.numbers)
+  if (withMinutes?.minutes && withMinutes.numbers) {
+    uptime.append(
+      el('p', { class: 'which' }, `Objective ${withMinutes.objective}`),
+      uptimeBar(withMinutes.minutes, d.from, d.to, withMinutes.numbers.target_ppm),
+    )
+  } else {
+    uptime.append(notShared('The minute-by-minute history', scopeFor(d, 'objectives', 'sla:read:history')))
+  }
+  section.append(uptime)
+
+  const latency = el('section', { class: 'latency', 'aria-labelledby': `lat-${sla}` })
+  latency.append(el('h3', { id: `lat-${sla}` }, 'Response times'))
+  if (d.percentiles === undefined) {
+    latency.append(notShared('Response time percentiles', scopeFor(d, 'percentiles', 'sla:read:latency')))
+  } else {
+    const charts = (['latency', 'ttft', 'tpot'] as const)
+      .map((m) => percentileChart(d.percentiles ?? [], m))
+      .filter((c): c is HTMLElement => c !== null)
+    if (charts.length === 0) latency.append(el('p', {}, 'No requests in this range.'))
+    latency.append(...charts)
+  }
+  section.append(latency)
+
+  if (d.maintenance && d.maintenance.length > 0) {
+    const list = el('ul')
+    for (const m of d.maintenance) list.append(el('li', {}, `${when(m.starts_at)} – ${when(m.ends_at)}`))
+    section.append(el('section', { class: 'maintenance' }, el('h3', {}, 'Maintenance'), list))
+  }
+  section.append(credits(d), await attestations(api, claims, sla))
+  return section
+}
+
+function fail(message: string): void {
+  app.replaceChildren(el('p', { class: 'error', role: 'alert' }, message))
+  app.setAttribute('aria-busy', 'false')
+}
+
+async function main(): Promise<void> {
+  const params = new URLSearchParams(window.location.search)
+  applyTheme(params)
+  const token = takeToken()
+  const claims = token ? claimsOf(token) : null
+  if (!token || !claims) {
+    fail('This dashboard link is incomplete: ask the service for a new one.')
+    return
+  }
+  const api = new Api(token)
+  try {
+    const names =
+      claims.dashboard === 'overview'
+        ? (await api.get<ListOut<SlaSummary>>('/v1/slas?limit=50')).data.map((s) => s.name)
+        : [claims.dashboard]
+    // `from` and `to` (RFC 3339) pick the range; the last day by default.
+    const range = new URLSearchParams()
+    for (const key of ['from', 'to']) {
+      const value = params.get(key)
+      if (value) range.set(key, value)
+    }
+    const query = range.size > 0 ? `?${range}` : ''
+    const sections = await Promise.all(names.map((n) => slaSection(api, claims, n, query)))
+    const header = el(
+      'header',
+      {},
+      el('h1', {}, 'Service level'),
+      el('p', { class: 'expires' }, `This view expires ${when(new Date(claims.exp * 1000).toISOString())}.`),
+    )
+    app.replaceChildren(header, ...sections)
+    if (sections.length === 0) app.append(el('p', {}, 'No service level agreement yet.'))
+    app.setAttribute('aria-busy', 'false')
+    document.documentElement.dataset.ready = 'true'
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      fail('This dashboard link has expired or was withdrawn: reload the page that shows it.')
+    } else {
+      fail(`The dashboard could not be loaded: ${err instanceof Error ? err.message : String(err)}`)
+    }
+    document.documentElement.dataset.ready = 'error'
+  }
+}
+
+void main()

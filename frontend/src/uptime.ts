@@ -1,0 +1,93 @@
+// The uptime bar: the range cut into equal cells, each coloured by the
+// share of good events it held against the objective's target, maintenance
+// marked, with a summary in words for those who do not see the colours.
+
+import { el } from './dom'
+import { clock, count, percent } from './format'
+import type { MinutePoint } from './model'
+
+const CELLS = 96
+
+interface Cell {
+  start: number
+  end: number
+  good: number
+  total: number
+  maintenance: boolean
+}
+
+export function uptimeBar(
+  points: MinutePoint[],
+  from: string,
+  to: string,
+  targetPpm: number,
+): HTMLElement {
+  const start = new Date(from).getTime()
+  const end = new Date(to).getTime()
+  const width = (end - start) / CELLS
+  const cells: Cell[] = Array.from({ length: CELLS }, (_, i) => ({
+    start: start + i * width,
+    end: start + (i + 1) * width,
+    good: 0,
+    total: 0,
+    maintenance: false,
+  }))
+  for (const p of points) {
+    const i = Math.floor((new Date(p.minute).getTime() - start) / width)
+    const cell = cells[i]
+    if (!cell) continue
+    cell.good += p.good
+    cell.total += p.total
+    if (p.maintenance) cell.maintenance = true
+  }
+  let bad = 0
+  let good = 0
+  let total = 0
+  const list = el('ol', { class: 'uptime-bar', 'aria-hidden': 'true' })
+  for (const c of cells) {
+    good += c.good
+    total += c.total
+    const ppm = c.total > 0 ? Math.floor((c.good * 1_000_000) / c.total) : null
+    const state =
+      ppm === null ? 'none' : ppm >= targetPpm ? 'ok' : ppm >= 900_000 ? 'degraded' : 'down'
+    if (state === 'degraded' || state === 'down') bad += 1
+    const title =
+      `${clock(c.start)}–${clock(c.end)}: ` +
+      (ppm === null ? 'no requests' : `${percent(ppm)} good of ${count(c.total)}`) +
+      (c.maintenance ? ', maintenance' : '')
+    list.append(
+      el('li', {
+        class: `cell ${state}${c.maintenance ? ' maintenance' : ''}`,
+        title,
+        'data-state': state,
+      }),
+    )
+  }
+  const overall = total > 0 ? percent(Math.floor((good * 1_000_000) / total)) : 'no requests'
+  const words =
+    total > 0
+      ? `${overall} of ${count(total)} requests good; ${bad} of ${CELLS} intervals below target.`
+      : 'No requests in this range.'
+  return el(
+    'figure',
+    { class: 'uptime' },
+    list,
+    el(
+      'figcaption',
+      {},
+      el('span', { class: 'sr-summary', 'data-testid': 'uptime-summary' }, words),
+      el(
+        'span',
+        { class: 'legend', 'aria-hidden': 'true' },
+        el('span', { class: 'swatch ok' }),
+        'met ',
+        el('span', { class: 'swatch degraded' }),
+        'below target ',
+        el('span', { class: 'swatch down' }),
+        'below 90% ',
+        el('span', { class: 'swatch maintenance' }),
+        'maintenance',
+      ),
+    ),
+  )
+}

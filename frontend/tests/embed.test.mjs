@@ -1,0 +1,142 @@
+// Browser test of the embedded dashboard, driven by
+// tests/tests/e2e/pages.rs, which stores known data, serves the platform
+// and mints the tokens. Runs Debian's chromium through playwright-core and
+// exits non-zero naming every check that failed.
+//
+// Environment: BASE_URL, TOKEN_FULL (every read scope), TOKEN_NARROW
+// (sla:read and sla:read:uptime only), RANGE (`from=…&to=…`), CHROMIUM
+// (the browser), SHOTS (where the screenshots go).
+
+import { readFileSync, mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { chromium } from 'playwright-core'
+
+const env = (name) => {
+  const value = process.env[name]
+  if (!value) throw new Error(`${name} is not set`)
+  return value
+}
+const base = env('BASE_URL')
+const range = env('RANGE')
+const shots = env('SHOTS')
+mkdirSync(shots, { recursive: true })
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+
+const failures = []
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
+  if (!ok) failures.push(what)
+}
+
+const browser = await chromium.launch({
+  executablePath: env('CHROMIUM'),
+  args: ['--no-sandbox', '--disable-gpu'],
+})
+
+/** Opens the dashboard with `token`; answers the page, the API paths it
+ * requested, and the milliseconds to its first full render. */
+async function open(token, { width = 1200, height = 1400, scheme = 'light', extra = '' } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme: scheme })
+  const page = await context.newPage()
+  const requested = []
+  const errors = []
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname))
+  page.on('pageerror', (e) => errors.push(e.message))
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()))
+  const started = Date.now()
+  await page.goto(`${base}/embed/?token=${token}&${range}${extra}`)
+  await page.waitForSelector('html[data-ready]', { timeout: 20000 })
+  const millis = Date.now() - started
+  return { page, context, requested, errors, millis }
+}
+
+// Every read scope: everything shown, nothing refused.
+{
+  const { page, context, requested, errors, millis } = await open(env('TOKEN_FULL'))
+  console.log(`first render with every scope: ${millis} ms`)
+  check((await page.evaluate(() => document.documentElement.dataset.ready)) === 'true', 'full: the page loaded')
+  check(errors.length === 0, `full: no script or console errors (${errors.join('; ')})`)
+  check(!page.url().includes('token='), 'full: the token was removed from the address')
+  check((await page.locator('article.objective').count()) === 4, 'full: four objectives')
+  const availability = page.locator('article[data-objective="availability"]')
+  // November is closed; the current period (December) has no requests yet.
+  check((await availability.locator('[data-testid="state"]').innerText()) === 'No requests yet',
+    'full: the current period says it has no requests yet')
+  const uptime = await page.locator('[data-testid="uptime-summary"]').innerText()
+  check(uptime.includes('99.167% of 1,440 requests good') && uptime.includes('1 of 96 intervals below target'),
+    `full: the uptime bar of 11 November (${uptime})`)
+  check((await page.locator('.uptime-bar .cell.down').count()) === 1, 'full: one interval coloured down (01:00-01:15, 12 of 15 failed)')
+  check((await page.locator('.uptime-bar .cell.ok').count()) === 95, 'full: the other 95 met')
+  const latency = await page.locator('[data-testid="latency-summary"]').innerText()
+  check(latency.includes('over 1440 minutes'), `full: the latency chart over the day's minutes (${latency})`)
+  check((await page.locator('figure.percentiles canvas').count()) >= 1, 'full: the chart is drawn')
+  check((await page.locator('[data-not-shared]').count()) === 0, 'full: nothing said to be unshared')
+  check((await page.locator('section.attestations tbody tr').count()) === 4, 'full: the four attestations of November')
+  check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')
+  // Accessibility: axe-core, evaluated through the DevTools protocol (the
+  // page's own policy allows no injected script).
+  await page.evaluate(axeSource)
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  check(serious.length === 0, `full: no serious accessibility violations (${serious.map((v) => `${v.id}: ${v.nodes.length}`).join(', ')})`)
+  await page.screenshot({ path: `${shots}/dashboard-light-desktop.png`, fullPage: true })
+  await context.close()
+}
+
+// sla:read and sla:read:uptime only: what is refused is never requested,
+// and the page says it is not shared.
+{
+  const { page, context, requested, errors } = await open(env('TOKEN_NARROW'))
+  check(errors.length === 0, `narrow: no script or console errors (${errors.join('; ')})`)
+  check(!requested.some((p) => p.endsWith('/attestations')), 'narrow: attestations never requested')
+  const refused = await page.locator('[data-not-shared]').evaluateAll((els) => els.map((e) => e.dataset.notShared))
+  for (const scope of ['attestation:read', 'sla:read:credits', 'sla:read:latency']) {
+    check(refused.includes(scope), `narrow: says ${scope} is not shared (${refused.join(', ')})`)
+  }
+  check((await page.locator('figure.percentiles').count()) === 0, 'narrow: no latency chart')
+  check((await page.locator('article[data-objective="availability"] [data-testid="compliance"]').count()) === 1,
+    'narrow: availability (uptime) still shown')
+  await context.close()
+}
+
+// An expired or forged token: a plain page that says so, no script.
+{
+  const context = await browser.newContext()
+  const page = await context.newPage()
+  const answer = await page.goto(`${base}/embed/?token=not.a.token`)
+  check(answer.status() === 401, `forged: 401 (${answer.status()})`)
+  check((await page.locator('h1').innerText()) === 'Dashboard unavailable', 'forged: says the dashboard is unavailable')
+  await context.close()
+}
+
+// Screenshots: light and dark, desktop and phone.
+for (const scheme of ['light', 'dark']) {
+  for (const [device, width, height] of [['desktop', 1200, 1400], ['phone', 390, 844]]) {
+    if (scheme === 'light' && device === 'desktop') continue
+    const { page, context } = await open(env('TOKEN_FULL'), { width, height, scheme })
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1)
+    check(!overflow, `${scheme} ${device}: no sideways scrolling`)
+    await page.screenshot({ path: `${shots}/dashboard-${scheme}-${device}.png`, fullPage: true })
+    await context.close()
+  }
+}
+
+// A brand colour from the embed parameters, and nothing but a colour.
+{
+  const { page, context } = await open(env('TOKEN_FULL'), { extra: '&brand=%23aa3300&theme=dark' })
+  const brand = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--brand').trim())
+  check(brand === '#aa3300', `brand colour applied (${brand})`)
+  check((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark', 'theme=dark applied')
+  await context.close()
+  const bad = await open(env('TOKEN_FULL'), { extra: '&brand=red;background:url(x)' })
+  const kept = await bad.page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--brand').trim())
+  check(kept === '#2456d6', `a brand that is not a colour is ignored (${kept})`)
+  await bad.context.close()
+}
+
+await browser.close()
+if (failures.length > 0) {
+  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
+  process.exit(1)
+}
+console.log('\nall browser checks passed')

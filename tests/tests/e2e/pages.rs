@@ -1,0 +1,174 @@
+//! The embedded customer dashboard in a real browser: November's requests
+//! stored and the month closed, the platform served, embed tokens of two
+//! scopes minted through the API, and `frontend/tests/embed.test.mjs` run in
+//! Debian's chromium through playwright-core against known data (what is
+//! shown, what is never requested, the uptime bar and the latency chart of
+//! 11 November, axe-core, light and dark on a desktop and a phone). The
+//! screenshots are kept in `target/screenshots/`.
+//!
+//! Needs the built pages and the browser (`scripts/test` builds and
+//! installs them); skipped loudly without them, a failure under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use reqwest::StatusCode;
+use slaproof_tests::fixtures::{call, token, trust_test_key};
+
+fn frontend() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .join("frontend")
+}
+
+/// The browser and the built pages, or `None` after a loud message.
+fn tools() -> Option<PathBuf> {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file());
+    let built = frontend().join("dist/index.html").is_file();
+    let modules = frontend().join("node_modules/playwright-core").is_dir();
+    match chromium {
+        Some(path) if built && modules => Some(path),
+        _ => {
+            assert!(
+                !slaproof_tests::chain::in_ci(),
+                "chromium, the built pages or playwright-core are missing under CI: scripts/test installs them"
+            );
+            eprintln!(
+                "\n!!! SKIPPED: needs Debian's chromium, `npm ci --prefix frontend` and `npm run build --prefix frontend` (scripts/test does both) !!!\n"
+            );
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothing_else() {
+    let Some(chromium) = tools() else {
+        return;
+    };
+    let s = crate::attestation::closed_november().await;
+    let customer = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        id
+    };
+    let (app, tenant) = s.serve(trust_test_key).await;
+    let http = reqwest::Client::new();
+    let provider = token(tenant, &["provider_admin"], None);
+    let (status, origins) = call(
+        &http,
+        app.address,
+        &provider,
+        "PUT",
+        "/v1/embed-origins",
+        Some(serde_json::json!({"origins": ["https://console.acme.example"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{origins}");
+    let mint = async |scopes: &[&str]| {
+        let (status, minted) = call(
+            &http,
+            app.address,
+            &provider,
+            "POST",
+            "/v1/embed-tokens",
+            Some(serde_json::json!({
+                "customer": customer.to_string(),
+                "dashboard": "chat-sla",
+                "scopes": scopes,
+            })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{minted}");
+        minted["token"].as_str().unwrap().to_owned()
+    };
+    let full = mint(&[
+        "sla:read",
+        "sla:read:uptime",
+        "sla:read:latency",
+        "sla:read:credits",
+        "sla:read:history",
+        "maintenance:read",
+        "attestation:read",
+    ])
+    .await;
+    let narrow = mint(&["sla:read", "sla:read:uptime"]).await;
+
+    // The page is answered to the token with a policy that lets only the
+    // tenant's origin frame it and loads nothing from elsewhere; never cached.
+    let page = http
+        .get(format!("http://{}/embed/?token={full}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("frame-ancestors https://console.acme.example")
+            && csp.contains("script-src 'self'")
+            && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert_eq!(page.headers()["cache-control"], "no-store");
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    let html = page.text().await.unwrap();
+    let asset = html
+        .split('"')
+        .find(|s| s.starts_with("/embed/assets/") && s.ends_with(".js"))
+        .expect("the page loads its script from /embed/assets")
+        .to_owned();
+    let script = http
+        .get(format!("http://{}{asset}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        script.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    let missing = http
+        .get(format!(
+            "http://{}/embed/assets/..%2Fsecret.js",
+            app.address
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("target/screenshots");
+    let run = Command::new("node")
+        .arg(frontend().join("tests/embed.test.mjs"))
+        .current_dir(frontend())
+        .env("BASE_URL", format!("http://{}", app.address))
+        .env("TOKEN_FULL", &full)
+        .env("TOKEN_NARROW", &narrow)
+        .env("RANGE", "from=2026-11-11T00:00:00Z&to=2026-11-12T00:00:00Z")
+        .env("CHROMIUM", &chromium)
+        .env("SHOTS", &shots)
+        .output()
+        .expect("node runs the browser test");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{said}");
+    assert!(run.status.success(), "the browser checks failed:\n{said}");
+    assert!(shots.join("dashboard-dark-phone.png").is_file());
+}
