@@ -11,7 +11,7 @@ export class ApiError extends Error {
 }
 
 export class Api {
-  constructor(private readonly token: string) {}
+  constructor(readonly token: string) {}
 
   async get<T>(path: string): Promise<T> {
     const res = await fetch(path, {

@@ -127,7 +127,23 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
         el('td', {}, periodOf(a.period_start, a.period_end)),
         el('td', {}, a.objective),
         el('td', {}, status, a.reason ? el('span', { class: 'reason' }, ` — ${a.reason}`) : null),
-        el('td', {}, el('code', {}, a.id)),
+        el(
+          'td',
+          {},
+          el('code', {}, a.id),
+          a.status === 'anchored'
+            ? el(
+                'a',
+                {
+                  href: `/audit/?attestation=${encodeURIComponent(a.id)}#token=${encodeURIComponent(api.token)}`,
+                  target: '_blank',
+                  rel: 'noopener noreferrer',
+                  class: 'verify-link',
+                },
+                'Check this proof',
+              )
+            : null,
+        ),
       ),
     )
   }
@@ -144,7 +160,7 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
           el('th', { scope: 'col' }, 'Period'),
           el('th', { scope: 'col' }, 'Objective'),
           el('th', { scope: 'col' }, 'Status'),
-          el('th', { scope: 'col' }, 'Attestation (verify with slaproof verify --attestation)'),
+          el('th', { scope: 'col' }, 'Attestation'),
         ),
       ),
       body,

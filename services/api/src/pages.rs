@@ -1,5 +1,5 @@
 //! The pages, built by Vite into `frontend/dist`: `/embed/`, the embedded
-//! customer dashboard, and its assets.
+//! customer dashboard; `/audit/`, the auditor's page; and their assets.
 //!
 //! The dashboard's HTML is answered per embed token (`?token=`): checked
 //! here, so that its Content-Security-Policy can let only the token's
@@ -47,6 +47,8 @@ pub(crate) fn router(pages: Pages) -> Router<ApiState> {
         .route("/embed/", get(dashboard))
         .route("/embed/assets/{file}", get(asset))
         .route("/embed/slaproof-embed.js", get(web_component))
+        .route("/audit", get(|| async { Redirect::permanent("/audit/") }))
+        .route("/audit/", get(auditor))
         .layer(axum::Extension(pages))
 }
 
@@ -88,6 +90,31 @@ fn policy(frame_ancestors: &[String]) -> String {
          connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; \
          frame-ancestors {ancestors}"
     )
+}
+
+/// The auditor's page's policy: snarkjs compiles WebAssembly and verifies
+/// in workers it makes from blobs; the page reads the chain from whatever
+/// RPC address the auditor gives (https, or a node on this machine). It is
+/// framed by no one.
+const AUDITOR_POLICY: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+    worker-src 'self' blob:; style-src 'self'; img-src 'self' data:; \
+    connect-src 'self' https: http://127.0.0.1:* http://localhost:*; base-uri 'none'; \
+    form-action 'none'; frame-ancestors 'none'";
+
+/// `/audit/`: public (the checks run in the browser; reading a bundle from
+/// the API takes the auditor's own token).
+async fn auditor(axum::Extension(pages): axum::Extension<Pages>) -> Response {
+    match pages.read("audit.html") {
+        Ok(html) => {
+            let mut response = page(StatusCode::OK, html, &[]);
+            response.headers_mut().insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(AUDITOR_POLICY),
+            );
+            response
+        }
+        Err(problem) => problem.into_response(),
+    }
 }
 
 /// A page with its security headers; never cached.

@@ -172,3 +172,128 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
     assert!(run.status.success(), "the browser checks failed:\n{said}");
     assert!(shots.join("dashboard-dark-phone.png").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_names_a_tampered_one() {
+    use slaproof_attestation::worker::Anchoring;
+    use slaproof_chain::anvil::Anvil;
+    let Some(chromium) = tools() else {
+        return;
+    };
+    let Some(anvil) = crate::attestation::anvil_binary() else {
+        return;
+    };
+    // November proven and anchored (hash-only) on a real anvil.
+    let s = crate::attestation::closed_november().await;
+    let node = Anvil::start(&anvil, 0, None).expect("anvil starts");
+    let (chain, deployment) = crate::attestation::chain_on(&node, 30).await;
+    let w = crate::attestation::worker(
+        &s,
+        Some(Anchoring {
+            chain: chain.clone(),
+            deployment: deployment.clone(),
+        }),
+    )
+    .await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    drop(w);
+    let row = crate::attestation::provable(crate::attestation::attestations_of(&s).await)
+        .into_iter()
+        .find(|r| r.objective == "availability")
+        .unwrap();
+    assert_eq!(row.status, "anchored");
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let bundle = slaproof_store::attestations::bundle(&mut tx, row.id)
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+    let valid = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, valid.path()).unwrap();
+    let tampered = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, tampered.path()).unwrap();
+    let public = tampered.path().join("public.json");
+    let mut inputs: Vec<String> = serde_json::from_slice(&std::fs::read(&public).unwrap()).unwrap();
+    inputs[0] = "12345".into();
+    std::fs::write(&public, serde_json::to_vec(&inputs).unwrap()).unwrap();
+
+    // Another key (IC[0] replaced by IC[1]): its hash is not the anchored one.
+    let other_key = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, other_key.path()).unwrap();
+    let key_file = other_key.path().join("verification_key.json");
+    let mut key: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&key_file).unwrap()).unwrap();
+    key["IC"][0] = key["IC"][1].clone();
+    std::fs::write(&key_file, serde_json::to_vec(&key).unwrap()).unwrap();
+
+    // The customer's dashboard links each anchored proof to this page.
+    let customer = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        id
+    };
+    let (app, tenant) = s.serve(trust_test_key).await;
+    let auditor = token(tenant, &["auditor"], None);
+    let (status, minted) = call(
+        &reqwest::Client::new(),
+        app.address,
+        &token(tenant, &["provider_admin"], None),
+        "POST",
+        "/v1/embed-tokens",
+        Some(serde_json::json!({
+            "customer": customer.to_string(),
+            "dashboard": "chat-sla",
+            "scopes": ["sla:read", "attestation:read"],
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{minted}");
+    let page = reqwest::get(format!("http://{}/audit/", app.address))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("frame-ancestors 'none'") && !csp.contains("'unsafe-"),
+        "{csp}"
+    );
+
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("target/screenshots");
+    let run = Command::new("node")
+        .arg(frontend().join("tests/audit.test.mjs"))
+        .current_dir(frontend())
+        .env("BASE_URL", format!("http://{}", app.address))
+        .env("RPC", node.url().as_str())
+        .env("BUNDLE", valid.path())
+        .env("TAMPERED", tampered.path())
+        .env("OTHER_KEY", other_key.path())
+        .env("ATTESTATION", row.id.to_string())
+        .env("TOKEN", &auditor)
+        .env("EMBED_TOKEN", minted["token"].as_str().unwrap())
+        .env("ATTESTER", chain.address().to_string())
+        .env("EAS", deployment.eas.to_string())
+        .env("VK_SHA256", row.vk_sha256.clone().unwrap())
+        .env("CHROMIUM", &chromium)
+        .env("SHOTS", &shots)
+        .output()
+        .expect("node runs the browser test");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{said}");
+    node.stop();
+    assert!(
+        run.status.success(),
+        "the auditor page's checks failed:\n{said}"
+    );
+}

@@ -1,0 +1,124 @@
+// The auditor's page: a bundle from files or from the API, the checks run
+// in the browser, each shown with its result in words.
+
+import '../style.css'
+import './audit.css'
+import { el } from '../dom'
+import { periodOf, viewerZone } from '../format'
+import { FILES, parseBundle } from './bundle'
+import { type Check, audit } from './checks'
+
+const form = document.getElementById('audit') as HTMLFormElement
+const result = document.getElementById('result') as HTMLElement
+const input = (id: string) => document.getElementById(id) as HTMLInputElement
+
+// Prefilled from the link: ?attestation=…&rpc=…, and a token only in the
+// fragment (#token=…), which browsers never send to a server.
+const params = new URLSearchParams(window.location.search)
+for (const name of ['attestation', 'rpc', 'vk', 'eas', 'attester']) {
+  const value = params.get(name)
+  if (value) input(name).value = value
+}
+const fragment = new URLSearchParams(window.location.hash.slice(1))
+if (fragment.get('token')) {
+  input('token').value = fragment.get('token') ?? ''
+  window.history.replaceState(null, '', window.location.pathname + window.location.search)
+}
+
+async function filesOf(list: FileList): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const file of Array.from(list)) {
+    if ((FILES as readonly string[]).includes(file.name)) out[file.name] = await file.text()
+  }
+  return out
+}
+
+async function fromApi(id: string, token: string): Promise<Record<string, string>> {
+  const res = await fetch(`/v1/attestations/${encodeURIComponent(id)}/bundle`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+    credentials: 'omit',
+  })
+  const body = (await res.json()) as Record<string, unknown> & { detail?: string }
+  if (!res.ok) throw new Error(body.detail ?? `the API answered ${res.status}`)
+  const out: Record<string, string> = {}
+  for (const [name, content] of Object.entries(body)) out[name] = JSON.stringify(content)
+  return out
+}
+
+const LABEL: Record<Check['status'], string> = {
+  passed: 'Passed',
+  failed: 'Failed',
+  skipped: 'Not checked',
+}
+
+function show(summary: string, period: string, checks: Check[]): void {
+  const failed = checks.filter((c) => c.status === 'failed')
+  const skipped = checks.filter((c) => c.status === 'skipped')
+  const verdict =
+    failed.length > 0
+      ? `${failed.length} check${failed.length > 1 ? 's' : ''} failed: ${failed.map((c) => c.name).join(', ')}. Do not rely on this claim.`
+      : skipped.length > 0
+        ? `Every check run passed; ${skipped.length} could not be run (see below).`
+        : 'Every check passed: the claim is proven and anchored as stated.'
+  const list = el('ol', { class: 'checks' })
+  for (const c of checks) {
+    list.append(
+      el(
+        'li',
+        { class: c.status, 'data-check': c.name, 'data-status': c.status },
+        el('span', { class: 'status' }, LABEL[c.status]),
+        el('strong', {}, c.name),
+        el('p', { class: 'means' }, c.means),
+        el('p', { class: 'detail' }, c.detail),
+      ),
+    )
+  }
+  result.replaceChildren(
+    el('h2', {}, 'Result'),
+    el('p', { class: 'claim' }, summary),
+    el('p', { class: 'period' }, `The period: ${period}, in your time zone (${viewerZone}).`),
+    el('p', { class: `verdict ${failed.length > 0 ? 'failed' : 'passed'}`, role: 'status', 'data-testid': 'verdict' }, verdict),
+    list,
+  )
+  document.documentElement.dataset.checked = failed.length > 0 ? 'failed' : 'passed'
+}
+
+form.addEventListener('submit', (event) => {
+  event.preventDefault()
+  void (async () => {
+    const button = input('verify') as unknown as HTMLButtonElement
+    button.disabled = true
+    result.replaceChildren(el('p', {}, 'Checking…'))
+    try {
+      const files = input('files').files
+      const raw =
+        files && files.length > 0
+          ? await filesOf(files)
+          : input('attestation').value.trim()
+            ? await fromApi(input('attestation').value.trim(), input('token').value.trim())
+            : null
+      if (!raw) throw new Error('choose the four files, or give an attestation id and a token')
+      const bundle = parseBundle(raw)
+      const rpc = input('rpc').value.trim() || null
+      const checks = await audit(bundle, rpc, {
+        vkSha256: input('vk').value.trim() || undefined,
+        eas: input('eas').value.trim() || undefined,
+        attester: input('attester').value.trim() || undefined,
+      })
+      const c = bundle.statement.claim
+      show(
+        bundle.statement.summary,
+        periodOf(new Date(c.period_start * 1000).toISOString(), new Date(c.period_end * 1000).toISOString()),
+        checks,
+      )
+    } catch (e) {
+      result.replaceChildren(
+        el('p', { class: 'error', role: 'alert' }, e instanceof Error ? e.message : String(e)),
+      )
+      document.documentElement.dataset.checked = 'error'
+    } finally {
+      button.disabled = false
+    }
+  })()
+})
+document.documentElement.dataset.ready = 'true'

@@ -1,0 +1,122 @@
+// Browser test of the auditor's page, driven by tests/tests/e2e/pages.rs,
+// which anchors a proven November on anvil and exports its bundle. Runs
+// Debian's chromium through playwright-core; exits non-zero naming every
+// check that failed.
+//
+// Environment: BASE_URL, RPC (anvil), BUNDLE (a folder of the four files),
+// TAMPERED (the same with a changed public input), OTHER_KEY (with another
+// verifying key), ATTESTATION and TOKEN
+// (an auditor's, to load the bundle from the API), ATTESTER, EAS,
+// VK_SHA256 (pins), CHROMIUM, SHOTS.
+
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium } from 'playwright-core'
+
+const env = (name) => {
+  const value = process.env[name]
+  if (!value) throw new Error(`${name} is not set`)
+  return value
+}
+const failures = []
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
+  if (!ok) failures.push(what)
+}
+
+const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu'] })
+
+async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 }, colorScheme: scheme })
+  const page = await context.newPage()
+  const errors = []
+  page.on('pageerror', (e) => errors.push(e.message))
+  await page.goto(`${env('BASE_URL')}/audit/?rpc=${encodeURIComponent(env('RPC'))}`)
+  await page.waitForSelector('html[data-ready]')
+  if (files) {
+    await page.setInputFiles('#files', readdirSync(files).map((f) => join(files, f)))
+  } else {
+    await page.fill('#attestation', id)
+    await page.fill('#token', token)
+  }
+  if (pins) {
+    await page.fill('#vk', env('VK_SHA256'))
+    await page.fill('#eas', env('EAS'))
+    await page.fill('#attester', env('ATTESTER'))
+  }
+  // Keyboard only: tab to the button and press Enter.
+  await page.focus('#attester')
+  await page.keyboard.press('Tab')
+  const focused = await page.evaluate(() => document.activeElement?.id)
+  await page.keyboard.press('Enter')
+  await page.waitForSelector('html[data-checked]', { timeout: 60000 })
+  const statuses = await page.locator('[data-check]').evaluateAll((els) =>
+    Object.fromEntries(els.map((e) => [e.dataset.check, e.dataset.status])),
+  )
+  const verdict = await page.locator('[data-testid="verdict"]').innerText().catch(() => '')
+  if (shot) await page.screenshot({ path: `${env('SHOTS')}/${shot}.png`, fullPage: true })
+  return { page, context, statuses, verdict, errors, focused }
+}
+
+{
+  const { context, statuses, verdict, errors, focused, page } = await run({ files: env('BUNDLE'), shot: 'audit-valid-light' })
+  check(focused === 'verify', `the button is reached with the keyboard (${focused})`)
+  check(errors.length === 0, `valid: no script errors (${errors.join('; ')})`)
+  for (const name of ['files', 'format', 'verifying key', 'public inputs', 'claim form', 'context', 'proof', 'statement id', 'anchor', 'attester', 'attester pinned']) {
+    check(statuses[name] === 'passed', `valid: ${name} passed (${statuses[name]})`)
+  }
+  check(verdict.startsWith('Every check passed'), `valid: the verdict says so (${verdict})`)
+  const axe = (await import('node:fs')).readFileSync((await import('node:module')).createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+  await page.evaluate(axe)
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  check(serious.length === 0, `auditor page: no serious accessibility violations (${serious.map((v) => v.id).join(', ')})`)
+  await context.close()
+}
+{
+  const { context, statuses, verdict } = await run({ files: env('TAMPERED'), scheme: 'dark', shot: 'audit-tampered-dark' })
+  check(statuses.proof === 'failed', `tampered: the proof check fails (${statuses.proof})`)
+  check(statuses['statement id'] === 'failed', `tampered: the statement id no longer matches (${statuses['statement id']})`)
+  check(verdict.includes('failed') && verdict.includes('proof'), `tampered: the verdict names the failed checks (${verdict})`)
+  await context.close()
+}
+{
+  const { context, statuses } = await run({ files: env('OTHER_KEY'), pins: false })
+  check(statuses['verifying key'] === 'failed', `another key: the verifying key check fails (${statuses['verifying key']})`)
+  check(statuses.proof === 'skipped', `another key: the proof is not checked against it (${statuses.proof})`)
+  await context.close()
+}
+{
+  const { context, statuses, verdict } = await run({ id: env('ATTESTATION'), token: env('TOKEN'), pins: false })
+  check(statuses.proof === 'passed' && statuses.anchor === 'passed', `from the API: proof and anchor pass (${JSON.stringify(statuses)})`)
+  check(verdict.startsWith('Every check passed'), `from the API, unpinned: every check run passed (${verdict})`)
+  await context.close()
+}
+
+// From the customer's dashboard: the link of an anchored proof opens this
+// page with the attestation and the embed token, and the checks pass.
+{
+  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 } })
+  const page = await context.newPage()
+  await page.goto(`${env('BASE_URL')}/embed/?token=${env('EMBED_TOKEN')}`)
+  await page.waitForSelector('html[data-ready]')
+  const link = page.locator('tr[data-status="anchored"] a.verify-link').first()
+  check((await link.count()) === 1, 'dashboard: an anchored proof links to the auditor page')
+  const [popup] = await Promise.all([context.waitForEvent('page'), link.click()])
+  await popup.waitForSelector('html[data-ready]')
+  check((await popup.inputValue('#attestation')).length > 0, 'dashboard link: the attestation is filled in')
+  check(!popup.url().includes('token='), 'dashboard link: the token left the address bar')
+  await popup.fill('#rpc', env('RPC'))
+  await popup.click('#verify')
+  await popup.waitForSelector('html[data-checked]', { timeout: 60000 })
+  const verdict = await popup.locator('[data-testid="verdict"]').innerText()
+  check(verdict.startsWith('Every check passed'), `dashboard link: the proof checks out (${verdict})`)
+  await context.close()
+}
+
+await browser.close()
+if (failures.length > 0) {
+  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
+  process.exit(1)
+}
+console.log('\nall auditor page checks passed')
