@@ -14,7 +14,7 @@ export default defineConfig({
     // The auditor's page carries snarkjs and viem (about 140 kB gzipped).
     chunkSizeWarningLimit: 1024,
     rollupOptions: {
-      input: { embed: 'index.html', audit: 'audit.html' },
+      input: { embed: 'index.html', audit: 'audit.html', console: 'console.html' },
     },
   },
 })

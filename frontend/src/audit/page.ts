@@ -2,6 +2,7 @@
 // in the browser, each shown with its result in words.
 
 import '../style.css'
+import '../forms.css'
 import './audit.css'
 import { el } from '../dom'
 import { periodOf, viewerZone } from '../format'

@@ -1,5 +1,6 @@
 //! The pages, built by Vite into `frontend/dist`: `/embed/`, the embedded
-//! customer dashboard; `/audit/`, the auditor's page; and their assets.
+//! customer dashboard; `/audit/`, the auditor's page; `/console/`, the
+//! provider's console; and their assets.
 //!
 //! The dashboard's HTML is answered per embed token (`?token=`): checked
 //! here, so that its Content-Security-Policy can let only the token's
@@ -49,6 +50,11 @@ pub(crate) fn router(pages: Pages) -> Router<ApiState> {
         .route("/embed/slaproof-embed.js", get(web_component))
         .route("/audit", get(|| async { Redirect::permanent("/audit/") }))
         .route("/audit/", get(auditor))
+        .route(
+            "/console",
+            get(|| async { Redirect::permanent("/console/") }),
+        )
+        .route("/console/", get(console))
         .layer(axum::Extension(pages))
 }
 
@@ -113,6 +119,15 @@ async fn auditor(axum::Extension(pages): axum::Extension<Pages>) -> Response {
             );
             response
         }
+        Err(problem) => problem.into_response(),
+    }
+}
+
+/// `/console/`: public HTML; everything it shows is read with the token the
+/// provider signs in with. Its own origin only, framed by no one.
+async fn console(axum::Extension(pages): axum::Extension<Pages>) -> Response {
+    match pages.read("console.html") {
+        Ok(html) => page(StatusCode::OK, html, &[]),
         Err(problem) => problem.into_response(),
     }
 }

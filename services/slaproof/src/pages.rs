@@ -102,7 +102,7 @@ pub(crate) async fn announce_dashboard(
     };
     if let Some(token) = token {
         println!(
-            "  Dashboard   {url}/embed/?token={token}\n              (the demo customer's dashboard, valid 1 h; mint more with POST /v1/embed-tokens)\n"
+            "  Dashboard   {url}/embed/?token={token}\n              (the demo customer's dashboard, valid 1 h; mint more with POST /v1/embed-tokens)\n  Console     {url}/console/   (sign in with the provider admin token above)\n  Auditor     {url}/audit/\n"
         );
     }
 }

@@ -297,3 +297,53 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
         "the auditor page's checks failed:\n{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_providers_console_applies_an_sla_shows_its_problems_in_place_and_makes_embed_snippets()
+{
+    let Some(chromium) = tools() else {
+        return;
+    };
+    let s = crate::attestation::closed_november().await;
+    let (app, tenant) = s.serve(trust_test_key).await;
+    let provider = token(tenant, &["provider_admin"], None);
+    let (status, origins) = call(
+        &reqwest::Client::new(),
+        app.address,
+        &provider,
+        "PUT",
+        "/v1/embed-origins",
+        Some(serde_json::json!({"origins": ["https://console.acme.example"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{origins}");
+    let page = reqwest::get(format!("http://{}/console/", app.address))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self';"),
+        "{csp}"
+    );
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("target/screenshots");
+    let run = Command::new("node")
+        .arg(frontend().join("tests/console.test.mjs"))
+        .current_dir(frontend())
+        .env("BASE_URL", format!("http://{}", app.address))
+        .env("TOKEN", &provider)
+        .env("CHROMIUM", &chromium)
+        .env("SHOTS", &shots)
+        .output()
+        .expect("node runs the browser test");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{said}");
+    assert!(run.status.success(), "the console's checks failed:\n{said}");
+}

@@ -1,0 +1,121 @@
+// Browser test of the provider's console, driven by
+// tests/tests/e2e/pages.rs (a tenant with the SLA chat-sla and the
+// customer acme-corp). Runs Debian's chromium through playwright-core;
+// exits non-zero naming every check that failed.
+//
+// Environment: BASE_URL, TOKEN (a provider admin's), CHROMIUM, SHOTS.
+
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { chromium } from 'playwright-core'
+
+const env = (name) => {
+  const value = process.env[name]
+  if (!value) throw new Error(`${name} is not set`)
+  return value
+}
+const failures = []
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
+  if (!ok) failures.push(what)
+}
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+async function axe(page, where) {
+  await page.evaluate(axeSource)
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  check(serious.length === 0, `${where}: no serious accessibility violations (${serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target).join(' ')}`).join(', ')})`)
+}
+/** Waits for the section `view` (e.g. `slas/chat-sla`) to be shown. */
+const ready = async (page, view) => {
+  await page.waitForSelector(`#view[data-view="${view}"][aria-busy="false"]`)
+}
+
+const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu'] })
+const context = await browser.newContext({ viewport: { width: 1200, height: 1300 } })
+const page = await context.newPage()
+const errors = []
+page.on('pageerror', (e) => errors.push(e.message))
+await page.goto(`${env('BASE_URL')}/console/`)
+await page.waitForSelector('#token')
+
+// Keyboard: the token field has the focus; signing in by keyboard.
+check((await page.evaluate(() => document.activeElement?.id)) === 'token', 'the token field has the focus')
+await page.fill('#token', 'not-a-token')
+await page.keyboard.press('Tab')
+await page.keyboard.press('Enter')
+await page.waitForSelector('.sign-in .error')
+check((await page.locator('.sign-in .error').innerText()).includes('refused'), 'a bad token is refused, and the page says so')
+await page.fill('#token', env('TOKEN'))
+await page.click('.sign-in button')
+await ready(page, 'slas')
+check((await page.locator('a[href="#slas/chat-sla"]').count()) === 1, 'the SLA list shows chat-sla')
+await axe(page, 'SLA list')
+await page.screenshot({ path: `${env('SHOTS')}/console-slas-light-desktop.png`, fullPage: true })
+
+// The document, applied with an error: the problem is shown in place.
+await page.click('a[href="#slas/chat-sla"]')
+await ready(page, 'slas/chat-sla')
+const doc = await page.inputValue('#document')
+check(doc.includes('name: chat-sla'), 'the editor holds the exported document')
+await page.fill('#document', doc.replace('target: 99.9%', 'target: 199%'))
+await page.click('#apply')
+await page.waitForSelector('#document-problems li')
+const paths = await page.locator('#document-problems li[data-path]').evaluateAll((els) => els.map((e) => e.dataset.path))
+check(paths.some((p) => p.startsWith('spec.objectives[0].target')), `the problem names its path in place (${paths.join(', ')})`)
+check((await page.getAttribute('#document', 'aria-invalid')) === 'true', 'the document is marked invalid')
+check((await page.evaluate(() => document.activeElement?.id)) === 'document', 'focus returns to the document')
+await page.screenshot({ path: `${env('SHOTS')}/console-sla-error-light-desktop.png`, fullPage: true })
+await page.fill('#document', doc.replace('target: 99.9%', 'target: 99.95%'))
+await page.click('#apply')
+await page.waitForFunction(() => (document.querySelector('.editor .outcome')?.textContent ?? '').length > 0)
+const outcome = await page.locator('.editor .outcome').innerText()
+check(outcome.includes('version 2'), `the fixed document is applied as version 2 (${outcome})`)
+check((await page.locator('#document-problems li').count()) === 0, 'the problems are gone')
+
+// Customers: listed, and one added.
+await page.click('a[href="#customers"]')
+await ready(page, 'customers')
+check((await page.locator('td', { hasText: 'acme-corp' }).count()) === 1, 'the customers list shows acme-corp')
+await page.fill('#f-external_ref', 'globex')
+await page.fill('#f-name', 'Globex')
+await page.click('form.inline button')
+await page.waitForSelector('.outcome p')
+check((await page.locator('.outcome p').innerText()).startsWith('Added Globex'), 'a customer is added')
+
+// The embed snippet generator.
+await page.click('a[href="#embed"]')
+await ready(page, 'embed')
+await page.click('form.inline button[type="submit"]')
+await page.waitForSelector('[data-testid="iframe-snippet"]')
+const snippet = await page.locator('[data-testid="iframe-snippet"]').innerText()
+check(snippet.includes('/embed/?token=ey'), 'the iframe snippet carries a fresh embed token')
+check((await page.locator('[data-testid="component-snippet"]').innerText()).includes('<slaproof-dashboard token='), 'the web component snippet too')
+await axe(page, 'embed generator')
+
+// Every other section renders.
+for (const section of ['maintenance', 'keys', 'probes', 'webhooks']) {
+  await page.click(`a[href="#${section}"]`)
+  await ready(page, section)
+  check((await page.locator('#view .error').count()) === 0, `the ${section} section renders`)
+}
+check(errors.length === 0, `no script errors (${errors.join('; ')})`)
+
+// A phone, dark.
+const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' })
+const small = await phone.newPage()
+await small.goto(`${env('BASE_URL')}/console/#token=${env('TOKEN')}`)
+await ready(small, 'slas')
+await small.keyboard.press('Tab')
+check((await small.evaluate(() => document.activeElement?.className)) === 'skip', 'the first Tab reaches the skip link')
+await small.keyboard.press('Enter')
+check((await small.evaluate(() => document.activeElement?.id)) === 'view', 'the skip link moves the focus to the content')
+check(!(await small.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1)), 'phone: no sideways scrolling')
+await small.screenshot({ path: `${env('SHOTS')}/console-slas-dark-phone.png`, fullPage: true })
+
+await browser.close()
+if (failures.length > 0) {
+  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
+  process.exit(1)
+}
+console.log('\nall console checks passed')
