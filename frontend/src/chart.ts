@@ -15,7 +15,11 @@ const NAMES: Record<Measure, string> = {
   tpot: 'Time per output token',
 }
 
-export function percentileChart(points: PercentilePoint[], measure: Measure): HTMLElement | null {
+export function percentileChart(
+  points: PercentilePoint[],
+  measure: Measure,
+  unit = 'minutes',
+): HTMLElement | null {
   const rows = points.filter((p) => p[measure].count > 0)
   if (rows.length === 0) return null
   const xs = rows.map((p) => new Date(p.minute).getTime() / 1000)
@@ -35,7 +39,7 @@ export function percentileChart(points: PercentilePoint[], measure: Measure): HT
     el(
       'figcaption',
       { 'data-testid': `${measure}-summary` },
-      `${NAMES[measure]} over ${rows.length} minutes: typical (median p50) ${duration(median)}, ` +
+      `${NAMES[measure]} over ${rows.length} ${unit}: typical (median p50) ${duration(median)}, ` +
         `worst p99 ${duration(worst)}.`,
     ),
   )

@@ -195,13 +195,34 @@ function credits(d: Dashboard): HTMLElement {
   return section
 }
 
+/** What the charts span: the last day of minutes, or the period so far in hours. */
+type Mode = 'day' | 'period'
+
 async function slaSection(
   api: Api,
   claims: EmbedClaims,
   sla: string,
   range: string,
+  mode: Mode,
 ): Promise<HTMLElement> {
-  const d = await api.get<Dashboard>(`/v1/slas/${encodeURIComponent(sla)}/dashboard${range}`)
+  const base = `/v1/slas/${encodeURIComponent(sla)}/dashboard`
+  const latest = await api.get<Dashboard>(`${base}${range}`)
+  // The period (from the latest evaluation) and, when the token may read
+  // history, its days and (for the period view) its hours.
+  const period = latest.objectives.find((o) => o.numbers)?.numbers ?? null
+  const history = latest.objectives.some((o) => o.minutes)
+  const span = (step: string): string | null =>
+    period
+      ? `${base}?from=${encodeURIComponent(period.period_start)}&to=${encodeURIComponent(period.period_end)}&step=${step}`
+      : null
+  const daysPath = history ? span('1d') : null
+  const hoursPath = history && mode === 'period' ? span('1h') : null
+  const [days, hours] = await Promise.all([
+    daysPath ? api.get<Dashboard>(daysPath) : null,
+    hoursPath ? api.get<Dashboard>(hoursPath) : null,
+  ])
+  const d = hours ?? latest
+  const unit = d.step_secs >= 3600 ? 'hours' : 'minutes'
   const section = el('section', { class: 'sla', 'data-sla': sla, 'aria-labelledby': `sla-${sla}` })
   section.append(
     el('h2', { id: `sla-${sla}` }, sla),
@@ -219,7 +240,18 @@ async function slaSection(
   uptime.append(el('h3', { id: `up-${sla}` }, 'Uptime'))
   const withMinutes = d.objectives.find((o) => o.minutes && o.numbers)
   if (withMinutes?.minutes && withMinutes.numbers) {
+    const dayPoints = days?.objectives.find((o) => o.objective === withMinutes.objective)?.minutes
+    if (period && dayPoints) {
+      const length = Math.round(
+        (new Date(period.period_end).getTime() - new Date(period.period_start).getTime()) / 86_400_000,
+      )
+      uptime.append(
+        el('h4', {}, `The period, day by day (${periodOf(period.period_start, period.period_end)})`),
+        uptimeBar(dayPoints, period.period_start, period.period_end, withMinutes.numbers.target_ppm, length, true),
+      )
+    }
     uptime.append(
+      el('h4', {}, mode === 'period' ? 'The period so far' : 'The last day'),
       el('p', { class: 'which' }, `Objective ${withMinutes.objective}`),
       uptimeBar(withMinutes.minutes, d.from, d.to, withMinutes.numbers.target_ppm),
     )
@@ -234,7 +266,7 @@ async function slaSection(
     latency.append(notShared('Response time percentiles', scopeFor(d, 'percentiles', 'sla:read:latency')))
   } else {
     const charts = (['latency', 'ttft', 'tpot'] as const)
-      .map((m) => percentileChart(d.percentiles ?? [], m))
+      .map((m) => percentileChart(d.percentiles ?? [], m, unit))
       .filter((c): c is HTMLElement => c !== null)
     if (charts.length === 0) latency.append(el('p', {}, 'No requests in this range.'))
     latency.append(...charts)
@@ -277,17 +309,41 @@ async function main(): Promise<void> {
       if (value) range.set(key, value)
     }
     const query = range.size > 0 ? `?${range}` : ''
-    const sections = await Promise.all(names.map((n) => slaSection(api, claims, n, query)))
-    const header = el(
-      'header',
-      {},
-      el('h1', {}, 'Service level'),
-      el('p', { class: 'expires' }, `This view expires ${when(new Date(claims.exp * 1000).toISOString())}.`),
-    )
-    app.replaceChildren(header, ...sections)
-    if (sections.length === 0) app.append(el('p', {}, 'No service level agreement yet.'))
-    app.setAttribute('aria-busy', 'false')
-    document.documentElement.dataset.ready = 'true'
+    const render = async (mode: Mode): Promise<void> => {
+      app.setAttribute('aria-busy', 'true')
+      delete document.documentElement.dataset.ready
+      const sections = await Promise.all(names.map((n) => slaSection(api, claims, n, query, mode)))
+      const toggle = (which: Mode, label: string): HTMLElement => {
+        const button = el('button', { type: 'button', 'aria-pressed': String(mode === which), 'data-mode': which }, label)
+        button.addEventListener('click', () => {
+          if (mode === which) return
+          void render(which).then(() => {
+            ;(document.querySelector(`button[data-mode="${which}"]`) as HTMLElement | null)?.focus()
+          })
+        })
+        return button
+      }
+      const header = el(
+        'header',
+        {},
+        el('h1', {}, 'Service level'),
+        el('p', { class: 'expires' }, `This view expires ${when(new Date(claims.exp * 1000).toISOString())}.`),
+        range.size > 0
+          ? null
+          : el(
+              'div',
+              { class: 'modes', role: 'group', 'aria-label': 'Charts show' },
+              toggle('day', 'The last day'),
+              toggle('period', 'The period so far'),
+            ),
+      )
+      app.replaceChildren(header, ...sections)
+      if (sections.length === 0) app.append(el('p', {}, 'No service level agreement yet.'))
+      app.setAttribute('aria-busy', 'false')
+      document.documentElement.dataset.view = mode
+      document.documentElement.dataset.ready = 'true'
+    }
+    await render(params.get('view') === 'period' ? 'period' : 'day')
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
       fail('This dashboard link has expired or was withdrawn: reload the page that shows it.')

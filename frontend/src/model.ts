@@ -78,6 +78,7 @@ export interface Dashboard {
   version: number
   from: string
   to: string
+  step_secs: number
   objectives: ObjectiveDashboard[]
   percentiles?: PercentilePoint[]
   maintenance?: { starts_at: string; ends_at: string }[]

@@ -3,10 +3,11 @@
 // marked, with a summary in words for those who do not see the colours.
 
 import { el } from './dom'
-import { clock, count, percent } from './format'
+import { clock, count, day, percent } from './format'
 import type { MinutePoint } from './model'
 
-const CELLS = 96
+
+const dayOf = (ms: number) => day(new Date(ms).toISOString())
 
 interface Cell {
   start: number
@@ -16,12 +17,17 @@ interface Cell {
   maintenance: boolean
 }
 
+/** The bar of `[from, to)` in `cells` equal intervals (a day's 96 quarter
+ * hours, or a period's days); `daily` labels cells by their date. */
 export function uptimeBar(
   points: MinutePoint[],
   from: string,
   to: string,
   targetPpm: number,
+  cellCount = 96,
+  daily = false,
 ): HTMLElement {
+  const CELLS = cellCount
   const start = new Date(from).getTime()
   const end = new Date(to).getTime()
   const width = (end - start) / CELLS
@@ -43,7 +49,7 @@ export function uptimeBar(
   let bad = 0
   let good = 0
   let total = 0
-  const list = el('ol', { class: 'uptime-bar', 'aria-hidden': 'true' })
+  const list = el('ol', { class: `uptime-bar${daily ? ' daily' : ''}`, 'aria-hidden': 'true' })
   for (const c of cells) {
     good += c.good
     total += c.total
@@ -52,7 +58,7 @@ export function uptimeBar(
       ppm === null ? 'none' : ppm >= targetPpm ? 'ok' : ppm >= 900_000 ? 'degraded' : 'down'
     if (state === 'degraded' || state === 'down') bad += 1
     const title =
-      `${clock(c.start)}–${clock(c.end)}: ` +
+      (daily ? `${dayOf(c.start)}: ` : `${clock(c.start)}–${clock(c.end)}: `) +
       (ppm === null ? 'no requests' : `${percent(ppm)} good of ${count(c.total)}`) +
       (c.maintenance ? ', maintenance' : '')
     list.append(
@@ -66,7 +72,7 @@ export function uptimeBar(
   const overall = total > 0 ? percent(Math.floor((good * 1_000_000) / total)) : 'no requests'
   const words =
     total > 0
-      ? `${overall} of ${count(total)} requests good; ${bad} of ${CELLS} intervals below target.`
+      ? `${overall} of ${count(total)} requests good; ${bad} of ${CELLS} ${daily ? 'days' : 'intervals'} below target.`
       : 'No requests in this range.'
   return el(
     'figure',
@@ -75,7 +81,7 @@ export function uptimeBar(
     el(
       'figcaption',
       {},
-      el('span', { class: 'sr-summary', 'data-testid': 'uptime-summary' }, words),
+      el('span', { class: 'sr-summary', 'data-testid': daily ? 'period-summary' : 'uptime-summary' }, words),
       el(
         'span',
         { class: 'legend', 'aria-hidden': 'true' },

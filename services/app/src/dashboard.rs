@@ -23,9 +23,35 @@ use crate::{App, AppError, Caller, Redaction};
 
 /// The range answered when none is asked: the last day.
 pub const DEFAULT_RANGE_MINUTES: i64 = 24 * 60;
-/// The longest range one dashboard answers, so one read stays bounded
-/// (at most this many points per objective).
-pub const MAX_RANGE_MINUTES: i64 = 2 * 24 * 60;
+/// The most points per series one dashboard answers, so one read stays
+/// bounded: two days of minutes, four months of hours, years of days.
+pub const MAX_POINTS: i64 = 2 * 24 * 60;
+
+/// The widths a dashboard's points may have, by name (`?step=`).
+pub const STEPS: [(&str, i64); 6] = [
+    ("1m", 60),
+    ("5m", 300),
+    ("15m", 900),
+    ("1h", 3_600),
+    ("6h", 21_600),
+    ("1d", 86_400),
+];
+
+/// A point width by name (`1m` when none is given).
+pub fn parse_step(text: Option<&str>) -> Result<Duration, AppError> {
+    let text = text.unwrap_or("1m");
+    STEPS
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, secs)| Duration::seconds(*secs))
+        .ok_or_else(|| {
+            let names: Vec<&str> = STEPS.iter().map(|(n, _)| *n).collect();
+            AppError::invalid(
+                "step",
+                format!("must be one of {}, got {text:?}", names.join(", ")),
+            )
+        })
+}
 
 /// An SLA's dashboard.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -35,6 +61,8 @@ pub struct DashboardView {
     /// The range of the minutes, whole UTC minutes `[from, to)`.
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
+    /// The width of every point in seconds (`?step=`: 60 by default).
+    pub step_secs: i64,
     pub objectives: Vec<ObjectiveDashboard>,
     /// Latency, TTFT and TPOT percentiles of the SLA's service per minute
     /// with events, from the evaluator's chart sketches (each within 1%);
@@ -173,33 +201,41 @@ pub struct MaintenanceSpan {
     pub ends_at: DateTime<Utc>,
 }
 
-/// The whole minutes `[from, to)` a dashboard answers: the last day by
-/// default, at most [`MAX_RANGE_MINUTES`].
+/// The whole minutes `[from, to)` a dashboard answers in points of `step`:
+/// the last day by default, at most [`MAX_POINTS`] points (points start at
+/// `from`, so a day's points follow the period's own midnight).
 pub fn dashboard_range(
     from: Option<DateTime<Utc>>,
     to: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
+    step: Duration,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
     let to = ceil_minute(to.unwrap_or(now));
     let from = floor_minute(from.unwrap_or(to - Duration::minutes(DEFAULT_RANGE_MINUTES)));
     if to <= from {
         return Err(AppError::invalid("to", "must be after from"));
     }
-    if to - from > Duration::minutes(MAX_RANGE_MINUTES) {
+    let width = step.num_seconds().max(60);
+    let points = ((to - from).num_seconds() + width - 1) / width;
+    if points > MAX_POINTS {
         return Err(AppError::invalid(
             "from",
             format!(
-                "the range may span at most {} hours",
-                MAX_RANGE_MINUTES / 60
+                "the range gives {points} points of {} s; at most {MAX_POINTS} are answered at once (a wider step shows a longer range)",
+                step.num_seconds()
             ),
         ));
     }
     Ok((from, to))
 }
 
-/// How `periods` (disjoint, sorted) cover the minute starting at `minute`.
-fn coverage(periods: &[Period], minute: DateTime<Utc>) -> Option<MinuteMaintenance> {
-    let end = minute + Duration::minutes(1);
+/// How `periods` (disjoint, sorted) cover the point `[minute, minute + step)`.
+fn coverage(
+    periods: &[Period],
+    minute: DateTime<Utc>,
+    step: Duration,
+) -> Option<MinuteMaintenance> {
+    let end = minute + step;
     let i = periods.partition_point(|p| p.end <= minute);
     let p = periods.get(i).filter(|p| p.start < end)?;
     Some(if p.start <= minute && p.end >= end {
@@ -219,8 +255,9 @@ impl App {
         name: &str,
         from: Option<DateTime<Utc>>,
         to: Option<DateTime<Utc>>,
+        step: Duration,
     ) -> Result<DashboardView, AppError> {
-        let (from, to) = dashboard_range(from, to, Utc::now())?;
+        let (from, to) = dashboard_range(from, to, Utc::now(), step)?;
         let mut tx = self.tx(caller).await?;
         let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
         let latest = self
@@ -240,20 +277,11 @@ impl App {
             .map(|o| o.objective.clone())
             .collect();
         let rows =
-            evaluations::minutes(&mut tx, stored.id, stored.version, &charted, from, to).await?;
+            evaluations::minutes(&mut tx, stored.id, stored.version, &charted, from, to, step)
+                .await?;
         let charts_latency = caller.has(Scope::SlaReadLatency) && caller.has(Scope::SlaReadHistory);
         let sketches = if charts_latency {
-            Some(
-                charts::percentiles(
-                    &mut tx,
-                    stored.id,
-                    from,
-                    to,
-                    Duration::minutes(1),
-                    &QUANTILES,
-                )
-                .await?,
-            )
+            Some(charts::percentiles(&mut tx, stored.id, from, to, step, &QUANTILES).await?)
         } else {
             None
         };
@@ -313,7 +341,7 @@ impl App {
                     good,
                     total,
                     ratio_ppm: tally.compliance_ppm(),
-                    maintenance: coverage(&periods, minute),
+                    maintenance: coverage(&periods, minute, step),
                 });
             }
         }
@@ -365,7 +393,7 @@ impl App {
                         latency: (&p.latency).into(),
                         ttft: (&p.ttft).into(),
                         tpot: (&p.tpot).into(),
-                        maintenance: coverage(&periods, p.start),
+                        maintenance: coverage(&periods, p.start, step),
                     })
                     .collect(),
             ),
@@ -403,6 +431,7 @@ impl App {
             version: compliance.version,
             from,
             to,
+            step_secs: step.num_seconds(),
             objectives,
             percentiles,
             maintenance,
@@ -424,25 +453,52 @@ mod tests {
     #[test]
     fn ranges_default_to_the_last_day_in_whole_minutes_and_are_bounded() {
         let now = at("2026-11-30T12:34:56Z");
-        let (from, to) = dashboard_range(None, None, now).unwrap();
+        let (from, to) = dashboard_range(None, None, now, Duration::minutes(1)).unwrap();
         assert_eq!(to, at("2026-11-30T12:35:00Z"));
         assert_eq!(from, at("2026-11-29T12:35:00Z"));
         let (from, to) = dashboard_range(
             Some(at("2026-11-30T10:00:30Z")),
             Some(at("2026-11-30T11:00:00Z")),
             now,
+            Duration::minutes(1),
         )
         .unwrap();
         assert_eq!(
             (from, to),
             (at("2026-11-30T10:00:00Z"), at("2026-11-30T11:00:00Z"))
         );
-        let backwards = dashboard_range(Some(now), Some(now - Duration::hours(1)), now);
+        let backwards = dashboard_range(
+            Some(now),
+            Some(now - Duration::hours(1)),
+            now,
+            Duration::minutes(1),
+        );
         assert!(matches!(backwards, Err(AppError::Invalid { field, .. }) if field == "to"));
-        let long = dashboard_range(Some(now - Duration::days(3)), Some(now), now);
+        let long = dashboard_range(
+            Some(now - Duration::days(3)),
+            Some(now),
+            now,
+            Duration::minutes(1),
+        );
         assert!(matches!(long, Err(AppError::Invalid { field, .. }) if field == "from"));
         let two_days = at("2026-11-28T12:35:00Z");
-        assert!(dashboard_range(Some(two_days), Some(now), now).is_ok());
+        assert!(dashboard_range(Some(two_days), Some(now), now, Duration::minutes(1)).is_ok());
+        // A wider step answers a longer range: a month of hours, a year of days.
+        let month = at("2026-11-01T00:00:00Z");
+        assert!(dashboard_range(Some(month), Some(now), now, Duration::hours(1)).is_ok());
+        assert!(
+            dashboard_range(
+                Some(now - Duration::days(366)),
+                Some(now),
+                now,
+                Duration::days(1)
+            )
+            .is_ok()
+        );
+        assert_eq!(parse_step(Some("1h")).unwrap(), Duration::hours(1));
+        assert!(
+            matches!(parse_step(Some("2h")), Err(AppError::Invalid { field, .. }) if field == "step")
+        );
     }
 
     #[test]
@@ -457,7 +513,7 @@ mod tests {
                 end: at("2026-11-30T10:06:00Z"),
             },
         ]);
-        let cover = |m: &str| coverage(&periods, at(m));
+        let cover = |m: &str| coverage(&periods, at(m), Duration::minutes(1));
         assert_eq!(cover("2026-11-30T09:59:00Z"), None);
         assert_eq!(cover("2026-11-30T10:00:00Z"), Some(MinuteMaintenance::Part));
         assert_eq!(

@@ -177,7 +177,7 @@ async fn a_month_breached_on_two_objectives_is_credited_by_both_tables_under_the
     // The dashboard shows the period's credit to whoever holds
     // sla:read:credits, and says it is left out to whoever does not.
     let dashboard = app
-        .sla_dashboard(&admin, "chat-sla", None, None)
+        .sla_dashboard(&admin, "chat-sla", None, None, chrono::Duration::minutes(1))
         .await
         .unwrap();
     let shown = dashboard.credits.expect("the provider admin reads credits");
@@ -197,7 +197,13 @@ async fn a_month_breached_on_two_objectives_is_credited_by_both_tables_under_the
         .await
         .unwrap();
     let dashboard = app
-        .sla_dashboard(&viewer, "chat-sla", None, None)
+        .sla_dashboard(
+            &viewer,
+            "chat-sla",
+            None,
+            None,
+            chrono::Duration::minutes(1),
+        )
         .await
         .unwrap();
     assert!(dashboard.credits.is_none());

@@ -347,3 +347,92 @@ async fn the_providers_console_applies_an_sla_shows_its_problems_in_place_and_ma
     println!("{said}");
     assert!(run.status.success(), "the console's checks failed:\n{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_embedded_dashboard_shows_the_periods_days_and_switches_to_the_period_by_keyboard() {
+    use chrono::{Datelike, Duration as Span, TimeZone, Utc};
+    use slaproof_tests::scenario::{Request, Scenario};
+    let Some(chromium) = tools() else {
+        return;
+    };
+    // The current month (the SLA's window is UTC months): a request a
+    // minute from its start, for a day at most and never past now.
+    let now = Utc::now();
+    let start = Utc
+        .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
+        .unwrap();
+    let next = if now.month() == 12 {
+        Utc.with_ymd_and_hms(now.year() + 1, 1, 1, 0, 0, 0)
+    } else {
+        Utc.with_ymd_and_hms(now.year(), now.month() + 1, 1, 0, 0, 0)
+    }
+    .unwrap();
+    let minutes = ((now - start).num_minutes() - 1).clamp(0, 1440);
+    let requests: Vec<Request> = (0..minutes)
+        .map(|i| {
+            let occurred_at = start + Span::minutes(i);
+            Request {
+                occurred_at,
+                received_at: occurred_at,
+                status: if (60..72).contains(&i) { 500 } else { 200 },
+            }
+        })
+        .collect();
+    let day = |t: chrono::DateTime<Utc>| t.format("%Y-%m-%d").to_string();
+    let s = Scenario::new(
+        crate::attestation::SLA,
+        &day(start - Span::days(1)),
+        &day(next + Span::days(1)),
+    )
+    .await;
+    s.run(&start.to_rfc3339()).await;
+    s.insert(&requests).await;
+    s.run(&now.to_rfc3339()).await;
+    let customer = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        id
+    };
+    let (app, tenant) = s.serve(trust_test_key).await;
+    let (status, minted) = call(
+        &reqwest::Client::new(),
+        app.address,
+        &token(tenant, &["provider_admin"], None),
+        "POST",
+        "/v1/embed-tokens",
+        Some(serde_json::json!({
+            "customer": customer.to_string(),
+            "dashboard": "chat-sla",
+            "scopes": ["sla:read", "sla:read:uptime", "sla:read:latency", "sla:read:history"],
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{minted}");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("target/screenshots");
+    let run = Command::new("node")
+        .arg(frontend().join("tests/embed-period.test.mjs"))
+        .current_dir(frontend())
+        .env("BASE_URL", format!("http://{}", app.address))
+        .env("TOKEN", minted["token"].as_str().unwrap())
+        .env("DAYS", (next - start).num_days().to_string())
+        .env("TOTAL", minutes.to_string())
+        .env("CHROMIUM", &chromium)
+        .env("SHOTS", &shots)
+        .output()
+        .expect("node runs the browser test");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{said}");
+    assert!(run.status.success(), "the period checks failed:\n{said}");
+}

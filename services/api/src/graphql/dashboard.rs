@@ -29,8 +29,10 @@ impl DashboardQuery {
         sla: String,
         from: Option<String>,
         to: Option<String>,
+        #[graphql(desc = "The width of each point: 1m (default), 5m, 15m, 1h, 6h or 1d")]
+        step: Option<String>,
     ) -> async_graphql::Result<Dashboard> {
-        dashboard(ctx, &sla, from, to).await
+        dashboard(ctx, &sla, from, to, step).await
     }
 }
 
@@ -40,11 +42,13 @@ pub(super) async fn dashboard(
     sla: &str,
     from: Option<String>,
     to: Option<String>,
+    step: Option<String>,
 ) -> async_graphql::Result<Dashboard> {
     let (app, caller) = parts(ctx)?;
     let (from, to) = (instant("from", from)?, instant("to", to)?);
+    let step = slaproof_app::dashboard::parse_step(step.as_deref()).map_err(refuse)?;
     let view = app
-        .sla_dashboard(caller, sla, from, to)
+        .sla_dashboard(caller, sla, from, to, step)
         .await
         .map_err(refuse)?;
     Ok(Dashboard(view))
@@ -70,6 +74,11 @@ impl Dashboard {
     /// RFC 3339, a whole minute; the minutes are `[from, to)`.
     async fn to(&self) -> String {
         self.0.to.to_rfc3339()
+    }
+
+    /// The width of every point in seconds.
+    async fn step_secs(&self) -> i64 {
+        self.0.step_secs
     }
     async fn objectives(&self) -> Vec<DashboardObjective> {
         self.0

@@ -371,16 +371,19 @@ impl Sla {
             .collect())
     }
 
-    /// Compliance, budgets and the minutes of `[from, to)` (RFC 3339;
-    /// default the last day, at most two days), as `dashboard` answers.
+    /// Compliance, budgets and the points of `[from, to)` (RFC 3339;
+    /// default the last day of minutes; at most 2,880 points of `step`), as
+    /// `dashboard` answers.
     #[graphql(complexity = "read_cost(child_complexity)")]
     async fn dashboard(
         &self,
         ctx: &Context<'_>,
         from: Option<String>,
         to: Option<String>,
+        #[graphql(desc = "The width of each point: 1m (default), 5m, 15m, 1h, 6h or 1d")]
+        step: Option<String>,
     ) -> async_graphql::Result<Dashboard> {
-        dashboard(ctx, &self.0.name, from, to).await
+        dashboard(ctx, &self.0.name, from, to, step).await
     }
 
     /// Maintenance windows (the SLA's and the tenant-wide ones) overlapping

@@ -365,6 +365,9 @@ pub(crate) struct DashboardQuery {
     pub from: Option<chrono::DateTime<chrono::Utc>>,
     /// End of the minutes (rounded up to the minute); default: now.
     pub to: Option<chrono::DateTime<chrono::Utc>>,
+    /// The width of each point: `1m` (default), `5m`, `15m`, `1h`, `6h` or
+    /// `1d`; at most 2,880 points are answered (a month takes `1h`).
+    pub step: Option<String>,
 }
 
 #[utoipa::path(
@@ -390,7 +393,13 @@ pub(crate) async fn dashboard(
     Ok(Json(
         state
             .app
-            .sla_dashboard(&caller, &name, query.from, query.to)
+            .sla_dashboard(
+                &caller,
+                &name,
+                query.from,
+                query.to,
+                slaproof_app::dashboard::parse_step(query.step.as_deref())?,
+            )
             .await?,
     ))
 }
