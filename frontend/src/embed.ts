@@ -222,7 +222,7 @@ async function slaSection(
     hoursPath ? api.get<Dashboard>(hoursPath) : null,
   ])
   const d = hours ?? latest
-  const unit = d.step_secs >= 3600 ? 'hours' : 'minutes'
+  const unit = d.step_secs >= 86_400 ? 'days' : d.step_secs >= 3600 ? 'hours' : 'minutes'
   const section = el('section', { class: 'sla', 'data-sla': sla, 'aria-labelledby': `sla-${sla}` })
   section.append(
     el('h2', { id: `sla-${sla}` }, sla),
@@ -302,9 +302,10 @@ async function main(): Promise<void> {
       claims.dashboard === 'overview'
         ? (await api.get<ListOut<SlaSummary>>('/v1/slas?limit=50')).data.map((s) => s.name)
         : [claims.dashboard]
-    // `from` and `to` (RFC 3339) pick the range; the last day by default.
+    // `from` and `to` (RFC 3339) pick the range, `step` its points' width;
+    // the last day of minutes by default.
     const range = new URLSearchParams()
-    for (const key of ['from', 'to']) {
+    for (const key of ['from', 'to', 'step']) {
       const value = params.get(key)
       if (value) range.set(key, value)
     }
