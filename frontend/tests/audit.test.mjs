@@ -11,20 +11,9 @@
 
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { axe, check, env, finish, launch } from './harness.mjs'
 
-const env = (name) => {
-  const value = process.env[name]
-  if (!value) throw new Error(`${name} is not set`)
-  return value
-}
-const failures = []
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
-  if (!ok) failures.push(what)
-}
-
-const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu'] })
+const browser = await launch()
 
 async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
   const context = await browser.newContext({ viewport: { width: 1100, height: 1400 }, colorScheme: scheme })
@@ -66,11 +55,7 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
     check(statuses[name] === 'passed', `valid: ${name} passed (${statuses[name]})`)
   }
   check(verdict.startsWith('Every check passed'), `valid: the verdict says so (${verdict})`)
-  const axe = (await import('node:fs')).readFileSync((await import('node:module')).createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-  await page.evaluate(axe)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-  check(serious.length === 0, `auditor page: no serious accessibility violations (${serious.map((v) => v.id).join(', ')})`)
+  await axe(page, 'auditor page')
   await context.close()
 }
 {
@@ -115,8 +100,4 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
 }
 
 await browser.close()
-if (failures.length > 0) {
-  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
-  process.exit(1)
-}
-console.log('\nall auditor page checks passed')
+finish('auditor page')

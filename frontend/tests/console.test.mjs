@@ -5,33 +5,14 @@
 //
 // Environment: BASE_URL, TOKEN (a provider admin's), CHROMIUM, SHOTS.
 
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { chromium } from 'playwright-core'
+import { axe, check, env, finish, launch } from './harness.mjs'
 
-const env = (name) => {
-  const value = process.env[name]
-  if (!value) throw new Error(`${name} is not set`)
-  return value
-}
-const failures = []
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
-  if (!ok) failures.push(what)
-}
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-async function axe(page, where) {
-  await page.evaluate(axeSource)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-  check(serious.length === 0, `${where}: no serious accessibility violations (${serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target).join(' ')}`).join(', ')})`)
-}
 /** Waits for the section `view` (e.g. `slas/chat-sla`) to be shown. */
 const ready = async (page, view) => {
   await page.waitForSelector(`#view[data-view="${view}"][aria-busy="false"]`)
 }
 
-const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu'] })
+const browser = await launch()
 const context = await browser.newContext({ viewport: { width: 1200, height: 1300 } })
 const page = await context.newPage()
 const errors = []
@@ -114,8 +95,4 @@ check(!(await small.evaluate(() => document.documentElement.scrollWidth > window
 await small.screenshot({ path: `${env('SHOTS')}/console-slas-dark-phone.png`, fullPage: true })
 
 await browser.close()
-if (failures.length > 0) {
-  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
-  process.exit(1)
-}
-console.log('\nall console checks passed')
+finish('console')

@@ -6,20 +6,9 @@
 // Environment: BASE_URL, TOKEN, DAYS (in the period), TOTAL (requests
 // stored), CHROMIUM, SHOTS.
 
-import { chromium } from 'playwright-core'
+import { check, env, finish, launch } from './harness.mjs'
 
-const env = (name) => {
-  const value = process.env[name]
-  if (!value) throw new Error(`${name} is not set`)
-  return value
-}
-const failures = []
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
-  if (!ok) failures.push(what)
-}
-
-const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu'] })
+const browser = await launch()
 const context = await browser.newContext({ viewport: { width: 1200, height: 1500 }, locale: 'en-US' })
 const page = await context.newPage()
 const errors = []
@@ -50,8 +39,4 @@ check(errors.length === 0, `no script errors (${errors.join('; ')})`)
 await page.screenshot({ path: `${env('SHOTS')}/dashboard-period-light-desktop.png`, fullPage: true })
 
 await browser.close()
-if (failures.length > 0) {
-  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
-  process.exit(1)
-}
-console.log('\nall period checks passed')
+finish('period')

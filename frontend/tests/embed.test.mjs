@@ -7,31 +7,15 @@
 // (sla:read and sla:read:uptime only), RANGE (`from=…&to=…`), CHROMIUM
 // (the browser), SHOTS (where the screenshots go).
 
-import { readFileSync, mkdirSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { chromium } from 'playwright-core'
+import { mkdirSync } from 'node:fs'
+import { axe, check, env, finish, launch } from './harness.mjs'
 
-const env = (name) => {
-  const value = process.env[name]
-  if (!value) throw new Error(`${name} is not set`)
-  return value
-}
 const base = env('BASE_URL')
 const range = env('RANGE')
 const shots = env('SHOTS')
 mkdirSync(shots, { recursive: true })
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
-const failures = []
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`)
-  if (!ok) failures.push(what)
-}
-
-const browser = await chromium.launch({
-  executablePath: env('CHROMIUM'),
-  args: ['--no-sandbox', '--disable-gpu'],
-})
+const browser = await launch()
 
 /** Opens the dashboard with `token`; answers the page, the API paths it
  * requested, and the milliseconds to its first full render. */
@@ -73,12 +57,7 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check((await page.locator('[data-not-shared]').count()) === 0, 'full: nothing said to be unshared')
   check((await page.locator('section.attestations tbody tr').count()) === 4, 'full: the four attestations of November')
   check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')
-  // Accessibility: axe-core, evaluated through the DevTools protocol (the
-  // page's own policy allows no injected script).
-  await page.evaluate(axeSource)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-  check(serious.length === 0, `full: no serious accessibility violations (${serious.map((v) => `${v.id}: ${v.nodes.length}`).join(', ')})`)
+  await axe(page, 'full')
   await page.screenshot({ path: `${shots}/dashboard-light-desktop.png`, fullPage: true })
   await context.close()
 }
@@ -135,8 +114,4 @@ for (const scheme of ['light', 'dark']) {
 }
 
 await browser.close()
-if (failures.length > 0) {
-  console.error(`\n${failures.length} check(s) failed:\n- ${failures.join('\n- ')}`)
-  process.exit(1)
-}
-console.log('\nall browser checks passed')
+finish('dashboard')

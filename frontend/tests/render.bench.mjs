@@ -4,10 +4,10 @@
 //
 // Environment: URLS (newline-separated `label|url`), RUNS, CHROMIUM.
 
-import { chromium } from 'playwright-core'
+import { launch } from './harness.mjs'
 
 const runs = Number(process.env.RUNS ?? '7')
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] })
+const browser = await launch()
 for (const line of (process.env.URLS ?? '').split('\n').filter(Boolean)) {
   const [label, url] = line.split('|')
   const times = []

@@ -45,22 +45,80 @@ fn tools() -> Option<PathBuf> {
     }
 }
 
+/// The scenario's customer `acme-corp`.
+async fn acme_corp(s: &slaproof_tests::scenario::Scenario) -> slaproof_domain::ids::CustomerId {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    tx.commit().await.unwrap();
+    id
+}
+
+/// An embed token for `customer`'s SLA chat-sla with `scopes`, minted
+/// through the API by a provider admin.
+async fn embed_token(
+    app: &slaproof_tests::TestApp,
+    tenant: slaproof_domain::ids::TenantId,
+    customer: slaproof_domain::ids::CustomerId,
+    scopes: &[&str],
+) -> String {
+    let (status, minted) = call(
+        &reqwest::Client::new(),
+        app.address,
+        &token(tenant, &["provider_admin"], None),
+        "POST",
+        "/v1/embed-tokens",
+        Some(serde_json::json!({
+            "customer": customer.to_string(),
+            "dashboard": "chat-sla",
+            "scopes": scopes,
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{minted}");
+    minted["token"].as_str().unwrap().to_owned()
+}
+
+/// Runs `frontend/tests/<script>` in node against `app` with `vars` (and
+/// the browser and the screenshot folder, `target/screenshots/`), printing
+/// what it said; panics naming the failed checks.
+fn browse(script: &str, app: &slaproof_tests::TestApp, chromium: &Path, vars: &[(&str, String)]) {
+    let run = Command::new("node")
+        .arg(frontend().join("tests").join(script))
+        .current_dir(frontend())
+        .env("BASE_URL", format!("http://{}", app.address))
+        .env("CHROMIUM", chromium)
+        .env("SHOTS", shots())
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("node runs the browser test");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{said}");
+    assert!(run.status.success(), "{script} failed:\n{said}");
+}
+
+/// Where the screenshots are kept.
+fn shots() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .join("target/screenshots")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothing_else() {
     let Some(chromium) = tools() else {
         return;
     };
     let s = crate::attestation::closed_november().await;
-    let customer = {
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
-            .await
-            .unwrap()
-            .unwrap()
-            .id;
-        tx.commit().await.unwrap();
-        id
-    };
+    let customer = acme_corp(&s).await;
     let (app, tenant) = s.serve(trust_test_key).await;
     let http = reqwest::Client::new();
     let provider = token(tenant, &["provider_admin"], None);
@@ -74,23 +132,7 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{origins}");
-    let mint = async |scopes: &[&str]| {
-        let (status, minted) = call(
-            &http,
-            app.address,
-            &provider,
-            "POST",
-            "/v1/embed-tokens",
-            Some(serde_json::json!({
-                "customer": customer.to_string(),
-                "dashboard": "chat-sla",
-                "scopes": scopes,
-            })),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED, "{minted}");
-        minted["token"].as_str().unwrap().to_owned()
-    };
+    let mint = async |scopes: &[&str]| embed_token(&app, tenant, customer, scopes).await;
     let full = mint(&[
         "sla:read",
         "sla:read:uptime",
@@ -148,29 +190,20 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
         .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/screenshots");
-    let run = Command::new("node")
-        .arg(frontend().join("tests/embed.test.mjs"))
-        .current_dir(frontend())
-        .env("BASE_URL", format!("http://{}", app.address))
-        .env("TOKEN_FULL", &full)
-        .env("TOKEN_NARROW", &narrow)
-        .env("RANGE", "from=2026-11-11T00:00:00Z&to=2026-11-12T00:00:00Z")
-        .env("CHROMIUM", &chromium)
-        .env("SHOTS", &shots)
-        .output()
-        .expect("node runs the browser test");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
+    browse(
+        "embed.test.mjs",
+        &app,
+        &chromium,
+        &[
+            ("TOKEN_FULL", full),
+            ("TOKEN_NARROW", narrow),
+            (
+                "RANGE",
+                "from=2026-11-11T00:00:00Z&to=2026-11-12T00:00:00Z".into(),
+            ),
+        ],
     );
-    println!("{said}");
-    assert!(run.status.success(), "the browser checks failed:\n{said}");
-    assert!(shots.join("dashboard-dark-phone.png").is_file());
+    assert!(shots().join("dashboard-dark-phone.png").is_file());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -227,32 +260,10 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
     std::fs::write(&key_file, serde_json::to_vec(&key).unwrap()).unwrap();
 
     // The customer's dashboard links each anchored proof to this page.
-    let customer = {
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
-            .await
-            .unwrap()
-            .unwrap()
-            .id;
-        tx.commit().await.unwrap();
-        id
-    };
+    let customer = acme_corp(&s).await;
     let (app, tenant) = s.serve(trust_test_key).await;
     let auditor = token(tenant, &["auditor"], None);
-    let (status, minted) = call(
-        &reqwest::Client::new(),
-        app.address,
-        &token(tenant, &["provider_admin"], None),
-        "POST",
-        "/v1/embed-tokens",
-        Some(serde_json::json!({
-            "customer": customer.to_string(),
-            "dashboard": "chat-sla",
-            "scopes": ["sla:read", "attestation:read"],
-        })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{minted}");
+    let embed = embed_token(&app, tenant, customer, &["sla:read", "attestation:read"]).await;
     let page = reqwest::get(format!("http://{}/audit/", app.address))
         .await
         .unwrap();
@@ -263,39 +274,24 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
         "{csp}"
     );
 
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/screenshots");
-    let run = Command::new("node")
-        .arg(frontend().join("tests/audit.test.mjs"))
-        .current_dir(frontend())
-        .env("BASE_URL", format!("http://{}", app.address))
-        .env("RPC", node.url().as_str())
-        .env("BUNDLE", valid.path())
-        .env("TAMPERED", tampered.path())
-        .env("OTHER_KEY", other_key.path())
-        .env("ATTESTATION", row.id.to_string())
-        .env("TOKEN", &auditor)
-        .env("EMBED_TOKEN", minted["token"].as_str().unwrap())
-        .env("ATTESTER", chain.address().to_string())
-        .env("EAS", deployment.eas.to_string())
-        .env("VK_SHA256", row.vk_sha256.clone().unwrap())
-        .env("CHROMIUM", &chromium)
-        .env("SHOTS", &shots)
-        .output()
-        .expect("node runs the browser test");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
+    browse(
+        "audit.test.mjs",
+        &app,
+        &chromium,
+        &[
+            ("RPC", node.url().to_string()),
+            ("BUNDLE", valid.path().display().to_string()),
+            ("TAMPERED", tampered.path().display().to_string()),
+            ("OTHER_KEY", other_key.path().display().to_string()),
+            ("ATTESTATION", row.id.to_string()),
+            ("TOKEN", auditor),
+            ("EMBED_TOKEN", embed),
+            ("ATTESTER", chain.address().to_string()),
+            ("EAS", deployment.eas.to_string()),
+            ("VK_SHA256", row.vk_sha256.clone().unwrap()),
+        ],
     );
-    println!("{said}");
     node.stop();
-    assert!(
-        run.status.success(),
-        "the auditor page's checks failed:\n{said}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -326,26 +322,7 @@ async fn the_providers_console_applies_an_sla_shows_its_problems_in_place_and_ma
         csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self';"),
         "{csp}"
     );
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/screenshots");
-    let run = Command::new("node")
-        .arg(frontend().join("tests/console.test.mjs"))
-        .current_dir(frontend())
-        .env("BASE_URL", format!("http://{}", app.address))
-        .env("TOKEN", &provider)
-        .env("CHROMIUM", &chromium)
-        .env("SHOTS", &shots)
-        .output()
-        .expect("node runs the browser test");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    println!("{said}");
-    assert!(run.status.success(), "the console's checks failed:\n{said}");
+    browse("console.test.mjs", &app, &chromium, &[("TOKEN", provider)]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -388,51 +365,28 @@ async fn the_embedded_dashboard_shows_the_periods_days_and_switches_to_the_perio
     s.run(&start.to_rfc3339()).await;
     s.insert(&requests).await;
     s.run(&now.to_rfc3339()).await;
-    let customer = {
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let id = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
-            .await
-            .unwrap()
-            .unwrap()
-            .id;
-        tx.commit().await.unwrap();
-        id
-    };
+    let customer = acme_corp(&s).await;
     let (app, tenant) = s.serve(trust_test_key).await;
-    let (status, minted) = call(
-        &reqwest::Client::new(),
-        app.address,
-        &token(tenant, &["provider_admin"], None),
-        "POST",
-        "/v1/embed-tokens",
-        Some(serde_json::json!({
-            "customer": customer.to_string(),
-            "dashboard": "chat-sla",
-            "scopes": ["sla:read", "sla:read:uptime", "sla:read:latency", "sla:read:history"],
-        })),
+    let embed = embed_token(
+        &app,
+        tenant,
+        customer,
+        &[
+            "sla:read",
+            "sla:read:uptime",
+            "sla:read:latency",
+            "sla:read:history",
+        ],
     )
     .await;
-    assert_eq!(status, StatusCode::CREATED, "{minted}");
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/screenshots");
-    let run = Command::new("node")
-        .arg(frontend().join("tests/embed-period.test.mjs"))
-        .current_dir(frontend())
-        .env("BASE_URL", format!("http://{}", app.address))
-        .env("TOKEN", minted["token"].as_str().unwrap())
-        .env("DAYS", (next - start).num_days().to_string())
-        .env("TOTAL", minutes.to_string())
-        .env("CHROMIUM", &chromium)
-        .env("SHOTS", &shots)
-        .output()
-        .expect("node runs the browser test");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
+    browse(
+        "embed-period.test.mjs",
+        &app,
+        &chromium,
+        &[
+            ("TOKEN", embed),
+            ("DAYS", (next - start).num_days().to_string()),
+            ("TOTAL", minutes.to_string()),
+        ],
     );
-    println!("{said}");
-    assert!(run.status.success(), "the period checks failed:\n{said}");
 }
