@@ -8,7 +8,9 @@ import { percentileChart } from './chart'
 import { el, notShared } from './dom'
 import { burn, count, percent, periodOf, viewerZone, when } from './format'
 import type {
+  AlertsView,
   AttestationsView,
+  PeriodsView,
   Dashboard,
   ListOut,
   ObjectiveDashboard,
@@ -169,6 +171,93 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
   return section
 }
 
+const RULES: Record<string, string> = {
+  'page-1h': 'fast burn (1 hour)',
+  'page-6h': 'burn over 6 hours',
+  'ticket-3d': 'slow burn (3 days)',
+}
+
+async function alerts(api: Api, claims: EmbedClaims, sla: string): Promise<HTMLElement> {
+  const section = el('section', { class: 'alerts', 'aria-labelledby': `alerts-${sla}` })
+  section.append(el('h3', { id: `alerts-${sla}` }, 'Alerts'))
+  if (!holds(claims, 'alert:read')) {
+    section.append(notShared('Alerts', 'alert:read'))
+    return section
+  }
+  const view = await api.get<AlertsView>(`/v1/slas/${encodeURIComponent(sla)}/alerts`)
+  const firing = view.alerts.filter((a) => a.firing)
+  if (firing.length === 0) {
+    section.append(el('p', { 'data-testid': 'alerts' }, 'No alert is firing: no objective is burning its error budget too fast.'))
+    return section
+  }
+  section.append(
+    el(
+      'ul',
+      { 'data-testid': 'alerts' },
+      ...firing.map((a) =>
+        el(
+          'li',
+          { class: 'firing' },
+          el('strong', {}, a.objective),
+          `: ${RULES[a.rule] ?? a.rule}, burning ${burn(a.long_burn_milli)} the sustainable rate, since ${when(a.changed_at)}.`,
+        ),
+      ),
+    ),
+  )
+  return section
+}
+
+async function closedPeriods(api: Api, sla: string): Promise<HTMLElement> {
+  const section = el('section', { class: 'periods', 'aria-labelledby': `periods-${sla}` })
+  section.append(el('h3', { id: `periods-${sla}` }, 'Closed periods'))
+  const view = await api.get<PeriodsView>(`/v1/slas/${encodeURIComponent(sla)}/periods`)
+  if (view.periods.length === 0) {
+    section.append(el('p', {}, 'No period has closed yet.'))
+    return section
+  }
+  const rows = [...view.periods]
+    .sort((a, b) => b.period_start.localeCompare(a.period_start) || a.objective.localeCompare(b.objective))
+    .slice(0, 48)
+  section.append(
+    el(
+      'table',
+      {},
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          el('th', { scope: 'col' }, 'Period'),
+          el('th', { scope: 'col' }, 'Objective'),
+          el('th', { scope: 'col' }, 'Result'),
+          el('th', { scope: 'col' }, 'Compliance'),
+        ),
+      ),
+      el(
+        'tbody',
+        {},
+        ...rows.map((p) =>
+          el(
+            'tr',
+            { 'data-met': String(p.met) },
+            el('td', {}, periodOf(p.period_start, p.period_end)),
+            el('td', {}, p.objective),
+            el('td', { class: p.met ? 'met' : 'missed' }, p.met ? 'Met' : 'Missed'),
+            el(
+              'td',
+              {},
+              p.compliance_ppm === null || p.compliance_ppm === undefined ? 'no requests' : percent(p.compliance_ppm),
+              el('span', { class: 'target' }, ` target ${percent(p.target_ppm)}`),
+            ),
+          ),
+        ),
+      ),
+    ),
+  )
+  return section
+}
+
 function credits(d: Dashboard): HTMLElement {
   const section = el('section', { class: 'credits', 'aria-labelledby': `credits-${d.sla}` })
   section.append(el('h3', { id: `credits-${d.sla}` }, 'Service credits'))
@@ -217,9 +306,12 @@ async function slaSection(
       : null
   const daysPath = history ? span('1d') : null
   const hoursPath = history && mode === 'period' ? span('1h') : null
-  const [days, hours] = await Promise.all([
+  const [days, hours, alertsPart, periodsPart, proofsPart] = await Promise.all([
     daysPath ? api.get<Dashboard>(daysPath) : null,
     hoursPath ? api.get<Dashboard>(hoursPath) : null,
+    alerts(api, claims, sla),
+    closedPeriods(api, sla),
+    attestations(api, claims, sla),
   ])
   const d = hours ?? latest
   const unit = d.step_secs >= 86_400 ? 'days' : d.step_secs >= 3600 ? 'hours' : 'minutes'
@@ -229,12 +321,13 @@ async function slaSection(
     el(
       'p',
       { class: 'range' },
-      `${when(d.from)} – ${when(d.to)}, in your time zone (${viewerZone}).`,
+      `${when(d.from)} – ${when(d.to)}, in your time zone (${viewerZone})` +
+        (d.time_zone && d.time_zone !== viewerZone ? `; the SLA's periods follow ${d.time_zone}.` : '.'),
     ),
   )
   const cards = el('div', { class: 'objectives' })
   for (const o of d.objectives) cards.append(objectiveCard(d, o))
-  section.append(cards)
+  section.append(cards, alertsPart)
 
   const uptime = el('section', { class: 'uptime-section', 'aria-labelledby': `up-${sla}` })
   uptime.append(el('h3', { id: `up-${sla}` }, 'Uptime'))
@@ -278,7 +371,7 @@ async function slaSection(
     for (const m of d.maintenance) list.append(el('li', {}, `${when(m.starts_at)} – ${when(m.ends_at)}`))
     section.append(el('section', { class: 'maintenance' }, el('h3', {}, 'Maintenance'), list))
   }
-  section.append(credits(d), await attestations(api, claims, sla))
+  section.append(periodsPart, credits(d), proofsPart)
   return section
 }
 

@@ -79,6 +79,7 @@ export interface Dashboard {
   from: string
   to: string
   step_secs: number
+  time_zone?: string
   objectives: ObjectiveDashboard[]
   percentiles?: PercentilePoint[]
   maintenance?: { starts_at: string; ends_at: string }[]
@@ -107,4 +108,37 @@ export interface AttestationsView {
   sla: string
   attestations: Attestation[]
   next_cursor?: string
+}
+
+export interface AlertView {
+  objective: string
+  rule: string
+  firing: boolean
+  changed_at: string
+  long_burn_milli: number
+  short_burn_milli: number
+}
+
+export interface AlertsView {
+  sla: string
+  alerts: AlertView[]
+  redacted: Redaction[]
+}
+
+export interface PeriodResult {
+  objective: string
+  period_start: string
+  period_end: string
+  met: boolean
+  compliance_ppm?: number | null
+  target_ppm: number
+  good: number
+  total: number
+  revision: number
+}
+
+export interface PeriodsView {
+  sla: string
+  periods: PeriodResult[]
+  redacted: Redaction[]
 }

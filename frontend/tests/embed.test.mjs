@@ -56,6 +56,11 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check((await page.locator('figure.percentiles canvas').count()) >= 1, 'full: the chart is drawn')
   check((await page.locator('[data-not-shared]').count()) === 0, 'full: nothing said to be unshared')
   check((await page.locator('section.attestations tbody tr').count()) === 4, 'full: the four attestations of November')
+  const closed = await page.locator('section.periods tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.met))
+  check(closed.length === 4 && closed.filter((m) => m === 'false').length === 2,
+    `full: November's four results, two missed (availability 99.6% < 99.9%, good-minutes 98% < 99%) (${closed.join(', ')})`)
+  check((await page.locator('[data-testid="alerts"]').count()) === 1, 'full: the alerts are shown')
+  check((await page.locator('.range').first().innerText()).includes('your time zone'), 'full: the time zone is named')
   check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')
   await axe(page, 'full')
   await page.screenshot({ path: `${shots}/dashboard-light-desktop.png`, fullPage: true })
@@ -69,7 +74,8 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check(errors.length === 0, `narrow: no script or console errors (${errors.join('; ')})`)
   check(!requested.some((p) => p.endsWith('/attestations')), 'narrow: attestations never requested')
   const refused = await page.locator('[data-not-shared]').evaluateAll((els) => els.map((e) => e.dataset.notShared))
-  for (const scope of ['attestation:read', 'sla:read:credits', 'sla:read:latency']) {
+  check(!requested.some((p) => p.endsWith('/alerts')), 'narrow: alerts never requested')
+  for (const scope of ['attestation:read', 'sla:read:credits', 'sla:read:latency', 'alert:read']) {
     check(refused.includes(scope), `narrow: says ${scope} is not shared (${refused.join(', ')})`)
   }
   check((await page.locator('figure.percentiles').count()) === 0, 'narrow: no latency chart')

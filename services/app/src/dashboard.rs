@@ -63,6 +63,10 @@ pub struct DashboardView {
     pub to: DateTime<Utc>,
     /// The width of every point in seconds (`?step=`: 60 by default).
     pub step_secs: i64,
+    /// The time zone the SLA's calendar periods follow (`Europe/Berlin`);
+    /// absent for a rolling window. Instants are UTC throughout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
     pub objectives: Vec<ObjectiveDashboard>,
     /// Latency, TTFT and TPOT percentiles of the SLA's service per minute
     /// with events, from the evaluator's chart sketches (each within 1%);
@@ -287,6 +291,12 @@ impl App {
         };
         let periods =
             maintenance::periods(&mut tx, stored.id, &stored.definition, from, to).await?;
+        let time_zone = match stored.definition.window {
+            slaproof_domain::window::TimeWindow::Calendar { time_zone, .. } => {
+                Some(time_zone.name().to_owned())
+            }
+            slaproof_domain::window::TimeWindow::Rolling { .. } => None,
+        };
         let credits = match stored.customer {
             Some(customer) if caller.has(Scope::SlaReadCredits) => Some(
                 slaproof_store::credits::period_totals(
@@ -432,6 +442,7 @@ impl App {
             from,
             to,
             step_secs: step.num_seconds(),
+            time_zone,
             objectives,
             percentiles,
             maintenance,

@@ -76,7 +76,7 @@ pub(crate) async fn announce_dashboard(
             "dashboard": sla,
             "scopes": [
                 "sla:read", "sla:read:uptime", "sla:read:latency", "sla:read:credits",
-                "sla:read:history", "maintenance:read", "attestation:read",
+                "sla:read:history", "maintenance:read", "attestation:read", "alert:read",
             ],
             "ttl_secs": 3600,
         }))

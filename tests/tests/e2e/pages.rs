@@ -141,6 +141,7 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
         "sla:read:history",
         "maintenance:read",
         "attestation:read",
+        "alert:read",
     ])
     .await;
     let narrow = mint(&["sla:read", "sla:read:uptime"]).await;

@@ -80,6 +80,11 @@ impl Dashboard {
     async fn step_secs(&self) -> i64 {
         self.0.step_secs
     }
+
+    /// The time zone the SLA's calendar periods follow; null for a rolling window.
+    async fn time_zone(&self) -> Option<&str> {
+        self.0.time_zone.as_deref()
+    }
     async fn objectives(&self) -> Vec<DashboardObjective> {
         self.0
             .objectives
