@@ -9,7 +9,7 @@
 // (an auditor's, to load the bundle from the API), ATTESTER, EAS,
 // VK_SHA256 (pins), CHROMIUM, SHOTS.
 
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { axe, check, env, finish, launch } from './harness.mjs'
 
@@ -75,6 +75,27 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
   const { context, statuses, verdict } = await run({ id: env('ATTESTATION'), token: env('TOKEN'), pins: false })
   check(statuses.proof === 'passed' && statuses.anchor === 'passed', `from the API: proof and anchor pass (${JSON.stringify(statuses)})`)
   check(verdict.startsWith('Every check passed'), `from the API, unpinned: every check run passed (${verdict})`)
+  await context.close()
+}
+
+// The files dropped on the page rather than chosen.
+{
+  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 } })
+  const page = await context.newPage()
+  await page.goto(`${env('BASE_URL')}/audit/?rpc=${encodeURIComponent(env('RPC'))}`)
+  await page.waitForSelector('html[data-ready]')
+  const files = readdirSync(env('BUNDLE')).map((f) => [f, readFileSync(join(env('BUNDLE'), f), 'utf8')])
+  const dropped = await page.evaluateHandle((entries) => {
+    const transfer = new DataTransfer()
+    for (const [name, text] of entries) transfer.items.add(new File([text], name, { type: 'application/json' }))
+    return transfer
+  }, files)
+  await page.dispatchEvent('#drop', 'drop', { dataTransfer: dropped })
+  check((await page.locator('#drop').innerText()).startsWith('4 files dropped'), 'dropped: the page says which files it took')
+  await page.click('#verify')
+  await page.waitForSelector('html[data-checked]', { timeout: 60000 })
+  const verdict = await page.locator('[data-testid="verdict"]').innerText()
+  check(verdict.startsWith('Every check'), `dropped: the checks pass (${verdict})`)
   await context.close()
 }
 

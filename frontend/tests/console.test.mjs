@@ -74,6 +74,22 @@ check(snippet.includes('/embed/?token=ey'), 'the iframe snippet carries a fresh 
 check((await page.locator('[data-testid="component-snippet"]').innerText()).includes('<slaproof-dashboard token='), 'the web component snippet too')
 await axe(page, 'embed generator')
 
+// Ingest keys: one made (shown once), then revoked.
+await page.click('a[href="#keys"]')
+await ready(page, 'keys')
+await page.fill('#f-name', 'eu-west gateway')
+await page.click('form.inline button')
+await page.waitForSelector('[data-testid="new-key"]')
+check((await page.locator('[data-testid="new-key"]').innerText()).startsWith('spk_'), 'a new ingest key is shown once')
+await page.click('a[href="#customers"]')
+await ready(page, 'customers')
+await page.click('a[href="#keys"]')
+await ready(page, 'keys')
+page.once('dialog', (d) => d.accept())
+await page.locator('button[data-revoke]').last().click()
+await page.waitForSelector('text=revoked now')
+check(true, 'a key is revoked from the console')
+
 // Every other section renders.
 for (const section of ['maintenance', 'keys', 'probes', 'webhooks']) {
   await page.click(`a[href="#${section}"]`)

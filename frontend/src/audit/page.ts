@@ -84,6 +84,23 @@ function show(summary: string, period: string, checks: Check[]): void {
   document.documentElement.dataset.checked = failed.length > 0 ? 'failed' : 'passed'
 }
 
+// Files dropped anywhere on the page go to the file input, as if chosen.
+const drop = document.getElementById('drop') as HTMLElement
+document.addEventListener('dragover', (event) => {
+  event.preventDefault()
+  drop.classList.add('over')
+})
+document.addEventListener('dragleave', () => drop.classList.remove('over'))
+document.addEventListener('drop', (event) => {
+  event.preventDefault()
+  drop.classList.remove('over')
+  const files = event.dataTransfer?.files
+  if (files && files.length > 0) {
+    input('files').files = files
+    drop.textContent = `${files.length} file${files.length > 1 ? 's' : ''} dropped: ${Array.from(files, (f) => f.name).join(', ')}.`
+  }
+})
+
 form.addEventListener('submit', (event) => {
   event.preventDefault()
   void (async () => {

@@ -233,7 +233,21 @@ const keys: View = {
         ['Name', (r) => text(r.name)],
         ['Prefix', (r) => el('code', {}, text(r.prefix))],
         ['Created', (r) => time(r.created_at)],
-        ['Revoked', (r) => time(r.revoked_at)],
+        [
+          'Revoked',
+          (r) => {
+            if (r.revoked_at) return time(r.revoked_at)
+            const button = el('button', { type: 'button', class: 'link', 'data-revoke': String(r.id) }, `Revoke ${text(r.name)}`)
+            button.addEventListener('click', () => {
+              if (!window.confirm(`Revoke the key ${text(r.name)}? Senders using it are refused at once.`)) return
+              void api
+                .send('DELETE', `/v1/ingest-keys/${encodeURIComponent(String(r.id))}`)
+                .then(() => button.replaceWith(document.createTextNode('revoked now')))
+                .catch((err) => button.replaceWith(el('span', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err))))
+            })
+            return button
+          },
+        ],
       ]),
       form('Create a key', [['name', 'What it is for']], 'Create', async (v) => {
         const k = await api.send<Row>('POST', '/v1/ingest-keys', v)
