@@ -21,6 +21,18 @@ import { uptimeBar } from './uptime'
 
 const app = document.getElementById('app') as HTMLElement
 
+/** The provider's logo (`?logo=https://…`), for the header. */
+function logo(params: URLSearchParams): HTMLElement | null {
+  const src = params.get('logo')
+  if (!src) return null
+  try {
+    if (new URL(src).protocol !== 'https:') return null
+  } catch {
+    return null
+  }
+  return el('img', { class: 'logo', src, alt: params.get('logo_alt') ?? 'Provider logo', referrerpolicy: 'no-referrer' })
+}
+
 function applyTheme(params: URLSearchParams): void {
   const theme = params.get('theme')
   if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme
@@ -420,6 +432,7 @@ async function main(): Promise<void> {
       const header = el(
         'header',
         {},
+        logo(params),
         el('h1', {}, 'Service level'),
         el('p', { class: 'expires' }, `This view expires ${when(new Date(claims.exp * 1000).toISOString())}.`),
         range.size > 0

@@ -74,6 +74,23 @@ check(snippet.includes('/embed/?token=ey'), 'the iframe snippet carries a fresh 
 check((await page.locator('[data-testid="component-snippet"]').innerText()).includes('<slaproof-dashboard token='), 'the web component snippet too')
 await axe(page, 'embed generator')
 
+// Maintenance: a window announced two days ahead; one ending before it
+// starts is refused, in place.
+await page.click('a[href="#maintenance"]')
+await ready(page, 'maintenance')
+const ahead = (hours) => new Date(Date.now() + hours * 3600_000).toISOString().replace(/\.\d+Z$/, 'Z')
+await page.fill('#f-sla', 'chat-sla')
+await page.fill('#f-starts_at', ahead(48))
+await page.fill('#f-ends_at', ahead(47))
+await page.fill('#f-description', 'database upgrade')
+await page.click('form.inline button')
+await page.waitForSelector('form.inline .outcome .error')
+check((await page.locator('form.inline .outcome .error').innerText()).length > 0, 'a window that ends before it starts is refused in place')
+await page.fill('#f-ends_at', ahead(49))
+await page.click('form.inline button')
+await page.waitForSelector('[data-testid="announced"]')
+check((await page.locator('[data-testid="announced"]').innerText()).startsWith('Announced'), 'a maintenance window is announced')
+
 // Ingest keys: one made (shown once), then revoked.
 await page.click('a[href="#keys"]')
 await ready(page, 'keys')

@@ -108,12 +108,17 @@ for (const scheme of ['light', 'dark']) {
 
 // A brand colour from the embed parameters, and nothing but a colour.
 {
-  const { page, context } = await open(env('TOKEN_FULL'), { extra: '&brand=%23aa3300&theme=dark' })
+  const { page, context } = await open(env('TOKEN_FULL'), {
+    extra: '&brand=%23aa3300&theme=dark&logo=https%3A%2F%2Fcdn.example.com%2Flogo.svg&logo_alt=Acme%20AI',
+  })
+  check((await page.getAttribute('img.logo', 'src')) === 'https://cdn.example.com/logo.svg', 'the provider logo is shown')
+  check((await page.getAttribute('img.logo', 'alt')) === 'Acme AI', 'the logo has its text alternative')
   const brand = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--brand').trim())
   check(brand === '#aa3300', `brand colour applied (${brand})`)
   check((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark', 'theme=dark applied')
   await context.close()
-  const bad = await open(env('TOKEN_FULL'), { extra: '&brand=red;background:url(x)' })
+  const bad = await open(env('TOKEN_FULL'), { extra: '&brand=red;background:url(x)&logo=javascript:alert(1)' })
+  check((await bad.page.locator('img.logo').count()) === 0, 'a logo that is not https is ignored')
   const kept = await bad.page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--brand').trim())
   check(kept === '#2456d6', `a brand that is not a colour is ignored (${kept})`)
   await bad.context.close()

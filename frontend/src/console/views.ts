@@ -216,6 +216,25 @@ const maintenance: View = {
         ['Status', (r) => text(r.status)],
         ['Why', (r) => text(r.description)],
       ]),
+      form(
+        'Announce a window',
+        [
+          ['sla', 'SLA (empty: every SLA)'],
+          ['starts_at', 'From (RFC 3339, e.g. 2026-12-24T02:00:00Z)'],
+          ['ends_at', 'To (RFC 3339)'],
+          ['description', 'What is done'],
+        ],
+        'Announce',
+        async (v) => {
+          const w = await api.send<Row>('POST', '/v1/maintenance-windows', {
+            ...(v.sla ? { sla: v.sla } : {}),
+            starts_at: v.starts_at,
+            ends_at: v.ends_at,
+            description: v.description,
+          })
+          return el('p', { 'data-testid': 'announced' }, `Announced: ${time(w?.starts_at)} – ${time(w?.ends_at)} (${text(w?.status)}).`)
+        },
+      ),
     )
   },
 }
@@ -273,6 +292,19 @@ const probes: View = {
         ['Every', (r) => `${text(r.interval_secs)} s`],
         ['Enabled', (r) => (r.enabled ? 'yes' : 'no')],
       ]),
+      form(
+        'Add an HTTP probe',
+        [
+          ['name', 'Name (a-z, 0-9, . and -)'],
+          ['service', 'The service its results count for'],
+          ['url', 'URL (https)'],
+        ],
+        'Add',
+        async (v) => {
+          const probe = await api.send<Row>('POST', '/v1/probes', { ...v, kind: 'http' })
+          return el('p', {}, `Added ${text(probe?.name)}: every ${text(probe?.interval_secs)} s.`)
+        },
+      ),
     )
   },
 }
@@ -307,6 +339,25 @@ const webhooks: View = {
         ['Events', (r) => (Array.isArray(r.event_types) ? r.event_types.join(', ') : '—')],
         ['Enabled', (r) => (r.enabled ? 'yes' : text(r.disabled_reason ?? 'no'))],
       ]),
+      form(
+        'Add an endpoint',
+        [
+          ['url', 'URL (https)'],
+          ['event_types', 'Event types, comma-separated (empty: every type)'],
+        ],
+        'Add',
+        async (v) => {
+          const types = v.event_types
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean)
+          const made = await api.send<{ secret?: string }>('POST', '/v1/webhook-endpoints', {
+            url: v.url,
+            ...(types.length > 0 ? { event_types: types } : {}),
+          })
+          return el('p', {}, 'The signing secret, shown this once: ', el('code', {}, text(made?.secret)))
+        },
+      ),
     )
   },
 }

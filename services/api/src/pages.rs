@@ -84,7 +84,8 @@ pub(crate) struct EmbedQuery {
     token: Option<String>,
 }
 
-/// The policy of a page answered to an embed token.
+/// The policy of a page answered to an embed token (images also from any
+/// https origin: the provider's logo, `?logo=`).
 fn policy(frame_ancestors: &[String]) -> String {
     let ancestors = if frame_ancestors.is_empty() {
         "'none'".to_owned()
@@ -92,7 +93,7 @@ fn policy(frame_ancestors: &[String]) -> String {
         frame_ancestors.join(" ")
     };
     format!(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; \
          connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; \
          frame-ancestors {ancestors}"
     )
