@@ -15,8 +15,8 @@ import { axe, check, env, finish, launch } from './harness.mjs'
 
 const browser = await launch()
 
-async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 }, colorScheme: scheme })
+async function run({ files, id, token, pins = true, scheme = 'light', shot, width = 1100, height = 1400 }) {
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme: scheme })
   const page = await context.newPage()
   const errors = []
   page.on('pageerror', (e) => errors.push(e.message))
@@ -48,7 +48,7 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
 }
 
 {
-  const { context, statuses, verdict, errors, focused, page } = await run({ files: env('BUNDLE'), shot: 'audit-valid-light' })
+  const { context, statuses, verdict, errors, focused, page } = await run({ files: env('BUNDLE'), shot: 'audit-valid-light-desktop' })
   check(focused === 'verify', `the button is reached with the keyboard (${focused})`)
   check(errors.length === 0, `valid: no script errors (${errors.join('; ')})`)
   for (const name of ['files', 'format', 'verifying key', 'public inputs', 'claim form', 'context', 'proof', 'statement id', 'anchor', 'attester', 'attester pinned']) {
@@ -56,6 +56,17 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot }) {
   }
   check(verdict.startsWith('Every check passed'), `valid: the verdict says so (${verdict})`)
   await axe(page, 'auditor page')
+  await context.close()
+}
+// The same on a phone, light and dark, and on a desktop in dark.
+for (const [scheme, device, width, height] of [
+  ['light', 'phone', 390, 844],
+  ['dark', 'phone', 390, 844],
+  ['dark', 'desktop', 1100, 1400],
+]) {
+  const { context, verdict, page } = await run({ files: env('BUNDLE'), scheme, width, height, shot: `audit-valid-${scheme}-${device}` })
+  check(verdict.startsWith('Every check passed'), `${scheme} ${device}: the verdict (${verdict})`)
+  check(!(await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1)), `${scheme} ${device}: no sideways scrolling`)
   await context.close()
 }
 {

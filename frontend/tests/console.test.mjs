@@ -115,6 +115,20 @@ for (const section of ['maintenance', 'keys', 'probes', 'webhooks']) {
 }
 check(errors.length === 0, `no script errors (${errors.join('; ')})`)
 
+// The SLA list in light and dark, on a desktop and a phone.
+for (const [scheme, device, width, height] of [
+  ['dark', 'desktop', 1200, 1300],
+  ['light', 'phone', 390, 844],
+]) {
+  const other = await browser.newContext({ viewport: { width, height }, colorScheme: scheme })
+  const shown = await other.newPage()
+  await shown.goto(`${env('BASE_URL')}/console/#token=${env('TOKEN')}`)
+  await ready(shown, 'slas')
+  check(!(await shown.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1)), `${scheme} ${device}: no sideways scrolling`)
+  await shown.screenshot({ path: `${env('SHOTS')}/console-slas-${scheme}-${device}.png`, fullPage: true })
+  await other.close()
+}
+
 // A phone, dark.
 const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' })
 const small = await phone.newPage()
