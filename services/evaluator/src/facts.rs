@@ -211,8 +211,9 @@ pub(crate) async fn close_periods(
     for period in candidates.into_iter().filter(|p| open.contains(&p.start)) {
         close_period(tx, sla, period, as_of, grace, &mut out).await?;
         sqlx::query(
-            "INSERT INTO period_checks (tenant_id, sla_id, period_start) VALUES ($1, $2, $3) \
-             ON CONFLICT (tenant_id, sla_id, period_start) DO UPDATE SET checked_at = now()",
+            "INSERT INTO period_checks (tenant_id, sla_id, period_start, checked_at) \
+             VALUES ($1, $2, $3, now()) \
+             ON CONFLICT (tenant_id, sla_id, period_start) DO UPDATE SET checked_at = EXCLUDED.checked_at",
         )
         .bind(tx.tenant().uuid())
         .bind(sla.id.uuid())

@@ -48,10 +48,11 @@ pub(crate) async fn failing(tx: &mut TenantTx) -> Result<HashSet<SlaId>, Evaluat
 /// Records a failed round of `failure`'s SLA: one more in a row.
 pub(crate) async fn record(tx: &mut TenantTx, failure: &SlaFailure) -> Result<(), EvaluatorError> {
     sqlx::query(
-        "INSERT INTO evaluation_failures (tenant_id, sla_id, version, last_error) VALUES ($1, $2, $3, $4) \
+        "INSERT INTO evaluation_failures (tenant_id, sla_id, version, last_error, last_failed_at) \
+         VALUES ($1, $2, $3, $4, now()) \
          ON CONFLICT (tenant_id, sla_id) DO UPDATE SET version = EXCLUDED.version, \
              failures = evaluation_failures.failures + 1, last_error = EXCLUDED.last_error, \
-             last_failed_at = now()",
+             last_failed_at = EXCLUDED.last_failed_at",
     )
     .bind(tx.tenant().uuid())
     .bind(failure.sla.uuid())

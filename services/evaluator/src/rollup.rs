@@ -508,16 +508,16 @@ async fn upsert_counts(
     let rows: Vec<_> = rows.into_iter().collect();
     let sql = format!(
         "INSERT INTO {table} (tenant_id, sla_id, version, objective, {unit}, good, total, \
-             late_folded, late_good, late_total) \
-         SELECT $1, * FROM UNNEST($2::uuid[], $3::int4[], $4::text[], $5::timestamptz[], $6::int8[], \
-             $7::int8[], $8::int8[], $9::int8[], $10::int8[]) \
+             late_folded, late_good, late_total, updated_at) \
+         SELECT $1, u.*, now() FROM UNNEST($2::uuid[], $3::int4[], $4::text[], $5::timestamptz[], $6::int8[], \
+             $7::int8[], $8::int8[], $9::int8[], $10::int8[]) AS u \
          ON CONFLICT (tenant_id, sla_id, version, {unit}, objective) DO UPDATE SET \
              good = {table}.good + EXCLUDED.good, \
              total = {table}.total + EXCLUDED.total, \
              late_folded = {table}.late_folded + EXCLUDED.late_folded, \
              late_good = {table}.late_good + EXCLUDED.late_good, \
              late_total = {table}.late_total + EXCLUDED.late_total, \
-             updated_at = now()"
+             updated_at = EXCLUDED.updated_at"
     );
     for chunk in rows.chunks(BATCH) {
         let mut sla = Vec::with_capacity(chunk.len());

@@ -147,10 +147,11 @@ async fn upsert(
          WHERE s.tenant_id = $1"
     );
     let write = format!(
-        "INSERT INTO {table} (tenant_id, sla_id, version, {unit}, latency, ttft, tpot) \
-         SELECT $1, * FROM UNNEST($2::uuid[], $3::int4[], $4::timestamptz[], $5::bytea[], $6::bytea[], $7::bytea[]) \
+        "INSERT INTO {table} (tenant_id, sla_id, version, {unit}, latency, ttft, tpot, updated_at) \
+         SELECT $1, u.*, now() FROM UNNEST($2::uuid[], $3::int4[], $4::timestamptz[], $5::bytea[], $6::bytea[], $7::bytea[]) AS u \
          ON CONFLICT (tenant_id, sla_id, version, {unit}) DO UPDATE SET \
-             latency = EXCLUDED.latency, ttft = EXCLUDED.ttft, tpot = EXCLUDED.tpot, updated_at = now()"
+             latency = EXCLUDED.latency, ttft = EXCLUDED.ttft, tpot = EXCLUDED.tpot, \
+             updated_at = EXCLUDED.updated_at"
     );
     for chunk in rows.chunks(BATCH) {
         let sla: Vec<uuid::Uuid> = chunk

@@ -24,11 +24,12 @@ pub async fn claim(
     abandoned_after_secs: f64,
 ) -> Result<bool, StoreError> {
     let inserted = sqlx::query(
-        "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint) VALUES ($1, $2, $3, $4) \
+        "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, created_at) \
+         VALUES ($1, $2, $3, $4, now()) \
          ON CONFLICT (tenant_id, subject, key) DO UPDATE \
-           SET fingerprint = EXCLUDED.fingerprint, created_at = now() \
+           SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at \
            WHERE api_idempotency_keys.status IS NULL \
-             AND api_idempotency_keys.created_at < now() - make_interval(secs => $5)",
+             AND api_idempotency_keys.created_at < EXCLUDED.created_at - make_interval(secs => $5)",
     )
     .bind(tx.tenant().uuid())
     .bind(subject)

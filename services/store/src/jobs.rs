@@ -96,10 +96,12 @@ pub async fn enqueue_routine(tx: &mut TenantTx, job: &NewJob) -> Result<JobId, S
 /// `update` (and makes a job a worker holds run once more afterwards).
 async fn insert(tx: &mut TenantTx, job: &NewJob, update: &str) -> Result<JobId, StoreError> {
     let id: uuid::Uuid = sqlx::query_scalar(&format!(
-        "INSERT INTO jobs (tenant_id, id, kind, payload, dedup_key, run_at) VALUES ($1, $2, $3, $4, $5, $6) \
+        "INSERT INTO jobs (tenant_id, id, kind, payload, dedup_key, run_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, now()) \
          ON CONFLICT (tenant_id, kind, dedup_key) WHERE dedup_key IS NOT NULL DO UPDATE \
          SET {update}, \
-             requeued = jobs.requeued OR (jobs.locked_until IS NOT NULL AND jobs.locked_until > now()) \
+             requeued = jobs.requeued OR (jobs.locked_until IS NOT NULL \
+                 AND jobs.locked_until > EXCLUDED.created_at) \
          RETURNING id",
     ))
     .bind(tx.tenant().uuid())

@@ -96,14 +96,14 @@ pub async fn set(
 ) -> Result<StoredThreshold, StoreError> {
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO customer_thresholds (tenant_id, sla_id, customer_id, objective, \
-             compliance_below_ppm, budget_remaining_below_ppm, burn_rate_above_milli) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             compliance_below_ppm, budget_remaining_below_ppm, burn_rate_above_milli, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, now()) \
          ON CONFLICT (tenant_id, sla_id, customer_id, objective) DO UPDATE SET \
              compliance_below_ppm = EXCLUDED.compliance_below_ppm, \
              budget_remaining_below_ppm = EXCLUDED.budget_remaining_below_ppm, \
              burn_rate_above_milli = EXCLUDED.burn_rate_above_milli, \
              compliance_crossed = false, budget_crossed = false, burn_crossed = false, \
-             evaluated_at = NULL, updated_at = now() \
+             evaluated_at = NULL, updated_at = EXCLUDED.updated_at \
          RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())

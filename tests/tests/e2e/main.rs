@@ -12,6 +12,7 @@ mod chain_client;
 mod chain_eas;
 mod chain_resolver;
 mod chain_verifier;
+mod citus_rules;
 mod credits;
 mod credits_api;
 mod definer;
