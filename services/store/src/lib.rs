@@ -2,10 +2,10 @@
 //! tenant-scoped way to touch tenant rows, and the repositories.
 //!
 //! Tenant data is reached only through [`TenantTx`], a transaction that sets
-//! `app.tenant_id` with `set_config(..., true)`: the setting ends with the
-//! transaction, so a pooled connection never carries a tenant into the next
-//! request, and row-level security in the schema refuses every row of other
-//! tenants even where a query forgets to filter.
+//! `app.tenant_id` with `SET LOCAL`: the setting ends with the transaction,
+//! so a pooled connection never carries a tenant into the next request, and
+//! row-level security in the schema refuses every row of other tenants even
+//! where a query forgets to filter.
 
 pub mod attestation_batches;
 pub mod attestations;
@@ -150,8 +150,19 @@ impl Database {
     /// [`TenantTx::commit`]; dropping it rolls back.
     pub async fn tenant_tx(&self, tenant: TenantId) -> Result<TenantTx, StoreError> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT set_config('app.tenant_id', $1, true)")
-            .bind(tenant.uuid().to_string())
+        // `SET LOCAL`, not `set_config(…, true)`: Citus carries a `SET LOCAL`
+        // to the workers a transaction touches (with
+        // `citus.propagate_set_commands = 'local'`), and a function call it
+        // does not. SET takes no parameter, so the id goes in as a literal:
+        // a UUID's canonical text (hex digits and hyphens), never text
+        // from a request. Not persistent: one statement per tenant would
+        // crowd the connection's prepared-statement cache.
+        let set = format!(
+            "SET LOCAL app.tenant_id = '{}'",
+            tenant.uuid().as_hyphenated()
+        );
+        sqlx::query(&set)
+            .persistent(false)
             .execute(&mut *tx)
             .await?;
         Ok(TenantTx { tx, tenant })
