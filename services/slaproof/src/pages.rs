@@ -74,10 +74,11 @@ pub(crate) async fn announce_dashboard(
         .json(&serde_json::json!({
             "customer": customer.to_string(),
             "dashboard": sla,
-            "scopes": [
-                "sla:read", "sla:read:uptime", "sla:read:latency", "sla:read:credits",
-                "sla:read:history", "maintenance:read", "attestation:read", "alert:read",
-            ],
+            // Every scope an embed token may carry: the application's list.
+            "scopes": slaproof_app::embed::EMBEDDABLE
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>(),
             "ttl_secs": 3600,
         }))
         .send()
