@@ -29,3 +29,13 @@ export function notShared(what: string, scope: string): HTMLElement {
     `${what} is not shared with you (it needs the ${scope} permission).`,
   )
 }
+
+/** A table with one heading per column and the given body rows. */
+export function dataTable(headings: string[], rows: HTMLTableRowElement[]): HTMLTableElement {
+  return el(
+    'table',
+    {},
+    el('thead', {}, el('tr', {}, ...headings.map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, ...rows),
+  )
+}

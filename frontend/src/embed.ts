@@ -5,7 +5,7 @@
 import './style.css'
 import { Api, ApiError } from './api'
 import { percentileChart } from './chart'
-import { el, notShared } from './dom'
+import { dataTable, el, notShared } from './dom'
 import { burn, count, percent, periodOf, viewerZone, when } from './format'
 import type {
   AlertsView,
@@ -124,7 +124,7 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
     section.append(el('p', {}, 'No period has closed yet.'))
     return section
   }
-  const body = el('tbody')
+  const rows: HTMLTableRowElement[] = []
   for (const a of view.attestations) {
     const status =
       a.status === 'anchored'
@@ -134,7 +134,7 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
           : a.status === 'pending'
             ? 'Being proven'
             : 'Not provable'
-    body.append(
+    rows.push(
       el(
         'tr',
         { 'data-status': a.status },
@@ -161,25 +161,7 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
       ),
     )
   }
-  section.append(
-    el(
-      'table',
-      {},
-      el(
-        'thead',
-        {},
-        el(
-          'tr',
-          {},
-          el('th', { scope: 'col' }, 'Period'),
-          el('th', { scope: 'col' }, 'Objective'),
-          el('th', { scope: 'col' }, 'Status'),
-          el('th', { scope: 'col' }, 'Attestation'),
-        ),
-      ),
-      body,
-    ),
-  )
+  section.append(dataTable(['Period', 'Objective', 'Status', 'Attestation'], rows))
   return section
 }
 
@@ -231,37 +213,20 @@ async function closedPeriods(api: Api, sla: string): Promise<HTMLElement> {
     .sort((a, b) => b.period_start.localeCompare(a.period_start) || a.objective.localeCompare(b.objective))
     .slice(0, 48)
   section.append(
-    el(
-      'table',
-      {},
-      el(
-        'thead',
-        {},
+    dataTable(
+      ['Period', 'Objective', 'Result', 'Compliance'],
+      rows.map((p) =>
         el(
           'tr',
-          {},
-          el('th', { scope: 'col' }, 'Period'),
-          el('th', { scope: 'col' }, 'Objective'),
-          el('th', { scope: 'col' }, 'Result'),
-          el('th', { scope: 'col' }, 'Compliance'),
-        ),
-      ),
-      el(
-        'tbody',
-        {},
-        ...rows.map((p) =>
+          { 'data-met': String(p.met) },
+          el('td', {}, periodOf(p.period_start, p.period_end)),
+          el('td', {}, p.objective),
+          el('td', { class: p.met ? 'met' : 'missed' }, p.met ? 'Met' : 'Missed'),
           el(
-            'tr',
-            { 'data-met': String(p.met) },
-            el('td', {}, periodOf(p.period_start, p.period_end)),
-            el('td', {}, p.objective),
-            el('td', { class: p.met ? 'met' : 'missed' }, p.met ? 'Met' : 'Missed'),
-            el(
-              'td',
-              {},
-              p.compliance_ppm === null || p.compliance_ppm === undefined ? 'no requests' : percent(p.compliance_ppm),
-              el('span', { class: 'target' }, ` target ${percent(p.target_ppm)}`),
-            ),
+            'td',
+            {},
+            p.compliance_ppm === null || p.compliance_ppm === undefined ? 'no requests' : percent(p.compliance_ppm),
+            el('span', { class: 'target' }, ` target ${percent(p.target_ppm)}`),
           ),
         ),
       ),

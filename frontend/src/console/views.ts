@@ -2,7 +2,7 @@
 // signed-in token; errors are shown where they happen, in the API's words.
 
 import { type Api, ApiError } from '../api'
-import { el } from '../dom'
+import { dataTable, el } from '../dom'
 import { when } from '../format'
 
 export interface View {
@@ -21,13 +21,12 @@ type Row = Record<string, unknown>
 /** A table of `rows`, one column per `[heading, cell]`. */
 function table(caption: string, rows: Row[], columns: [string, (r: Row) => Node | string][]): HTMLElement {
   if (rows.length === 0) return el('p', { class: 'empty' }, `No ${caption.toLowerCase()} yet.`)
-  return el(
-    'table',
-    {},
-    el('caption', {}, caption),
-    el('thead', {}, el('tr', {}, ...columns.map(([h]) => el('th', { scope: 'col' }, h)))),
-    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...columns.map(([, cell]) => el('td', {}, cell(r)))))),
+  const out = dataTable(
+    columns.map(([h]) => h),
+    rows.map((r) => el('tr', {}, ...columns.map(([, cell]) => el('td', {}, cell(r))))),
   )
+  out.prepend(el('caption', {}, caption))
+  return out
 }
 
 const text = (v: unknown): string => (v === null || v === undefined ? '—' : String(v))
