@@ -151,16 +151,7 @@ pub async fn note_anchor_from(
     id: uuid::Uuid,
     block: u64,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE attestation_batches SET anchor_from_block = coalesce(anchor_from_block, $3) \
-         WHERE tenant_id = $1 AND id = $2",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(id)
-    .bind(i64::try_from(block).unwrap_or(i64::MAX))
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    crate::attestations::note_anchor_from_in(tx, "attestation_batches", id, block).await
 }
 
 /// Records where sealed batch `id`'s root is anchored; `false` when it was

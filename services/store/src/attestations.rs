@@ -286,10 +286,21 @@ pub async fn note_anchor_from(
     id: uuid::Uuid,
     block: u64,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE attestations SET anchor_from_block = coalesce(anchor_from_block, $3) \
-         WHERE tenant_id = $1 AND id = $2",
-    )
+    note_anchor_from_in(tx, "attestations", id, block).await
+}
+
+/// [`note_anchor_from`] for a row of `table` (attestations, or their
+/// batches): the block is kept once set.
+pub(crate) async fn note_anchor_from_in(
+    tx: &mut TenantTx,
+    table: &'static str,
+    id: uuid::Uuid,
+    block: u64,
+) -> Result<(), StoreError> {
+    sqlx::query(&format!(
+        "UPDATE {table} SET anchor_from_block = coalesce(anchor_from_block, $3) \
+         WHERE tenant_id = $1 AND id = $2"
+    ))
     .bind(tx.tenant().uuid())
     .bind(id)
     .bind(i64::try_from(block).unwrap_or(i64::MAX))
