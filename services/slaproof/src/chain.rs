@@ -82,9 +82,7 @@ pub(crate) async fn up(config: &Config) -> anyhow::Result<Option<UpChain>> {
     if !config.embedded.anvil {
         return Ok(None);
     }
-    let root = std::env::current_dir().unwrap_or_default();
-    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let Some(binary) = anvil::binary(&root).or_else(|| anvil::binary(&built_in)) else {
+    let Some(binary) = workspaces().iter().find_map(|root| anvil::binary(root)) else {
         eprintln!(
             "no chain configured and no anvil found: anchoring is off. Install it with \
              `npm ci --prefix contracts` (or put Foundry's anvil on the PATH), or set chain.rpc_url."
@@ -310,15 +308,20 @@ async fn verifiers_for(
     }
 }
 
-/// The workspace's `contracts/` folder (in the working directory, or
-/// where this binary was built), if it is there.
+/// Where the workspace's npm tools are looked for, in order: the working
+/// directory, then the source tree this binary was built from.
+fn workspaces() -> [PathBuf; 2] {
+    [
+        std::env::current_dir().unwrap_or_default(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+    ]
+}
+
+/// The workspace's `contracts/` folder, if it is there.
 fn contracts_dir() -> Option<PathBuf> {
-    let root = std::env::current_dir()
-        .unwrap_or_default()
-        .join("contracts");
-    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contracts");
-    [root, built_in]
+    workspaces()
         .into_iter()
+        .map(|root| root.join("contracts"))
         .find(|d| d.join("compile.mjs").is_file())
 }
 
