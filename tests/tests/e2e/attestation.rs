@@ -109,6 +109,22 @@ pub(crate) async fn worker(s: &Scenario, anchoring: Option<Anchoring>) -> Worker
     }
 }
 
+/// [`worker`] anchoring on `chain` and its `deployment`.
+pub(crate) async fn anchored_worker(
+    s: &Scenario,
+    chain: &Arc<Chain>,
+    deployment: &Deployment,
+) -> Worker {
+    worker(
+        s,
+        Some(Anchoring {
+            chain: chain.clone(),
+            deployment: deployment.clone(),
+        }),
+    )
+    .await
+}
+
 pub(crate) async fn attestations_of(s: &Scenario) -> Vec<Attestation> {
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
@@ -209,14 +225,7 @@ async fn a_closed_month_is_proven_over_its_days_anchored_and_verified_by_the_aud
     // Proven and anchored hash-only on a real chain.
     let node = Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let w = worker(
-        &s,
-        Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-    )
-    .await;
+    let w = anchored_worker(&s, &chain, &deployment).await;
     assert_eq!(w.work_due().await.unwrap(), 3);
     let rows = provable(attestations_of(&s).await);
     for row in &rows {
@@ -680,14 +689,7 @@ async fn proofs_made_with_no_chain_are_kept_and_anchored_once_a_chain_is_there()
     tx.commit().await.unwrap();
     let node = Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let w = worker(
-        &s,
-        Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-    )
-    .await;
+    let w = anchored_worker(&s, &chain, &deployment).await;
     assert_eq!(w.work_due().await.unwrap(), 3);
     for row in provable(attestations_of(&s).await) {
         assert_eq!(

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use slaproof_attestation::audit::{Pins, audit};
 use slaproof_attestation::verifiers::{SolcJs, register_missing};
-use slaproof_attestation::worker::{Anchoring, Worker};
+use slaproof_attestation::worker::Worker;
 use slaproof_chain::anvil::Anvil;
 use slaproof_store::attestations::{self, Attestation};
 use slaproof_tests::scenario::Scenario;
 
 use crate::attestation::{
-    SLA, anchors_under, anvil_binary, attestations_of, chain_on, closed_november_under, keys_64,
-    provable, worker,
+    SLA, anchored_worker, anchors_under, anvil_binary, attestations_of, chain_on,
+    closed_november_under, keys_64, provable,
 };
 
 /// The November SLA, anchored on `path`.
@@ -87,14 +87,7 @@ async fn the_verified_path_waits_for_the_keys_verifier_then_the_chain_verifies_e
 
     let node = Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let w = worker(
-        &s,
-        Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-    )
-    .await;
+    let w = anchored_worker(&s, &chain, &deployment).await;
 
     // No verifier for the key yet: proven, not anchored, and the reason
     // names the command that mends it. Nothing reached the chain.
@@ -162,14 +155,7 @@ async fn the_batched_path_anchors_an_epochs_statements_as_one_root_when_the_epoc
     let s = closed_november_under(&sla_on("batched")).await;
     let node = Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let mut w = worker(
-        &s,
-        Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-    )
-    .await;
+    let mut w = anchored_worker(&s, &chain, &deployment).await;
     // Ten-second epochs, started at the beginning of one, so that three
     // proofs are made well before it ends.
     const EPOCH: u64 = 10;

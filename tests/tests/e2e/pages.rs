@@ -209,7 +209,6 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_names_a_tampered_one() {
-    use slaproof_attestation::worker::Anchoring;
     use slaproof_chain::anvil::Anvil;
     let Some(chromium) = tools() else {
         return;
@@ -221,14 +220,7 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
     let s = crate::attestation::closed_november().await;
     let node = Anvil::start(&anvil, 0, None).expect("anvil starts");
     let (chain, deployment) = crate::attestation::chain_on(&node, 30).await;
-    let w = crate::attestation::worker(
-        &s,
-        Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-    )
-    .await;
+    let w = crate::attestation::anchored_worker(&s, &chain, &deployment).await;
     assert_eq!(w.work_due().await.unwrap(), 3);
     drop(w);
     let row = crate::attestation::provable(crate::attestation::attestations_of(&s).await)
