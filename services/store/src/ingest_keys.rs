@@ -133,12 +133,14 @@ pub async fn authenticate(db: &Database, key: &str) -> Result<Option<Authenticat
     let Some(prefix) = split(key) else {
         return Ok(None);
     };
+    let mut tx = db.platform_tx().await?;
     let row: Option<(uuid::Uuid, uuid::Uuid)> =
         sqlx::query_as("SELECT tenant_id, key_id FROM slaproof_authenticate_ingest_key($1, $2)")
             .bind(prefix)
             .bind(digest(key))
-            .fetch_optional(db.pool())
+            .fetch_optional(&mut *tx)
             .await?;
+    tx.commit().await?;
     Ok(row.map(|(tenant, key)| Authenticated {
         tenant: TenantId::from_uuid(tenant),
         key: IngestKeyId::from_uuid(key),

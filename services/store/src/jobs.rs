@@ -124,6 +124,7 @@ pub async fn claim(
     limit: i32,
     lease: Duration,
 ) -> Result<Vec<ClaimedJob>, StoreError> {
+    let mut tx = db.platform_tx().await?;
     let rows: Vec<(uuid::Uuid, uuid::Uuid, String, serde_json::Value, i32)> = sqlx::query_as(
         "SELECT tenant_id, id, kind, payload, attempts FROM slaproof_claim_jobs($1, $2, $3, make_interval(secs => $4))",
     )
@@ -131,8 +132,9 @@ pub async fn claim(
     .bind(worker)
     .bind(limit)
     .bind(lease.as_secs_f64())
-    .fetch_all(db.pool())
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(rows
         .into_iter()
         .map(|(tenant, id, kind, payload, attempts)| ClaimedJob {

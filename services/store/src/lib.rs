@@ -10,6 +10,7 @@
 pub mod attestation_batches;
 pub mod attestations;
 pub mod audit;
+pub mod backlog;
 pub mod charts;
 pub mod credits;
 pub mod customers;
@@ -113,6 +114,7 @@ impl Database {
     #[tracing::instrument(skip_all)]
     pub async fn check_service_role(&self) -> Result<(), StoreError> {
         type Row = (String, bool, bool, Option<String>, bool);
+        let mut tx = self.pool.begin().await?;
         let (role, superuser, bypass, owns, creates): Row = sqlx::query_as(
             "SELECT r.rolname::text, r.rolsuper, r.rolbypassrls, \
                     (SELECT c.relname::text FROM pg_class c \
@@ -121,8 +123,9 @@ impl Database {
                     has_schema_privilege(current_user, 'public', 'CREATE') \
              FROM pg_roles r WHERE r.rolname = current_user",
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
+        tx.commit().await?;
         let problem = if superuser {
             Some("is a superuser")
         } else if bypass {
@@ -170,7 +173,8 @@ impl Database {
 
     /// Whether the database answers, within `timeout`.
     pub async fn ping(&self, timeout: Duration) -> Result<(), StoreError> {
-        match tokio::time::timeout(timeout, sqlx::query("SELECT 1").execute(&self.pool)).await {
+        // The simple protocol: one message, whatever pooler is in between.
+        match tokio::time::timeout(timeout, sqlx::raw_sql("SELECT 1").execute(&self.pool)).await {
             Ok(result) => result.map(|_| ()).map_err(StoreError::from),
             Err(_) => Err(StoreError::Timeout("database ping")),
         }
@@ -181,17 +185,23 @@ impl Database {
     /// [`TenantTx`] sets the tenant for its transaction only. For tests
     /// of exactly that.
     pub async fn session_tenant(&self) -> Result<(Option<uuid::Uuid>, i64), StoreError> {
-        Ok(
+        let mut tx = self.pool.begin().await?;
+        let seen =
             sqlx::query_as("SELECT slaproof_current_tenant(), (SELECT count(*) FROM customers)")
-                .fetch_one(&self.pool)
-                .await?,
-        )
+                .fetch_one(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok(seen)
     }
 
-    /// The pool, for the cross-tenant functions of this crate. Not public:
-    /// tenant data goes through [`Database::tenant_tx`].
-    pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
+    /// A transaction acting for no tenant, for the cross-tenant functions
+    /// of this crate (claims, key lookups, partitions). Not public: tenant
+    /// data goes through [`Database::tenant_tx`]. Explicit even around one
+    /// statement: behind a pooler in transaction mode (pgbouncer before
+    /// 1.21) a statement's parse and its execution reach the same server
+    /// connection only inside an open transaction.
+    pub(crate) async fn platform_tx(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        Ok(self.pool.begin().await?)
     }
 
     /// Closes every connection; waits for connections in use to return.

@@ -78,6 +78,7 @@ pub async fn claim(
         serde_json::Value,
         DateTime<Utc>,
     );
+    let mut tx = db.platform_tx().await?;
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT tenant_id, id, seq, event_type, payload, created_at \
          FROM slaproof_claim_outbox($1, $2, make_interval(secs => $3))",
@@ -85,8 +86,9 @@ pub async fn claim(
     .bind(worker)
     .bind(limit)
     .bind(lease.as_secs_f64())
-    .fetch_all(db.pool())
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(rows
         .into_iter()
         .map(

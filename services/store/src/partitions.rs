@@ -9,11 +9,13 @@ use crate::{Database, StoreError};
 /// Creates the missing daily partitions for `[from, to]`; returns how many.
 #[tracing::instrument(skip(db))]
 pub async fn ensure(db: &Database, from: NaiveDate, to: NaiveDate) -> Result<i32, StoreError> {
+    let mut tx = db.platform_tx().await?;
     let created: i32 = sqlx::query_scalar("SELECT slaproof_ensure_event_partitions($1, $2)")
         .bind(from)
         .bind(to)
-        .fetch_one(db.pool())
+        .fetch_one(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(created)
 }
 
@@ -21,19 +23,23 @@ pub async fn ensure(db: &Database, from: NaiveDate, to: NaiveDate) -> Result<i32
 /// names.
 #[tracing::instrument(skip(db))]
 pub async fn drop_before(db: &Database, before: NaiveDate) -> Result<Vec<String>, StoreError> {
+    let mut tx = db.platform_tx().await?;
     let dropped: Vec<String> =
         sqlx::query_scalar("SELECT * FROM slaproof_drop_event_partitions($1)")
             .bind(before)
-            .fetch_all(db.pool())
+            .fetch_all(&mut *tx)
             .await?;
+    tx.commit().await?;
     Ok(dropped)
 }
 
 /// The days that have a partition, in order.
 pub async fn days(db: &Database) -> Result<Vec<NaiveDate>, StoreError> {
+    let mut tx = db.platform_tx().await?;
     let days: Vec<NaiveDate> = sqlx::query_scalar("SELECT * FROM slaproof_event_partition_days()")
-        .fetch_all(db.pool())
+        .fetch_all(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(days)
 }
 

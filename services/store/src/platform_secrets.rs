@@ -10,11 +10,12 @@ use crate::{Database, StoreError};
 pub async fn get_or_create(db: &Database, name: &str, fresh: &[u8]) -> Result<Vec<u8>, StoreError> {
     // Through a SECURITY DEFINER function: the service role cannot read
     // the table itself.
-    Ok(
-        sqlx::query_scalar("SELECT slaproof_platform_secret($1, $2)")
-            .bind(name)
-            .bind(fresh)
-            .fetch_one(db.pool())
-            .await?,
-    )
+    let mut tx = db.platform_tx().await?;
+    let secret = sqlx::query_scalar("SELECT slaproof_platform_secret($1, $2)")
+        .bind(name)
+        .bind(fresh)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(secret)
 }

@@ -408,11 +408,13 @@ pub async fn record_result(
 /// same statement.
 #[tracing::instrument(skip(db))]
 pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, StoreError> {
+    let mut tx = db.platform_tx().await?;
     let rows: Vec<(uuid::Uuid, uuid::Uuid, DateTime<Utc>)> =
         sqlx::query_as("SELECT tenant_id, id, scheduled_at FROM slaproof_claim_probes($1)")
             .bind(limit)
-            .fetch_all(db.pool())
+            .fetch_all(&mut *tx)
             .await?;
+    tx.commit().await?;
     Ok(rows
         .into_iter()
         .map(|(tenant, id, scheduled_at)| ClaimedProbe {

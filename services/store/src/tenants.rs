@@ -74,10 +74,12 @@ pub async fn resolve(db: &Database, id_or_name: &str) -> Result<TenantId, StoreE
         tx.commit().await?;
         return Ok(found.id);
     }
+    let mut tx = db.platform_tx().await?;
     let id: Option<uuid::Uuid> = sqlx::query_scalar("SELECT slaproof_tenant_id_by_name($1)")
         .bind(id_or_name)
-        .fetch_one(db.pool())
+        .fetch_one(&mut *tx)
         .await?;
+    tx.commit().await?;
     id.map(TenantId::from_uuid)
         .ok_or_else(|| StoreError::not_found("tenant", id_or_name))
 }
@@ -99,13 +101,15 @@ async fn tenants(
 ) -> Result<Vec<Tenant>, StoreError> {
     // The function answers every tenant (operators' lists are short); the
     // page is cut from its answer.
+    let mut tx = db.platform_tx().await?;
     let rows: Vec<TenantRow> = sqlx::query_as(
         "SELECT id, name, display_name, created_at FROM slaproof_list_tenants() \
          WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
     )
     .bind(after)
     .bind(fetch)
-    .fetch_all(db.pool())
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(rows.into_iter().map(Tenant::from).collect())
 }

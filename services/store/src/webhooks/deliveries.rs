@@ -274,6 +274,7 @@ pub async fn claim(
         i32,
         sqlx::types::Json<BTreeMap<String, String>>,
     );
+    let mut tx = db.platform_tx().await?;
     let rows: Vec<Claimed> = sqlx::query_as(
         "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
                 event_type, payload, \
@@ -284,8 +285,9 @@ pub async fn claim(
     .bind(limit)
     .bind(lease.as_secs_f64())
     .bind(per_endpoint)
-    .fetch_all(db.pool())
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(rows
         .into_iter()
         .map(
