@@ -182,11 +182,66 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
 
 /// Like [`spawn_app_with`], against a database the test made.
 pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {
+    let (address, db, shutdown, server) = start(&database, &database.service, adjust).await;
+    TestApp {
+        address,
+        client: TestClient::new(address),
+        db,
+        shutdown,
+        server: Some(server),
+        database,
+    }
+}
+
+/// One more copy of the application (every service but attestation, a
+/// pool of its own) against `database`, as a second process would be.
+#[derive(Debug)]
+pub struct Replica {
+    pub address: SocketAddr,
+    pub client: TestClient,
+    pub db: Database,
+    shutdown: CancellationToken,
+    server: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Starts a [`Replica`] on port 0.
+pub async fn spawn_replica(database: &TestDatabase, adjust: impl FnOnce(&mut Config)) -> Replica {
+    spawn_replica_via(database, &database.service, adjust).await
+}
+
+/// Starts a [`Replica`] on port 0 whose services connect with `service`
+/// (through a connection pooler, say).
+pub async fn spawn_replica_via(
+    database: &TestDatabase,
+    service: &PgConnectOptions,
+    adjust: impl FnOnce(&mut Config),
+) -> Replica {
+    let (address, db, shutdown, server) = start(database, service, adjust).await;
+    Replica {
+        address,
+        client: TestClient::new(address),
+        db,
+        shutdown,
+        server: Some(server),
+    }
+}
+
+/// Builds and runs the application (every service but attestation).
+async fn start(
+    database: &TestDatabase,
+    service: &PgConnectOptions,
+    adjust: impl FnOnce(&mut Config),
+) -> (
+    SocketAddr,
+    Database,
+    CancellationToken,
+    JoinHandle<anyhow::Result<()>>,
+) {
     let mut config = Config::default();
     config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.server.shutdown_grace_secs = 5;
     adjust(&mut config);
-    let db = slaproof::app::open_database(&config, &database.owner, &database.service, false)
+    let db = slaproof::app::open_database(&config, &database.owner, service, false)
         .await
         .expect("opening the test database");
     // Every service but attestation, which would make proving keys (seconds
@@ -203,13 +258,23 @@ pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Confi
     let address = app.local_addr();
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(app.run(shutdown.clone()));
-    TestApp {
-        address,
-        client: TestClient::new(address),
-        db,
-        shutdown,
-        server: Some(server),
-        database,
+    (address, db, shutdown, server)
+}
+
+impl Replica {
+    /// Stops it gracefully and reports how its run ended.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        match self.server.take() {
+            Some(server) => server.await.context("the server task panicked")?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
     }
 }
 

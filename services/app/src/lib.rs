@@ -28,6 +28,7 @@ pub mod page;
 pub mod probes;
 mod sla_apply;
 pub mod slas;
+pub mod slo;
 pub mod tenants;
 pub mod thresholds;
 pub mod webhook_events;

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 
 use crate::config::{Config, describe};
-use crate::{health, housekeeping, telemetry};
+use crate::{health, housekeeping, metrics, telemetry};
 
 /// A service one process can run. `slaproof up` runs all of them;
 /// `slaproof serve <service>` runs one. Later services (ingest, evaluator,
@@ -88,9 +88,12 @@ pub async fn open_database(
             .await
             .with_context(|| format!("migrating {}", describe(owner)))?;
     }
-    let db = Database::connect(service, config.database.max_connections)
+    let service = service
+        .clone()
+        .statement_cache_capacity(config.database.statement_cache_capacity);
+    let db = Database::connect(&service, config.database.max_connections)
         .await
-        .with_context(|| format!("connecting to {}", describe(service)))?;
+        .with_context(|| format!("connecting to {}", describe(&service)))?;
     db.check_service_role().await?;
     Ok(db)
 }
@@ -107,6 +110,8 @@ pub struct Application {
     /// The key webhook secrets are sealed under, when this process
     /// delivers webhooks.
     webhook_key: Option<WebhookKey>,
+    /// The Prometheus listener (`telemetry.metrics_listen`) and its routes.
+    metrics: Option<(TcpListener, Router)>,
 }
 
 impl Application {
@@ -179,6 +184,20 @@ impl Application {
         } else {
             None
         };
+        let metrics = match config.telemetry.metrics_listen {
+            Some(address) => {
+                let listener = TcpListener::bind(address).await.with_context(|| {
+                    format!(
+                        "listening for Prometheus on {address} (set telemetry.metrics_listen, or SLAPROOF_TELEMETRY__METRICS_LISTEN, to another address)"
+                    )
+                })?;
+                let app = slaproof_app::App::with_default_policy(db.clone())
+                    .await
+                    .context("loading the authorization policy")?;
+                Some((listener, metrics::router(app)))
+            }
+            None => None,
+        };
         Ok(Self {
             listener,
             router,
@@ -187,6 +206,7 @@ impl Application {
             services: services.to_vec(),
             probes,
             webhook_key,
+            metrics,
         })
     }
 
@@ -196,6 +216,13 @@ impl Application {
         self.listener
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Where Prometheus scrapes, when `telemetry.metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .and_then(|(listener, _)| listener.local_addr().ok())
     }
 
     pub fn database(&self) -> &Database {
@@ -281,6 +308,17 @@ impl Application {
         }
         tracing::info!(address = %self.local_addr(), "listening");
         let header_timeout = Duration::from_secs(self.config.server.header_read_timeout_secs);
+        if let Some((listener, router)) = self.metrics {
+            if let Ok(address) = listener.local_addr() {
+                tracing::info!(%address, "serving Prometheus metrics at /metrics and /metrics/slo");
+            }
+            let shutdown = shutdown.clone();
+            workers.spawn(async move {
+                if let Err(err) = serve(listener, router, header_timeout, shutdown).await {
+                    tracing::error!(error = %err, "the metrics listener stopped");
+                }
+            });
+        }
         let server = serve(self.listener, self.router, header_timeout, shutdown.clone());
         let deadline = async {
             shutdown.cancelled().await;

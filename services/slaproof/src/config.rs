@@ -115,6 +115,11 @@ pub struct DatabaseConfig {
     pub max_connections: u32,
     /// Whether `up` and `serve` apply pending migrations at start.
     pub migrate_on_start: bool,
+    /// Prepared statements kept per connection. 0 reuses no statement
+    /// name, which pgbouncer before 1.21 needs in transaction mode (with its
+    /// `server_reset_query = DEALLOCATE ALL` always); with 1.21 or later
+    /// set its `max_prepared_statements` instead and keep this.
+    pub statement_cache_capacity: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -124,6 +129,7 @@ impl Default for DatabaseConfig {
             migrate_url: None,
             max_connections: 10,
             migrate_on_start: true,
+            statement_cache_capacity: 100,
         }
     }
 }
@@ -231,6 +237,11 @@ pub struct TelemetryConfig {
     pub export_interval_secs: u64,
     /// The share of traces kept, from 0 to 1 (a parent's decision wins).
     pub sample_ratio: f64,
+    /// A second listener for Prometheus (`0.0.0.0:9464`): `/metrics`, this
+    /// process's operator metrics, and `/metrics/slo`, every tenant's SLO
+    /// series. Unset: neither is served. Keep it off the public network:
+    /// the SLO series name every tenant.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for TelemetryConfig {
@@ -240,6 +251,7 @@ impl Default for TelemetryConfig {
             service_name: "slaproof".to_owned(),
             export_interval_secs: 60,
             sample_ratio: 1.0,
+            metrics_listen: None,
         }
     }
 }
@@ -328,6 +340,15 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(metrics) = self.telemetry.metrics_listen
+            && metrics.port() != 0
+            && metrics == self.server.listen
+        {
+            return Err(invalid(
+                "telemetry.metrics_listen",
+                format!("is server.listen ({metrics}); the metrics need an address of their own"),
+            ));
         }
         if self.telemetry.service_name.trim().is_empty() {
             return Err(invalid("telemetry.service_name", "must not be empty"));

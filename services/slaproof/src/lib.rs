@@ -11,6 +11,7 @@ mod embedded;
 mod health;
 mod housekeeping;
 mod loadgen;
+mod metrics;
 mod pages;
 mod telemetry;
 

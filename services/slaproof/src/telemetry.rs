@@ -1,9 +1,11 @@
 //! Logging and slaproof's own telemetry: one subscriber per process, text
-//! for people, JSON for pipelines; and, when `telemetry.otlp_endpoint` is
-//! set, the same spans and the operators' metrics exported over OTLP/HTTP.
+//! for people, JSON for pipelines; when `telemetry.otlp_endpoint` is set,
+//! the same spans and the operators' metrics exported over OTLP/HTTP; when
+//! `telemetry.metrics_listen` is set, the metrics kept for Prometheus to
+//! scrape (`crate::metrics` serves them).
 
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -37,17 +39,28 @@ static EXPORTING: AtomicBool = AtomicBool::new(false);
 #[must_use = "call shutdown() when the work is done, or the last spans and metrics are lost"]
 #[derive(Debug)]
 pub(crate) struct Telemetry {
-    exporting: Option<Exporting>,
+    otlp: Option<Otlp>,
+    meter_provider: Option<SdkMeterProvider>,
 }
 
 #[derive(Debug)]
-struct Exporting {
+struct Otlp {
     tracer_provider: SdkTracerProvider,
-    meter_provider: SdkMeterProvider,
     /// Runs the exporters' HTTP requests: the SDK exports from threads of
     /// its own, outside the application's runtime, and still exports after
     /// that runtime is gone (the final flush).
     runtime: tokio::runtime::Runtime,
+}
+
+/// The registry `/metrics` encodes: the process's instruments, through the
+/// OpenTelemetry Prometheus exporter. Set once, when the process keeps
+/// metrics for scraping.
+static PROMETHEUS: OnceLock<prometheus::Registry> = OnceLock::new();
+
+/// The process's metrics for Prometheus, when `telemetry.metrics_listen`
+/// is set.
+pub(crate) fn prometheus_registry() -> Option<&'static prometheus::Registry> {
+    PROMETHEUS.get()
 }
 
 impl Telemetry {
@@ -55,16 +68,19 @@ impl Telemetry {
     /// reading. Call after the application's graceful stop, outside any
     /// async runtime (it waits on the export threads).
     pub(crate) fn shutdown(self) {
-        let Some(exporting) = self.exporting else {
-            return;
-        };
-        if let Err(err) = exporting.tracer_provider.shutdown() {
+        if let Some(otlp) = &self.otlp
+            && let Err(err) = otlp.tracer_provider.shutdown()
+        {
             tracing::warn!(error = %err, "flushing spans failed");
         }
-        if let Err(err) = exporting.meter_provider.shutdown() {
+        if let Some(meter_provider) = self.meter_provider
+            && let Err(err) = meter_provider.shutdown()
+        {
             tracing::warn!(error = %err, "flushing metrics failed");
         }
-        exporting.runtime.shutdown_timeout(Duration::from_secs(1));
+        if let Some(otlp) = self.otlp {
+            otlp.runtime.shutdown_timeout(Duration::from_secs(1));
+        }
     }
 }
 
@@ -92,11 +108,35 @@ pub(crate) fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Resu
             .ok()
             .filter(|v| !v.trim().is_empty())
     });
-    let exporting = match endpoint {
-        Some(endpoint) => Some(exporters(&endpoint, telemetry)?),
+    let resource = Resource::builder()
+        .with_service_name(telemetry.service_name.clone())
+        .build();
+    let mut meters = SdkMeterProvider::builder().with_resource(resource.clone());
+    let mut metering = false;
+    let otlp = match endpoint {
+        Some(endpoint) => {
+            let (otlp, reader) = exporters(&endpoint, telemetry, resource)?;
+            meters = meters.with_reader(reader);
+            metering = true;
+            Some(otlp)
+        }
         None => None,
     };
-    let otel = exporting
+    let registry = match telemetry.metrics_listen {
+        Some(_) => {
+            let registry = prometheus::Registry::new();
+            let exporter = opentelemetry_prometheus::exporter()
+                .with_registry(registry.clone())
+                .build()
+                .context("building the Prometheus exporter")?;
+            meters = meters.with_reader(exporter);
+            metering = true;
+            Some(registry)
+        }
+        None => None,
+    };
+    let meter_provider = metering.then(|| meters.build());
+    let otel = otlp
         .as_ref()
         .map(|e| tracing_opentelemetry::layer().with_tracer(e.tracer_provider.tracer("slaproof")));
     // A second init (tests) is harmless, hence try_init.
@@ -106,17 +146,29 @@ pub(crate) fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Resu
         .with(otel)
         .try_init()
         .is_ok();
-    if let Some(exporting) = &exporting
+    if let Some(meter_provider) = &meter_provider
         && installed
     {
-        global::set_meter_provider(exporting.meter_provider.clone());
+        global::set_meter_provider(meter_provider.clone());
+        if let Some(registry) = registry {
+            // Only the first init's registry holds the instruments.
+            let _ = PROMETHEUS.set(registry);
+        }
         EXPORTING.store(true, Ordering::Relaxed);
     }
-    Ok(Telemetry { exporting })
+    Ok(Telemetry {
+        otlp,
+        meter_provider,
+    })
 }
 
-/// The OTLP/HTTP (protobuf) exporters of spans and metrics at `endpoint`.
-fn exporters(endpoint: &str, config: &TelemetryConfig) -> anyhow::Result<Exporting> {
+/// The OTLP/HTTP (protobuf) exporters of spans and metrics at `endpoint`:
+/// the tracer provider, and the reader for the meter provider.
+fn exporters(
+    endpoint: &str,
+    config: &TelemetryConfig,
+    resource: Resource,
+) -> anyhow::Result<(Otlp, PeriodicReader<opentelemetry_otlp::MetricExporter>)> {
     let base = endpoint.trim_end_matches('/');
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -131,10 +183,6 @@ fn exporters(endpoint: &str, config: &TelemetryConfig) -> anyhow::Result<Exporti
             .context("building the telemetry HTTP client")?,
         runtime: runtime.handle().clone(),
     };
-    let resource = Resource::builder()
-        .with_service_name(config.service_name.clone())
-        .build();
-
     let spans = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_http_client(client.clone())
@@ -147,7 +195,7 @@ fn exporters(endpoint: &str, config: &TelemetryConfig) -> anyhow::Result<Exporti
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
             config.sample_ratio,
         ))))
-        .with_resource(resource.clone())
+        .with_resource(resource)
         .build();
 
     let metrics = opentelemetry_otlp::MetricExporter::builder()
@@ -160,15 +208,13 @@ fn exporters(endpoint: &str, config: &TelemetryConfig) -> anyhow::Result<Exporti
     let reader = PeriodicReader::builder(metrics)
         .with_interval(Duration::from_secs(config.export_interval_secs))
         .build();
-    let meter_provider = SdkMeterProvider::builder()
-        .with_reader(reader)
-        .with_resource(resource)
-        .build();
-    Ok(Exporting {
-        tracer_provider,
-        meter_provider,
-        runtime,
-    })
+    Ok((
+        Otlp {
+            tracer_provider,
+            runtime,
+        },
+        reader,
+    ))
 }
 
 /// The exporters' HTTP client: the tree's reqwest (opentelemetry-otlp's own

@@ -310,3 +310,53 @@ pub async fn minutes(
     .fetch_all(&mut **tx)
     .await?)
 }
+
+/// The state of one objective now, for the operators' SLO series: its
+/// latest in-period evaluation, named by SLA and customer.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ObjectiveState {
+    pub sla: String,
+    /// The customer's external reference; `None` for an SLA with none.
+    pub customer: Option<String>,
+    pub objective: String,
+    pub as_of: DateTime<Utc>,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub target_ppm: i32,
+    pub good: i64,
+    pub total: i64,
+    pub met: bool,
+    pub compliance_ppm: Option<i32>,
+    pub budget_allowed: i64,
+    pub budget_consumed: i64,
+    pub budget_remaining: i64,
+    pub burn_rate_milli: i64,
+}
+
+/// The latest in-period evaluation of every objective of every SLA of the
+/// transaction's tenant, as [`latest`] reads one SLA's: the objectives of
+/// each SLA's version in force, one index probe each.
+#[tracing::instrument(skip(tx))]
+pub async fn objective_states(tx: &mut TenantTx) -> Result<Vec<ObjectiveState>, StoreError> {
+    sqlx::query_as(
+        "SELECT s.name AS sla, c.external_ref AS customer, e.objective, e.as_of, e.period_start, \
+             e.period_end, e.target_ppm, e.good, e.total, e.met, e.compliance_ppm, e.budget_allowed, \
+             e.budget_consumed, e.budget_remaining, e.burn_rate_milli \
+         FROM slas s \
+         JOIN objectives o ON o.tenant_id = s.tenant_id AND o.sla_id = s.id \
+             AND o.version = s.current_version \
+         LEFT JOIN customers c ON c.tenant_id = s.tenant_id AND c.id = s.customer_id \
+         CROSS JOIN LATERAL ( \
+             SELECT * FROM evaluations \
+             WHERE tenant_id = $1 AND sla_id = s.id AND objective = o.name \
+               AND NOT EXISTS (SELECT 1 FROM period_results p WHERE p.tenant_id = $1 \
+                   AND p.sla_id = s.id AND p.objective = o.name AND p.evaluation_id = evaluations.id) \
+             ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
+         WHERE s.tenant_id = $1 \
+         ORDER BY s.name, e.objective",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(StoreError::from)
+}

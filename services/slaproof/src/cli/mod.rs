@@ -388,6 +388,11 @@ fn print_welcome(
     out.push_str(&format!(
         "  HTTP        {url}   (liveness {url}/healthz, readiness {url}/readyz)\n"
     ));
+    if let Some(metrics) = app.metrics_addr() {
+        out.push_str(&format!(
+            "  Prometheus  http://{metrics}/metrics   (SLO series http://{metrics}/metrics/slo)\n"
+        ));
+    }
     match embedded {
         Some(pg) => out.push_str(&format!(
             "  Database    private Postgres {} on 127.0.0.1:{}, data in {}\n",

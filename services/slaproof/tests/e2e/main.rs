@@ -1,9 +1,11 @@
 //! The binary's own tests, one test binary (each links the whole platform):
-//! the CLI, `slaproof apply`, telemetry export and `slaproof verify`.
+//! the CLI, `slaproof apply`, telemetry export, the Prometheus endpoints
+//! and `slaproof verify`.
 
 mod support;
 
 mod cli;
 mod cli_apply;
+mod prometheus;
 mod telemetry;
 mod verify;
