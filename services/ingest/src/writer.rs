@@ -23,8 +23,13 @@ use slaproof_store::{Database, StoreError, partitions};
 /// small enough that a batch is never held twice in memory at once.
 const COPY_CHUNK: usize = 256 * 1024;
 
-const STAGING: &str = "SET LOCAL client_min_messages = warning; \
-    CREATE TEMP TABLE IF NOT EXISTS ingest_staging ( \
+/// Quiets the "already exists, skipping" notice of [`STAGING`]. A statement
+/// of its own: Citus sends a `SET LOCAL` to the workers of the transaction
+/// with the whole query string it came in, and a temporary table created
+/// on a worker makes the distributed commit (two-phase) fail.
+const QUIET: &str = "SET LOCAL client_min_messages = warning";
+
+const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS ingest_staging ( \
         occurred_at timestamptz, id uuid, source text, service text, model text, request_id text, \
         status integer, error_class text, latency_us bigint, ttft_us bigint, tpot_us bigint, \
         input_tokens integer, output_tokens integer, streaming boolean, attributes jsonb \
@@ -148,7 +153,7 @@ impl EventWriter {
         events: &[StoredEvent],
     ) -> Result<Written, WriteError> {
         let mut tx = self.db.tenant_tx(tenant).await?;
-        // No arguments: sent as a simple query, so both statements run.
+        sqlx::Executor::execute(&mut *tx, QUIET).await?;
         sqlx::Executor::execute(&mut *tx, STAGING).await?;
         let mut copy = tx.copy_in_raw(COPY).await?;
         let mut buf = Vec::with_capacity(COPY_CHUNK + 4096);

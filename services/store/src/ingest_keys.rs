@@ -152,13 +152,15 @@ pub async fn authenticate(db: &Database, key: &str) -> Result<Option<Authenticat
 pub async fn revoke(tx: &mut TenantTx, id_or_prefix: &str) -> Result<IngestKey, StoreError> {
     let id = id_or_prefix.parse::<IngestKeyId>().ok().map(|id| id.uuid());
     let row: Option<KeyRow> = sqlx::query_as(
-        "UPDATE ingest_keys SET revoked_at = coalesce(revoked_at, now()) \
+        "UPDATE ingest_keys SET revoked_at = coalesce(revoked_at, $4) \
          WHERE tenant_id = $1 AND (id = $2 OR prefix = $3) \
          RETURNING id, prefix, name, created_at, revoked_at",
     )
     .bind(tx.tenant().uuid())
     .bind(id)
     .bind(id_or_prefix)
+    // Bound, not now(): Citus refuses now() inside COALESCE in an UPDATE.
+    .bind(Utc::now())
     .fetch_optional(&mut **tx)
     .await?;
     row.map(IngestKey::from)

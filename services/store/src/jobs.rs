@@ -155,14 +155,17 @@ pub async fn claim(
 /// when it last succeeded. Returns `false` when the lease was lost (another
 /// worker has the job now): the caller must roll back.
 pub async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<bool, StoreError> {
+    // The time is bound, not `now()`: Citus refuses a non-immutable
+    // function inside CASE or COALESCE of an UPDATE (docs/OPERATIONS.md,
+    // "Citus"); so in every UPDATE below.
     let done = sqlx::query(
         "WITH finished AS ( \
            DELETE FROM jobs WHERE tenant_id = $1 AND id = $2 AND locked_by = $3 \
              AND dedup_key IS NULL AND NOT requeued RETURNING 1 \
          ), kept AS ( \
-           UPDATE jobs SET run_at = CASE WHEN requeued THEN now() END, requeued = false, \
+           UPDATE jobs SET run_at = CASE WHEN requeued THEN $4::timestamptz END, requeued = false, \
                locked_by = NULL, locked_until = NULL, attempts = 0, last_error = NULL, \
-               failing_since = NULL, last_failed_at = NULL, stuck_since = NULL, succeeded_at = now() \
+               failing_since = NULL, last_failed_at = NULL, stuck_since = NULL, succeeded_at = $4 \
            WHERE tenant_id = $1 AND id = $2 AND locked_by = $3 AND (dedup_key IS NOT NULL OR requeued) \
            RETURNING 1 \
          ) SELECT (SELECT count(*) FROM finished) + (SELECT count(*) FROM kept)",
@@ -170,6 +173,7 @@ pub async fn complete(tx: &mut TenantTx, job: &ClaimedJob) -> Result<bool, Store
     .bind(tx.tenant().uuid())
     .bind(job.id.uuid())
     .bind(&job.worker)
+    .bind(Utc::now())
     .fetch_one(&mut **tx)
     .await
     .map(|row| sqlx::Row::get::<i64, _>(&row, 0))?;
@@ -187,7 +191,7 @@ pub async fn defer(
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
         "UPDATE jobs SET locked_by = NULL, locked_until = NULL, \
-             run_at = CASE WHEN requeued THEN least(now(), $4) ELSE $4 END, requeued = false, \
+             run_at = CASE WHEN requeued THEN least($5::timestamptz, $4) ELSE $4 END, requeued = false, \
              attempts = 0, last_error = NULL, failing_since = NULL, last_failed_at = NULL, \
              stuck_since = NULL \
          WHERE tenant_id = $1 AND id = $2 AND locked_by = $3",
@@ -196,6 +200,7 @@ pub async fn defer(
     .bind(job.id.uuid())
     .bind(&job.worker)
     .bind(run_at)
+    .bind(Utc::now())
     .execute(&mut **tx)
     .await?
     .rows_affected();
@@ -214,9 +219,9 @@ pub async fn fail(
     let mut tx = db.tenant_tx(job.tenant).await?;
     sqlx::query(
         "UPDATE jobs SET locked_by = NULL, locked_until = NULL, requeued = false, last_error = $4, \
-             run_at = now() + make_interval(secs => $5), \
-             failing_since = coalesce(failing_since, now()), last_failed_at = now(), \
-             stuck_since = CASE WHEN attempts >= max_attempts THEN coalesce(stuck_since, now()) END \
+             run_at = $6::timestamptz + make_interval(secs => $5), \
+             failing_since = coalesce(failing_since, $6), last_failed_at = $6, \
+             stuck_since = CASE WHEN attempts >= max_attempts THEN coalesce(stuck_since, $6) END \
          WHERE tenant_id = $1 AND id = $2 AND locked_by = $3",
     )
     .bind(job.tenant.uuid())
@@ -224,6 +229,7 @@ pub async fn fail(
     .bind(&job.worker)
     .bind(error_text(error))
     .bind(retry_in.as_secs_f64())
+    .bind(Utc::now())
     .execute(&mut *tx)
     .await?;
     tx.commit().await

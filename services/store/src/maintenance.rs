@@ -246,13 +246,15 @@ pub async fn cancel(
     by: &str,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "UPDATE maintenance_windows SET cancelled_at = coalesce(cancelled_at, now()), \
+        "UPDATE maintenance_windows SET cancelled_at = coalesce(cancelled_at, $4), \
              cancelled_by = CASE WHEN cancelled_at IS NULL THEN $3 ELSE cancelled_by END \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(by)
+    // Bound, not now(): Citus refuses now() inside COALESCE in an UPDATE.
+    .bind(Utc::now())
     .fetch_optional(&mut **tx)
     .await?;
     row.map(Into::into)

@@ -403,8 +403,8 @@ pub async fn record_attempts(
                        response_excerpt, error) \
          ), updated AS ( \
              UPDATE webhook_deliveries d SET locked_by = NULL, locked_until = NULL, \
-                 delivered_at = CASE WHEN i.delivered THEN now() END, \
-                 failed_at = CASE WHEN i.failed THEN now() END, \
+                 delivered_at = CASE WHEN i.delivered THEN $13::timestamptz END, \
+                 failed_at = CASE WHEN i.failed THEN $13::timestamptz END, \
                  next_attempt_at = coalesce(i.retry_at, d.next_attempt_at) \
              FROM input i \
              WHERE d.tenant_id = $1 AND d.id = i.id AND d.locked_by = $2 AND d.attempts = i.attempt \
@@ -430,6 +430,8 @@ pub async fn record_attempts(
     .bind(&status)
     .bind(&excerpt)
     .bind(&error)
+    // Bound, not now(): Citus refuses now() inside CASE in an UPDATE.
+    .bind(Utc::now())
     .fetch_all(&mut **tx)
     .await?;
     Ok(recorded)
