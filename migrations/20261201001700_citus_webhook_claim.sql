@@ -1,7 +1,7 @@
 -- The webhook delivery claim without a row lock across shards, for Citus
 -- (docs/OPERATIONS.md, "Citus"): a multi-shard `FOR UPDATE … SKIP LOCKED`
 -- is refused there ("could not run distributed query with FOR UPDATE/SHARE
--- commands"), and so is now() inside CASE in an UPDATE. Claims are one at
+-- commands"), and so is now(), or time arithmetic, inside CASE in an UPDATE. Claims are one at
 -- a time already (the transaction-scoped advisory lock), so the candidates
 -- are read without a lock and the lease is taken by an UPDATE that checks
 -- again that each delivery is unfinished and unleased; a delivery whose
@@ -20,6 +20,8 @@ CREATE OR REPLACE FUNCTION public.slaproof_claim_webhook_deliveries(p_worker tex
         -- One instant for the whole claim, and a parameter to Citus, which
         -- refuses now() inside CASE in an UPDATE.
         v_now timestamptz := pg_catalog.now();
+        -- Computed here: timestamptz arithmetic is not immutable either.
+        v_window timestamptz := pg_catalog.now() - interval '1 second';
     BEGIN
         -- One claim at a time, to the end of the caller's statement: the
         -- statement below then sees every lease an earlier claim took.
@@ -59,7 +61,7 @@ CREATE OR REPLACE FUNCTION public.slaproof_claim_webhook_deliveries(p_worker tex
                                 AND f.locked_until IS NOT NULL
                                 AND f.locked_until >= v_now),
                        CASE WHEN e.rate_limit_per_sec IS NULL THEN p_limit
-                            WHEN e.rate_window_start > v_now - interval '1 second'
+                            WHEN e.rate_window_start > v_window
                                 THEN e.rate_limit_per_sec - e.rate_window_count
                             ELSE e.rate_limit_per_sec END) AS room
             FROM public.webhook_endpoints e
@@ -72,9 +74,9 @@ CREATE OR REPLACE FUNCTION public.slaproof_claim_webhook_deliveries(p_worker tex
             LIMIT p_limit
         ), counted AS (
             UPDATE public.webhook_endpoints e
-            SET rate_window_count = CASE WHEN e.rate_window_start > v_now - interval '1 second'
+            SET rate_window_count = CASE WHEN e.rate_window_start > v_window
                                          THEN e.rate_window_count + n.started ELSE n.started END,
-                rate_window_start = CASE WHEN e.rate_window_start > v_now - interval '1 second'
+                rate_window_start = CASE WHEN e.rate_window_start > v_window
                                          THEN e.rate_window_start ELSE v_now END
             FROM (SELECT ch.tenant_id, ch.endpoint_id, pg_catalog.count(*)::integer AS started
                   FROM chosen ch GROUP BY ch.tenant_id, ch.endpoint_id) n

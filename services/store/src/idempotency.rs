@@ -23,19 +23,30 @@ pub async fn claim(
     fingerprint: &[u8],
     abandoned_after_secs: f64,
 ) -> Result<bool, StoreError> {
+    let now = chrono::Utc::now();
+    let abandoned_before = chrono::Duration::from_std(std::time::Duration::from_secs_f64(
+        abandoned_after_secs.max(0.0),
+    ))
+    .ok()
+    .and_then(|after| now.checked_sub_signed(after))
+    .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
     let inserted = sqlx::query(
         "INSERT INTO api_idempotency_keys (tenant_id, subject, key, fingerprint, created_at) \
-         VALUES ($1, $2, $3, $4, now()) \
+         VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (tenant_id, subject, key) DO UPDATE \
            SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at \
            WHERE api_idempotency_keys.status IS NULL \
-             AND api_idempotency_keys.created_at < EXCLUDED.created_at - make_interval(secs => $5)",
+             AND api_idempotency_keys.created_at < $6",
     )
     .bind(tx.tenant().uuid())
     .bind(subject)
     .bind(key)
     .bind(fingerprint)
-    .bind(abandoned_after_secs)
+    // The time and the cut-off are bound: Citus wants what the WHERE of an
+    // upsert on a distributed table computes to be immutable, and
+    // timestamptz arithmetic is not.
+    .bind(now)
+    .bind(abandoned_before)
     .execute(&mut **tx)
     .await?
     .rows_affected();

@@ -323,11 +323,12 @@ pub async fn update(
     id: ProbeId,
     definition: &ProbeDefinition,
 ) -> Result<StoredProbe, StoreError> {
+    let now = Utc::now();
     let row: Option<Row> = sqlx::query_as(&format!(
         "UPDATE probes SET name = $3, service = $4, model = $5, kind = $6, method = $7, url = $8, \
              headers = $9, body = $10, expected_status = $11, interval_secs = $12, timeout_ms = $13, \
              next_run_at = CASE WHEN $14 AND NOT enabled THEN $15::timestamptz \
-                                ELSE least(next_run_at, $15::timestamptz + make_interval(secs => $12)) END, \
+                                ELSE least(next_run_at, $16::timestamptz) END, \
              enabled = $14, updated_at = $15 \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
@@ -345,8 +346,10 @@ pub async fn update(
     .bind(definition.interval_secs)
     .bind(definition.timeout_ms)
     .bind(definition.enabled)
-    // Bound, not now(): Citus refuses now() inside CASE in an UPDATE.
-    .bind(Utc::now())
+    // Bound, not now() and not now() plus the interval: Citus refuses
+    // anything not immutable inside CASE in an UPDATE.
+    .bind(now)
+    .bind(now + chrono::Duration::seconds(i64::from(definition.interval_secs)))
     .fetch_optional(&mut **tx)
     .await?;
     row.ok_or_else(|| StoreError::not_found("probe", id))?

@@ -153,6 +153,10 @@ const VOLATILE: &[&str] = &[
     "current_timestamp",
     "localtimestamp",
     "timeofday(",
+    // Not functions, but not immutable either: timestamptz arithmetic
+    // depends on the time zone setting.
+    "make_interval(",
+    "interval '",
 ];
 
 /// The `CASE … END` and `coalesce(…)` expressions of `sql`, lower-cased.

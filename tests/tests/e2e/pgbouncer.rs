@@ -24,20 +24,7 @@ use slaproof_store::{Database, evaluations, ingest_keys, partitions, slas, tenan
 use slaproof_tests::{TestDatabase, spawn_replica_via};
 use sqlx::postgres::PgConnectOptions;
 
-const SLA: &str = r#"
-apiVersion: slaproof/v1
-kind: SLA
-metadata:
-  name: chat-sla
-spec:
-  service: chat-completions
-  window: {calendar: month, timeZone: UTC}
-  objectives:
-  - name: availability
-    target: 99%
-    ratio:
-      good: status < 500
-"#;
+use crate::replicas::SLA;
 
 /// Server connections pgbouncer keeps for the database.
 const POOL: i64 = 3;
@@ -49,7 +36,7 @@ fn pgbouncer_binary() -> Option<PathBuf> {
         .map(PathBuf::from)
         .find(|p| p.exists());
     if found.is_none() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        let in_ci = slaproof_tests::chain::in_ci();
         assert!(
             !in_ci,
             "pgbouncer is missing under CI: scripts/test installs it"

@@ -26,7 +26,8 @@ use slaproof_store::probes::{self, ProbeDefinition, ProbeKind};
 use slaproof_store::{Database, evaluations, ingest_keys, outbox, partitions, slas, tenants};
 use slaproof_tests::{Replica, TestDatabase, spawn_replica};
 
-const SLA: &str = r#"
+/// One ratio objective over a calendar month (also the pooler test's).
+pub(crate) const SLA: &str = r#"
 apiVersion: slaproof/v1
 kind: SLA
 metadata:

@@ -264,7 +264,7 @@ fn standardwebhooks_python() -> Option<PathBuf> {
     if works {
         return Some(python);
     }
-    let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    let in_ci = slaproof_tests::chain::in_ci();
     assert!(
         !in_ci,
         "standardwebhooks is missing under CI: scripts/test installs it"

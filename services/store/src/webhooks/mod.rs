@@ -83,6 +83,42 @@ const COLUMNS: &str = "id, url, description, event_types, enabled, disabled_reas
                         WHERE c.tenant_id = webhook_endpoints.tenant_id \
                           AND c.id = webhook_endpoints.customer_id)";
 
+/// What a write returns: [`COLUMNS`] but the customer's reference, which
+/// [`with_customer_ref`] reads after. Citus refuses a subquery in an
+/// INSERT's RETURNING.
+const WRITTEN: &str = "id, url, description, event_types, enabled, disabled_reason, secret_sealed, \
+                       previous_secret_expires_at, created_at, updated_at, headers, customer_id, \
+                       rate_limit_per_sec, ordered, CAST(NULL AS text)";
+
+/// `endpoint` with its customer's external reference, when it has a
+/// customer.
+async fn with_customer_ref(
+    tx: &mut TenantTx,
+    mut endpoint: StoredEndpoint,
+) -> Result<StoredEndpoint, StoreError> {
+    if let Some(customer) = endpoint.flow.customer {
+        endpoint.customer_ref = sqlx::query_scalar(
+            "SELECT external_ref FROM customers WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(customer.uuid())
+        .fetch_optional(&mut **tx)
+        .await?;
+    }
+    Ok(endpoint)
+}
+
+/// [`with_customer_ref`] of a written row, if one was.
+async fn written(
+    tx: &mut TenantTx,
+    row: Option<Row>,
+) -> Result<Option<StoredEndpoint>, StoreError> {
+    match row {
+        Some(row) => Ok(Some(with_customer_ref(tx, endpoint(row)).await?)),
+        None => Ok(None),
+    }
+}
+
 fn endpoint(row: Row) -> StoredEndpoint {
     let (
         id,
@@ -166,7 +202,7 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed, \
                                         headers, customer_id, rate_limit_per_sec, ordered) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(new.id.uuid())
@@ -181,7 +217,7 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     .bind(new.flow.ordered)
     .fetch_one(&mut **tx)
     .await?;
-    Ok(endpoint(row))
+    with_customer_ref(tx, endpoint(row)).await
 }
 
 /// Every endpoint of the tenant, oldest first.
@@ -217,7 +253,7 @@ pub async fn set_enabled(
 ) -> Result<StoredEndpoint, StoreError> {
     let row: Option<Row> = sqlx::query_as(&format!(
         "UPDATE webhook_endpoints SET enabled = $3, disabled_reason = $4, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+         WHERE tenant_id = $1 AND id = $2 RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
@@ -225,7 +261,8 @@ pub async fn set_enabled(
     .bind(if enabled { None } else { reason })
     .fetch_optional(&mut **tx)
     .await?;
-    row.map(endpoint)
+    written(tx, row)
+        .await?
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
@@ -239,14 +276,14 @@ pub async fn disable_if_enabled(
 ) -> Result<Option<StoredEndpoint>, StoreError> {
     let row: Option<Row> = sqlx::query_as(&format!(
         "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $3, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 AND enabled RETURNING {COLUMNS}"
+         WHERE tenant_id = $1 AND id = $2 AND enabled RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(reason)
     .fetch_optional(&mut **tx)
     .await?;
-    Ok(row.map(endpoint))
+    written(tx, row).await
 }
 
 /// When the endpoint's run of failed attempts began, if every attempt to
@@ -294,7 +331,7 @@ pub async fn set_secret(
     let row: Option<Row> = sqlx::query_as(&format!(
         "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, \
              previous_secret_expires_at = $4, secret_sealed = $3, updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+         WHERE tenant_id = $1 AND id = $2 RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
@@ -302,7 +339,8 @@ pub async fn set_secret(
     .bind(overlap_until)
     .fetch_optional(&mut **tx)
     .await?;
-    row.map(endpoint)
+    written(tx, row)
+        .await?
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
@@ -345,7 +383,7 @@ pub async fn update(
              customer_id = CASE WHEN $7 THEN $8 ELSE customer_id END, \
              rate_limit_per_sec = CASE WHEN $9 THEN $10 ELSE rate_limit_per_sec END, \
              ordered = coalesce($11, ordered), updated_at = now() \
-         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+         WHERE tenant_id = $1 AND id = $2 RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
@@ -360,7 +398,8 @@ pub async fn update(
     .bind(change.ordered)
     .fetch_optional(&mut **tx)
     .await?;
-    row.map(endpoint)
+    written(tx, row)
+        .await?
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
