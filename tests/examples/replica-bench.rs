@@ -224,8 +224,9 @@ async fn evaluate(replicas: usize, tenant_count: usize, per_tenant: u64) -> anyh
     sqlx::query("ANALYZE events").execute(&mut owner).await?;
     // Every event was received before this instant: a verdict as of a
     // later one has read them all.
-    let loaded: chrono::DateTime<chrono::Utc> =
-        sqlx::query_scalar("SELECT now()").fetch_one(&mut owner).await?;
+    let loaded: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&mut owner)
+        .await?;
     let started = Instant::now();
     let mut evaluators = Vec::new();
     for _ in 0..replicas {
