@@ -112,12 +112,10 @@ pub(crate) fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Resu
         .with_service_name(telemetry.service_name.clone())
         .build();
     let mut meters = SdkMeterProvider::builder().with_resource(resource.clone());
-    let mut metering = false;
     let otlp = match endpoint {
         Some(endpoint) => {
             let (otlp, reader) = exporters(&endpoint, telemetry, resource)?;
             meters = meters.with_reader(reader);
-            metering = true;
             Some(otlp)
         }
         None => None,
@@ -130,12 +128,12 @@ pub(crate) fn init(log: &LogConfig, telemetry: &TelemetryConfig) -> anyhow::Resu
                 .build()
                 .context("building the Prometheus exporter")?;
             meters = meters.with_reader(exporter);
-            metering = true;
             Some(registry)
         }
         None => None,
     };
-    let meter_provider = metering.then(|| meters.build());
+    // A meter provider only when something reads it.
+    let meter_provider = (otlp.is_some() || registry.is_some()).then(|| meters.build());
     let otel = otlp
         .as_ref()
         .map(|e| tracing_opentelemetry::layer().with_tracer(e.tracer_provider.tracer("slaproof")));
