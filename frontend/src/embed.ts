@@ -10,6 +10,7 @@ import { burn, count, percent, periodOf, viewerZone, when } from './format'
 import type {
   AlertsView,
   AttestationsView,
+  LatestCheck,
   PeriodsView,
   Dashboard,
   ListOut,
@@ -162,6 +163,39 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
     )
   }
   section.append(dataTable(['Period', 'Objective', 'Status', 'Attestation'], rows))
+  return section
+}
+
+/** The customer's last check of its own requests against the
+ * transparency log (docs/TRANSPARENCY.md): once for the whole page. */
+async function requestCheck(api: Api, claims: EmbedClaims): Promise<HTMLElement> {
+  const section = el('section', { class: 'request-check', 'aria-labelledby': 'request-check' })
+  section.append(el('h2', { id: 'request-check' }, 'Your requests in the transparency log'))
+  if (!holds(claims, 'attestation:read')) {
+    section.append(notShared('The check of your requests against the log', 'attestation:read'))
+    return section
+  }
+  const { check } = await api.get<LatestCheck>('/v1/transparency/checks/latest')
+  if (!check) {
+    section.append(el('p', { 'data-testid': 'request-check' }, 'Your request log has not been checked against it yet.'))
+    return section
+  }
+  const c = check.counts
+  const problems = c.disagreeing + c.altered + c.missing
+  section.append(
+    el(
+      'p',
+      { 'data-testid': 'request-check', 'data-problems': String(problems) },
+      `Last checked ${when(check.checked_at)}` +
+        (check.head_day ? ` against the log as of ${check.head_day}` : '') +
+        `: ${count(c.included)} of ${count(c.requests)} requests included as you saw them` +
+        (problems > 0
+          ? `; ${count(c.disagreeing)} recorded differently, ${count(c.altered)} changed after logging, ${count(c.missing)} missing`
+          : '') +
+        (c.not_logged > 0 ? `; ${count(c.not_logged)} not logged yet` : '') +
+        '.',
+    ),
+  )
   return section
 }
 
@@ -383,7 +417,10 @@ async function main(): Promise<void> {
     const render = async (mode: Mode): Promise<void> => {
       app.setAttribute('aria-busy', 'true')
       delete document.documentElement.dataset.ready
-      const sections = await Promise.all(names.map((n) => slaSection(api, claims, n, query, mode)))
+      const [checkPart, ...sections] = await Promise.all([
+        requestCheck(api, claims),
+        ...names.map((n) => slaSection(api, claims, n, query, mode)),
+      ])
       const toggle = (which: Mode, label: string): HTMLElement => {
         const button = el('button', { type: 'button', 'aria-pressed': String(mode === which), 'data-mode': which }, label)
         button.addEventListener('click', () => {
@@ -409,7 +446,7 @@ async function main(): Promise<void> {
               toggle('period', 'The period so far'),
             ),
       )
-      app.replaceChildren(header, ...sections)
+      app.replaceChildren(header, ...sections, checkPart)
       if (sections.length === 0) app.append(el('p', {}, 'No service level agreement yet.'))
       app.setAttribute('aria-busy', 'false')
       document.documentElement.dataset.view = mode

@@ -142,3 +142,21 @@ export interface PeriodsView {
   periods: PeriodResult[]
   redacted: Redaction[]
 }
+
+/** `GET /v1/transparency/checks/latest`: the customer's last check of its
+ * own request log against the transparency log. */
+export interface LatestCheck {
+  check: {
+    id: string
+    checked_at: string
+    head_day?: string | null
+    counts: {
+      requests: number
+      included: number
+      disagreeing: number
+      altered: number
+      not_logged: number
+      missing: number
+    }
+  } | null
+}

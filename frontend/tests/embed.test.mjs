@@ -62,6 +62,11 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check((await page.locator('[data-testid="alerts"]').count()) === 1, 'full: the alerts are shown')
   check((await page.locator('.range').first().innerText()).includes('your time zone'), 'full: the time zone is named')
   check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')
+  const logCheck = page.locator('[data-testid="request-check"]')
+  const logText = await logCheck.innerText()
+  check(logText.includes('1 of 2 requests included as you saw them') && logText.includes('1 missing'),
+    `full: the last check of the customer's request log (${logText})`)
+  check((await logCheck.getAttribute('data-problems')) === '1', 'full: the check has one problem (a missing request)')
   await axe(page, 'full')
   await page.screenshot({ path: `${shots}/dashboard-light-desktop.png`, fullPage: true })
   await context.close()
@@ -73,6 +78,7 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   const { page, context, requested, errors } = await open(env('TOKEN_NARROW'))
   check(errors.length === 0, `narrow: no script or console errors (${errors.join('; ')})`)
   check(!requested.some((p) => p.endsWith('/attestations')), 'narrow: attestations never requested')
+  check(!requested.some((p) => p.startsWith('/v1/transparency/')), 'narrow: the log check never requested')
   const refused = await page.locator('[data-not-shared]').evaluateAll((els) => els.map((e) => e.dataset.notShared))
   check(!requested.some((p) => p.endsWith('/alerts')), 'narrow: alerts never requested')
   for (const scope of ['attestation:read', 'sla:read:credits', 'sla:read:latency', 'alert:read']) {

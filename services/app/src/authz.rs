@@ -50,6 +50,9 @@ pub enum Scope {
     /// Webhook endpoints: creating, enabling, disabling, deleting, and
     /// rotating their secrets.
     WebhookWrite,
+    /// The transparency log: inclusion proofs for requests and checks of
+    /// a client-side log against it (a customer's user: its own requests).
+    RequestVerify,
     /// Operators of slaproof itself: every tenant.
     TenantAdmin,
 }
@@ -77,6 +80,7 @@ impl Scope {
         Scope::ProbeManage,
         Scope::WebhookRead,
         Scope::WebhookWrite,
+        Scope::RequestVerify,
         Scope::TenantAdmin,
     ];
 
@@ -103,6 +107,7 @@ impl Scope {
             Scope::ProbeManage => "probe:manage",
             Scope::WebhookRead => "webhook:read",
             Scope::WebhookWrite => "webhook:write",
+            Scope::RequestVerify => "request:verify",
             Scope::TenantAdmin => "tenant:admin",
         }
     }
@@ -271,6 +276,7 @@ mod tests {
             Scope::SlaReadAudit,
             Scope::MaintenanceAccept,
             Scope::AttestationRead,
+            Scope::RequestVerify,
         ] {
             assert!(customer.contains(s), "{s}");
         }
@@ -294,6 +300,6 @@ mod tests {
         for s in Scope::ALL {
             assert_eq!(Scope::parse(s.as_str()), Some(*s));
         }
-        assert_eq!(Scope::ALL.len(), 22);
+        assert_eq!(Scope::ALL.len(), 23);
     }
 }

@@ -31,6 +31,7 @@ pub mod slas;
 pub mod slo;
 pub mod tenants;
 pub mod thresholds;
+pub mod transparency;
 pub mod webhook_events;
 mod webhook_secret;
 pub mod webhooks;

@@ -26,6 +26,7 @@ pub mod sketch;
 pub mod sla;
 pub mod slice_grid;
 pub mod slices;
+pub mod transparency;
 pub mod versions;
 pub mod window;
 

@@ -245,6 +245,14 @@ impl Application {
                         self.config.webhooks.attempts_retention_days,
                         shutdown.clone(),
                     ));
+                    let app = slaproof_app::App::with_default_policy(self.db.clone())
+                        .await
+                        .context("loading the authorization policy")?;
+                    workers.spawn(crate::transparency::run(
+                        app,
+                        self.config.transparency.clone(),
+                        shutdown.clone(),
+                    ));
                 }
                 // Serves requests only: its routes are in the router.
                 Service::Ingest | Service::Api => {}

@@ -37,6 +37,7 @@ const SECTIONS: &[&str] = &[
     "compensation",
     "attestation",
     "chain",
+    "transparency",
     "outbound",
     "api",
     "demo",
@@ -67,6 +68,8 @@ pub struct Config {
     /// The EVM chain anchors go to, the attester key and what it may spend.
     /// Unset `rpc_url`: `slaproof up` starts anvil (see `embedded.anvil`).
     pub chain: slaproof_chain::Settings,
+    /// Each tenant's transparency log: its name, when a day is built.
+    pub transparency: slaproof_app::transparency::TransparencySettings,
     /// Where slaproof may connect on a tenant's behalf (probe targets).
     pub outbound: slaproof_http::outbound::OutboundPolicy,
     /// The API's token issuer, audience and verification keys.
@@ -423,6 +426,9 @@ impl Config {
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
         self.chain.validate().map_err(|e| invalid(e.key, e.rule))?;
+        self.transparency
+            .validate()
+            .map_err(|rule| invalid("transparency", rule))?;
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",
@@ -540,6 +546,7 @@ mod tests {
         assert_eq!(config.probes, defaults.probes);
         assert_eq!(config.webhooks, defaults.webhooks);
         assert_eq!(config.attestation, defaults.attestation);
+        assert_eq!(config.transparency, defaults.transparency);
         assert_eq!(config.outbound, defaults.outbound);
         assert_eq!(
             config.database.max_connections,

@@ -14,6 +14,7 @@ mod loadgen;
 mod metrics;
 mod pages;
 mod telemetry;
+mod transparency;
 
 pub use app::{Application, Service};
 pub use config::Config;

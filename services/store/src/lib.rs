@@ -34,6 +34,7 @@ pub mod scratch;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;
+pub mod transparency;
 pub mod webhooks;
 
 use std::ops::{Deref, DerefMut};

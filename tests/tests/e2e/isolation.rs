@@ -358,6 +358,25 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // A transparency log of one leaf, its day's head and a check's report,
+    // as the builder and a check write them.
+    for statement in [
+        "INSERT INTO transparency_logs (tenant_id, size, logged_through) VALUES ($1, 1, '2026-11-30')",
+        "INSERT INTO transparency_entries (tenant_id, occurred_at, event_id, leaf_index, log_day, late) \
+         VALUES ($1, '2026-11-30T12:00:00Z', gen_random_uuid(), 0, '2026-11-30', false)",
+        "INSERT INTO transparency_hashes (tenant_id, chunk, hashes) VALUES ($1, 0, decode(repeat('ab', 32), 'hex'))",
+        "INSERT INTO transparency_heads (tenant_id, log_day, first_index, size, root, checkpoint, verifier_key, built_at) \
+         VALUES ($1, '2026-11-30', 0, 1, decode(repeat('ab', 32), 'hex'), 'seed', 'seed', now())",
+        "INSERT INTO transparency_checks (tenant_id, id, checked_by, checked_at, requests, included, \
+             disagreeing, altered, not_logged, missing, report) \
+         VALUES ($1, gen_random_uuid(), 'seed', now(), 0, 0, 0, 0, 0, 0, '{}')",
+    ] {
+        sqlx::query(statement)
+            .bind(tenant.uuid())
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
     tx.commit().await.unwrap();
     tenant
 }

@@ -44,6 +44,7 @@ mod probes_availability;
 mod replicas;
 mod security;
 mod store;
+mod transparency;
 mod webhook_events;
 mod webhooks;
 mod webhooks_flow;

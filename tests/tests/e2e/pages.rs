@@ -57,6 +57,67 @@ async fn acme_corp(s: &slaproof_tests::scenario::Scenario) -> slaproof_domain::i
     id
 }
 
+/// The customer's check of its own request log, for the dashboard's
+/// panel: one request logged as it saw it, one the provider never reported.
+async fn checked_request_log(
+    s: &slaproof_tests::scenario::Scenario,
+    customer: slaproof_domain::ids::CustomerId,
+) {
+    use slaproof_app::transparency::requests::{CheckRequestsIn, ObservedRequest};
+    let event = slaproof_store::events::StoredEvent {
+        id: slaproof_domain::ids::EventId::new(),
+        occurred_at: slaproof_tests::scenario::at("2026-11-20T10:00:00Z"),
+        source: slaproof_domain::event::EventSource::Provider,
+        service: "chat".into(),
+        model: None,
+        request_id: Some("acme-r1".into()),
+        status: Some(200),
+        error_class: None,
+        latency_us: Some(1000),
+        ttft_us: None,
+        tpot_us: None,
+        input_tokens: None,
+        output_tokens: None,
+        streaming: None,
+        attributes: serde_json::json!({}),
+    };
+    let received = event.occurred_at;
+    s.insert_events(&[(event, received)]).await;
+    let (app, _) = s.app().await;
+    app.build_transparency_logs(
+        &Default::default(),
+        slaproof_tests::scenario::at("2026-12-02T00:00:00Z"),
+    )
+    .await
+    .unwrap();
+    let user = app
+        .caller(slaproof_app::Principal {
+            subject: "acme-user".into(),
+            tenant: s.tenant,
+            roles: vec!["customer_admin".into()],
+            customer: Some(customer),
+            embed: None,
+        })
+        .await
+        .unwrap();
+    let observed = |id: &str, latency_ms| ObservedRequest {
+        request_id: id.into(),
+        status: Some(200),
+        latency_ms,
+    };
+    let report = app
+        .check_requests(
+            &user,
+            CheckRequestsIn {
+                requests: vec![observed("acme-r1", Some(1.0)), observed("acme-ghost", None)],
+                tolerance: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((report.counts.included, report.counts.missing), (1, 1));
+}
+
 /// An embed token for `customer`'s SLA chat-sla with `scopes`, minted
 /// through the API by a provider admin.
 async fn embed_token(
@@ -119,6 +180,7 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
     };
     let s = crate::attestation::closed_november().await;
     let customer = acme_corp(&s).await;
+    checked_request_log(&s, customer).await;
     let (app, tenant) = s.serve(trust_test_key).await;
     let http = reqwest::Client::new();
     let provider = token(tenant, &["provider_admin"], None);

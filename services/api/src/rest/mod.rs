@@ -21,6 +21,7 @@ pub(crate) mod probes;
 pub(crate) mod slas;
 pub(crate) mod tenants;
 pub(crate) mod thresholds;
+pub(crate) mod transparency;
 pub(crate) mod webhook_events;
 pub(crate) mod webhooks;
 
@@ -53,6 +54,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .merge(evaluation_status::router())
         .merge(credits::router())
         .merge(attestations::router())
+        .merge(transparency::router())
 }
 
 /// `?cursor=…&limit=…` of list endpoints.
@@ -269,6 +271,12 @@ impl utoipa::Modify for BearerAuth {
         attestations::list,
         attestations::show,
         attestations::bundle,
+        transparency::heads,
+        transparency::consistency,
+        transparency::request_proof,
+        transparency::check,
+        transparency::latest_check,
+        transparency::show_check,
     ),
     components(schemas(ProblemOut)),
     modifiers(&BearerAuth),

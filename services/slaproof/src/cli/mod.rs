@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 mod tenancy;
+mod transparency;
 mod webhooks;
 
 use anyhow::Context;
@@ -24,6 +25,8 @@ pub use tenancy::{
     TenantArg, TenantCommand,
 };
 use tenancy::{customer, ingest_key, probe, sla, tenant};
+use transparency::log;
+pub use transparency::{LogCommand, verify_proof};
 pub use webhooks::WebhookCommand;
 use webhooks::webhook;
 
@@ -97,6 +100,12 @@ pub enum Command {
     Webhook {
         #[command(subcommand)]
         command: WebhookCommand,
+    },
+    /// The transparency log: build due days, prove a request, check a
+    /// client-side log, export a day; verify a proof or audit a day offline.
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
     },
     /// Deploy slaproof to an EVM chain and check what is deployed where.
     Chain {
@@ -539,6 +548,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
         Command::Sla { command } => sla(&config, command).await,
         Command::Probe { command } => probe(&config, command).await,
         Command::Webhook { command } => webhook(&config, command).await,
+        Command::Log { command } => log(&config, command).await,
         Command::Chain { command } => crate::chain::command(&config, command).await,
         Command::Loadgen(args) => crate::loadgen::run(&config, args).await,
     }

@@ -1,0 +1,211 @@
+//! `slaproof log`: the transparency log at the command line. The provider
+//! builds due days, proves a request, checks a client-side log and exports
+//! a day (through the application layer, as the API would); anyone checks
+//! a proof or audits an exported day offline, with the log's verifier key
+//! and nothing of slaproof's but this binary.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use chrono::NaiveDate;
+use clap::Subcommand;
+use slaproof_app::transparency::audit::{DayExport, audit_day};
+use slaproof_app::transparency::requests::{CheckRequestsIn, RequestProof};
+use slaproof_domain::transparency::note;
+use slaproof_domain::transparency::tree;
+use slaproof_domain::transparency::{Leaf, hash_from_hex, hash_hex, leaf_hash};
+
+use super::tenancy::{TenantArg, application};
+use crate::config::Config;
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Build every tenant's days that are past their grace, now.
+    Build,
+    /// Print a request's inclusion proof (JSON, as the API answers it).
+    Prove {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// The request id the provider reported.
+        request_id: String,
+        /// Prove against this day's head (YYYY-MM-DD); the latest if absent.
+        #[arg(long)]
+        day: Option<NaiveDate>,
+    },
+    /// Check a proof offline: the checkpoint's signature under the log's
+    /// key, the leaf's hash, and its path to the signed root. Exits
+    /// non-zero naming what failed.
+    VerifyProof {
+        /// The proof as `GET /v1/transparency/requests/{id}` answered it.
+        file: PathBuf,
+        /// The log's verifier key as the provider publishes it
+        /// (`<origin>+<id>+<key>`).
+        #[arg(long)]
+        verifier_key: String,
+        /// Fail unless the leaf records this status.
+        #[arg(long)]
+        expect_status: Option<i32>,
+    },
+    /// Check a client-side log (JSON: {"requests": [{"request_id", "status",
+    /// "latency_ms"}], "tolerance": …}) and print the kept report.
+    Check {
+        #[command(flatten)]
+        tenant: TenantArg,
+        file: PathBuf,
+    },
+    /// Export one day for auditors (JSON on stdout).
+    Export {
+        #[command(flatten)]
+        tenant: TenantArg,
+        day: NaiveDate,
+    },
+    /// Rebuild an exported day's head from the file alone. Exits non-zero
+    /// naming every problem.
+    Audit {
+        file: PathBuf,
+        #[arg(long)]
+        verifier_key: String,
+    },
+}
+
+pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<()> {
+    match command {
+        LogCommand::VerifyProof {
+            file,
+            verifier_key,
+            expect_status,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let proof: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", file.display()))?;
+            let leaf = verify_proof(&proof, &verifier_key)?;
+            if let Some(expected) = expect_status
+                && leaf.status != Some(expected)
+            {
+                anyhow::bail!(
+                    "the log records status {:?} for {}, not {expected}",
+                    leaf.status,
+                    leaf.event
+                );
+            }
+            println!(
+                "ok: {} ({}) is in the log, status {:?}, latency {:?} us{}",
+                leaf.request_id.as_deref().unwrap_or("-"),
+                leaf.event,
+                leaf.status,
+                leaf.latency_us,
+                if leaf.late { ", logged late" } else { "" }
+            );
+            Ok(())
+        }
+        LogCommand::Audit { file, verifier_key } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let export: DayExport = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a day's export", file.display()))?;
+            let audit = audit_day(&export, &verifier_key);
+            if audit.problems.is_empty() {
+                println!(
+                    "ok: {} rebuilds its signed head from {} leaves ({} late)",
+                    audit.day, audit.leaves, audit.late
+                );
+                Ok(())
+            } else {
+                for p in &audit.problems {
+                    eprintln!("{}: {p}", audit.day);
+                }
+                anyhow::bail!("{} problem(s) in {}", audit.problems.len(), audit.day)
+            }
+        }
+        command => {
+            let app = application(config).await?;
+            match command {
+                LogCommand::Build => {
+                    let built = app
+                        .build_transparency_logs(&config.transparency, chrono::Utc::now())
+                        .await?;
+                    for day in &built {
+                        println!(
+                            "{}\t{}\t{} leaves ({} late)\tsize {}",
+                            day.tenant, day.day, day.leaves, day.late, day.size
+                        );
+                    }
+                    if built.is_empty() {
+                        println!("no day was due");
+                    }
+                }
+                LogCommand::Prove {
+                    tenant,
+                    request_id,
+                    day,
+                } => {
+                    let admin = app.operator_in(&tenant.tenant).await?;
+                    let proof: RequestProof = app.request_proof(&admin, &request_id, day).await?;
+                    println!("{}", serde_json::to_string_pretty(&proof)?);
+                }
+                LogCommand::Check { tenant, file } => {
+                    let admin = app.operator_in(&tenant.tenant).await?;
+                    let text = std::fs::read_to_string(&file)
+                        .with_context(|| format!("reading {}", file.display()))?;
+                    let input: CheckRequestsIn = serde_json::from_str(&text)
+                        .with_context(|| format!("{} is not a client-side log", file.display()))?;
+                    let report = app.check_requests(&admin, input).await?;
+                    println!("{}", serde_json::to_string_pretty(&report)?);
+                }
+                LogCommand::Export { tenant, day } => {
+                    let admin = app.operator_in(&tenant.tenant).await?;
+                    let export = app.export_log_day(&admin, day).await?;
+                    println!("{}", serde_json::to_string_pretty(&export)?);
+                }
+                LogCommand::VerifyProof { .. } | LogCommand::Audit { .. } => unreachable!(),
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks a proof as the API answered it, trusting only `verifier_key`:
+/// the leaf hashes to `leaf_hash`, and its path leads to the root of the
+/// checkpoint that key signed. Returns the leaf.
+pub fn verify_proof(proof: &serde_json::Value, verifier_key: &str) -> anyhow::Result<Leaf> {
+    let field = |name: &str| {
+        proof
+            .get(name)
+            .with_context(|| format!("the proof has no `{name}`"))
+    };
+    let leaf_text = field("leaf")?.as_str().context("`leaf` is not text")?;
+    let leaf = Leaf::parse(leaf_text.as_bytes()).context("`leaf` is not a leaf")?;
+    let hash = leaf_hash(leaf_text.as_bytes());
+    let claimed = hash_from_hex("leaf_hash", field("leaf_hash")?.as_str().unwrap_or(""))?;
+    anyhow::ensure!(
+        hash == claimed,
+        "the leaf hashes to {}, not to the leaf_hash given",
+        hash_hex(&hash)
+    );
+    // The server's own `status` is not trusted: the path is checked
+    // whatever it says, and only a request without one cannot be.
+    let status = field("status")?.as_str().unwrap_or("");
+    anyhow::ensure!(
+        status != "not_logged",
+        "the request's day is not logged yet, so there is no proof to check"
+    );
+    let head = field("head")?;
+    let checkpoint = head
+        .get("checkpoint")
+        .and_then(|c| c.as_str())
+        .context("the head has no checkpoint")?;
+    let signed = note::open(checkpoint, verifier_key).context("the head's checkpoint")?;
+    let index = field("leaf_index")?
+        .as_u64()
+        .context("`leaf_index` is not a number")?;
+    let path = field("proof")?
+        .as_array()
+        .context("`proof` is not a list")?
+        .iter()
+        .map(|h| hash_from_hex("proof", h.as_str().unwrap_or("")))
+        .collect::<Result<Vec<_>, _>>()?;
+    tree::verify_inclusion(&path, signed.size, signed.root, index, hash)
+        .context("the audit path does not lead to the signed root")?;
+    Ok(leaf)
+}

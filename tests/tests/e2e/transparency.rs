@@ -1,0 +1,566 @@
+//! The transparency log end to end: days built once past their grace, a
+//! late event in a later day's batch, consistency between the days' heads;
+//! a customer's inclusion proof through the real HTTP API, checked offline
+//! as the CLI checks it, and refused for another customer's request; and a
+//! provider who alters, removes or inserts an event after its day was
+//! logged caught by the customer's proof, the customer's bulk check and the
+//! auditor's recomputation from the exported day.
+
+use std::net::SocketAddr;
+
+use chrono::{DateTime, Utc};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use slaproof_app::transparency::TransparencySettings;
+use slaproof_app::transparency::audit::audit_day;
+use slaproof_domain::event::EventSource;
+use slaproof_domain::ids::{CustomerId, EventId};
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_domain::transparency::{hash_from_hex, tree};
+use slaproof_store::events::StoredEvent;
+use slaproof_store::{customers, slas};
+use slaproof_tests::fixtures::{self, trust_test_key};
+use slaproof_tests::scenario::{Scenario, at};
+use tokio_util::sync::CancellationToken;
+
+const ACME: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-sla
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99%
+    ratio: {good: status < 500}
+"#;
+
+const BETA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: search-sla
+spec:
+  service: search
+  customer: beta-inc
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99%
+    ratio: {good: status < 500}
+"#;
+
+fn event(service: &str, request_id: &str, at: &str, status: i32, latency_ms: i64) -> StoredEvent {
+    StoredEvent {
+        id: EventId::new(),
+        occurred_at: at.parse().unwrap(),
+        source: EventSource::Provider,
+        service: service.into(),
+        model: Some("big".into()),
+        request_id: Some(request_id.into()),
+        status: Some(status),
+        error_class: None,
+        latency_us: Some(latency_ms * 1000),
+        ttft_us: None,
+        tpot_us: None,
+        input_tokens: Some(10),
+        output_tokens: Some(20),
+        streaming: Some(false),
+        attributes: json!({}),
+    }
+}
+
+struct Platform {
+    s: Scenario,
+    address: SocketAddr,
+    http: reqwest::Client,
+    acme: CustomerId,
+    beta: CustomerId,
+    stop: CancellationToken,
+}
+
+impl Platform {
+    async fn start() -> Self {
+        let s = Scenario::new(ACME, "2026-11-01", "2026-11-30").await;
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let acme = customers::find_by_ref(&mut tx, "acme-corp")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let beta = customers::create(&mut tx, "beta-inc", "Beta Inc")
+            .await
+            .unwrap()
+            .id;
+        slas::apply(&mut tx, &SlaDefinition::from_document(BETA).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let mut config = slaproof::Config::default();
+        config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        trust_test_key(&mut config);
+        let api = slaproof::Application::build(config, s.db.clone(), &[slaproof::Service::Api])
+            .await
+            .unwrap();
+        let address = api.local_addr();
+        let stop = CancellationToken::new();
+        tokio::spawn(api.run(stop.clone()));
+        Self {
+            s,
+            address,
+            http: reqwest::Client::new(),
+            acme,
+            beta,
+            stop,
+        }
+    }
+
+    async fn store(&self, events: &[(StoredEvent, &str)]) {
+        let events: Vec<(StoredEvent, DateTime<Utc>)> = events
+            .iter()
+            .map(|(e, received)| (e.clone(), at(received)))
+            .collect();
+        self.s.insert_events(&events).await;
+    }
+
+    async fn build(&self, now: &str) -> Vec<(String, u64, u64)> {
+        let (app, _) = self.s.app().await;
+        app.build_transparency_logs(&TransparencySettings::default(), at(now))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.day.to_string(), d.leaves, d.late))
+            .collect()
+    }
+
+    async fn call(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        fixtures::call(&self.http, self.address, token, method, path, body).await
+    }
+
+    /// A proof through the API, and whether it checks offline under the
+    /// verifier key the heads listing publishes.
+    async fn proof(&self, token: &str, request_id: &str) -> (StatusCode, Value) {
+        self.call(
+            token,
+            "GET",
+            &format!("/v1/transparency/requests/{request_id}"),
+            None,
+        )
+        .await
+    }
+
+    async fn owner_sql(&self, sql: &str) {
+        let mut owner = self.s_owner().await;
+        sqlx::query(sql).execute(&mut owner).await.unwrap();
+    }
+
+    async fn s_owner(&self) -> sqlx::PgConnection {
+        use sqlx::Connection;
+        let url: String = {
+            let mut tx = self.s.db.tenant_tx(self.s.tenant).await.unwrap();
+            let db: String = sqlx::query_scalar("SELECT current_database()::text")
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            format!("postgres://postgres@127.0.0.1:5432/{db}")
+        };
+        sqlx::PgConnection::connect(&url).await.unwrap()
+    }
+}
+
+impl Drop for Platform {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+#[tokio::test]
+async fn days_are_logged_whole_and_customers_prove_their_own_requests() {
+    let p = Platform::start().await;
+    let day1: Vec<(StoredEvent, &str)> = (0..10)
+        .map(|i| {
+            (
+                event(
+                    "chat",
+                    &format!("acme-{i}"),
+                    &format!("2026-11-10T0{i}:00:00Z"),
+                    if i == 2 { 503 } else { 200 },
+                    250,
+                ),
+                "2026-11-10T12:00:00Z",
+            )
+        })
+        .chain([(
+            event("search", "beta-1", "2026-11-10T11:00:00Z", 200, 80),
+            "2026-11-10T12:00:00Z",
+        )])
+        .collect();
+    p.store(&day1).await;
+
+    // Not before the day's grace (an hour) has passed; then the day whole.
+    assert!(p.build("2026-11-11T00:30:00Z").await.is_empty());
+    assert_eq!(
+        p.build("2026-11-11T02:00:00Z").await,
+        [("2026-11-10".to_owned(), 11, 0)]
+    );
+    assert!(
+        p.build("2026-11-11T03:00:00Z").await.is_empty(),
+        "built once"
+    );
+
+    // A late event of the 10th and two of the 11th: the 11th's batch, the
+    // late one marked.
+    p.store(&[
+        (
+            event("chat", "acme-late", "2026-11-10T23:59:00Z", 200, 300),
+            "2026-11-11T05:00:00Z",
+        ),
+        (
+            event("chat", "acme-11a", "2026-11-11T08:00:00Z", 200, 100),
+            "2026-11-11T08:00:01Z",
+        ),
+        (
+            event("chat", "acme-11b", "2026-11-11T09:00:00Z", 200, 100),
+            "2026-11-11T09:00:01Z",
+        ),
+    ])
+    .await;
+    assert_eq!(
+        p.build("2026-11-12T01:30:00Z").await,
+        [("2026-11-11".to_owned(), 3, 1)]
+    );
+
+    let admin = fixtures::token(p.s.tenant, &["provider_admin"], None);
+    let acme = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.acme));
+    let beta = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.beta));
+    let auditor = fixtures::token(p.s.tenant, &["auditor"], None);
+
+    // The heads, signed, and the 11th's extends the 10th's.
+    let (status, heads) = p
+        .call(
+            &auditor,
+            "GET",
+            "/v1/transparency/heads?from=2026-11-01&to=2026-11-30",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{heads}");
+    let heads = heads["data"].as_array().unwrap().clone();
+    assert_eq!(heads.len(), 2);
+    assert_eq!(
+        (
+            &heads[0]["size"],
+            &heads[1]["size"],
+            &heads[1]["late_entries"]
+        ),
+        (&json!(11), &json!(14), &json!(1))
+    );
+    let key = heads[0]["verifier_key"].as_str().unwrap().to_owned();
+    assert!(
+        key.starts_with(&format!("slaproof.localhost/log/{}+", p.s.tenant)),
+        "{key}"
+    );
+    let (status, consistency) = p
+        .call(
+            &auditor,
+            "GET",
+            "/v1/transparency/consistency?from=2026-11-10&to=2026-11-11",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{consistency}");
+    let hashes = |v: &Value| -> Vec<_> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| hash_from_hex("proof", h.as_str().unwrap()).unwrap())
+            .collect()
+    };
+    let root = |h: &Value| hash_from_hex("root", h["root"].as_str().unwrap()).unwrap();
+    tree::verify_consistency(
+        &hashes(&consistency["proof"]),
+        11,
+        root(&heads[0]),
+        14,
+        root(&heads[1]),
+    )
+    .unwrap();
+    // An auditor cannot prove requests; a customer cannot list other days'
+    // exports (every customer's requests are in them).
+    assert_eq!(p.proof(&auditor, "acme-1").await.0, StatusCode::FORBIDDEN);
+
+    // The customer proves its own request, and the proof checks offline
+    // under the published key alone.
+    let (status, proof) = p.proof(&acme, "acme-1").await;
+    assert_eq!(status, StatusCode::OK, "{proof}");
+    assert_eq!(
+        (&proof["status"], &proof["log_day"], &proof["leaf_index"]),
+        (&json!("logged"), &json!("2026-11-10"), &json!(1))
+    );
+    let leaf = slaproof::cli::verify_proof(&proof, &key).unwrap();
+    assert_eq!(
+        (leaf.status, leaf.latency_us, leaf.late),
+        (Some(200), Some(250_000), false)
+    );
+    assert!(
+        slaproof::cli::verify_proof(
+            &proof,
+            heads[0]["verifier_key"]
+                .as_str()
+                .unwrap()
+                .replace("log/", "log/x")
+                .as_str()
+        )
+        .is_err()
+    );
+    let (_, late) = p.proof(&acme, "acme-late").await;
+    assert_eq!(
+        (
+            &late["log_day"],
+            slaproof::cli::verify_proof(&late, &key).unwrap().late
+        ),
+        (&json!("2026-11-11"), true)
+    );
+    // Against the 10th's head too (the one anchored that day).
+    let (status, on_day) = p
+        .call(
+            &acme,
+            "GET",
+            "/v1/transparency/requests/acme-1?day=2026-11-10",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{on_day}");
+    assert_eq!(on_day["head"]["size"], 11);
+    slaproof::cli::verify_proof(&on_day, &key).unwrap();
+
+    // Another customer's request is not found, whoever asks but its own
+    // customer and the provider.
+    let (status, problem) = p.proof(&acme, "beta-1").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{problem}");
+    assert_eq!(p.proof(&beta, "beta-1").await.0, StatusCode::OK);
+    assert_eq!(p.proof(&beta, "acme-1").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(p.proof(&admin, "beta-1").await.0, StatusCode::OK);
+
+    // The provider now alters one logged event, removes another, and
+    // inserts one into the 10th after that day was logged.
+    p.owner_sql("UPDATE events SET latency_us = 90000 WHERE request_id = 'acme-3'")
+        .await;
+    p.owner_sql("DELETE FROM events WHERE request_id = 'acme-4'")
+        .await;
+    p.store(&[(
+        event("chat", "acme-forged", "2026-11-10T10:30:00Z", 200, 90),
+        "2026-11-12T06:00:00Z",
+    )])
+    .await;
+
+    // The customer's proof of the altered request fails offline, and the
+    // API says so; the removed one is gone; the inserted one is not in the
+    // 10th's log (it can only enter a later day's batch, marked late).
+    let (status, altered) = p.proof(&acme, "acme-3").await;
+    assert_eq!(
+        (status, &altered["status"]),
+        (StatusCode::OK, &json!("altered"))
+    );
+    let refused = slaproof::cli::verify_proof(&altered, &key).unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("the audit path does not lead"),
+        "{refused:#}"
+    );
+    assert_eq!(p.proof(&acme, "acme-4").await.0, StatusCode::NOT_FOUND);
+    let (_, forged) = p.proof(&acme, "acme-forged").await;
+    assert_eq!(forged["status"], "not_logged");
+    assert_eq!(
+        p.build("2026-11-13T01:30:00Z").await,
+        [("2026-11-12".to_owned(), 1, 1)]
+    );
+    let (_, forged) = p.proof(&acme, "acme-forged").await;
+    assert_eq!(
+        (
+            &forged["log_day"],
+            slaproof::cli::verify_proof(&forged, &key).unwrap().late
+        ),
+        (&json!("2026-11-12"), true)
+    );
+
+    // The customer's bulk check of its own client-side log.
+    let (status, report) = p
+        .call(
+            &acme,
+            "POST",
+            "/v1/transparency/checks",
+            Some(json!({"requests": [
+                {"request_id": "acme-1", "status": 200, "latency_ms": 262.0},
+                {"request_id": "acme-2", "status": 200, "latency_ms": 250.0},
+                {"request_id": "acme-3", "status": 200, "latency_ms": 251.0},
+                {"request_id": "acme-4", "status": 200},
+                {"request_id": "acme-never", "status": 200},
+                {"request_id": "beta-1", "status": 200},
+                {"request_id": "acme-5", "latency_ms": 900.0}
+            ]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{report}");
+    let findings: Vec<(&str, &str)> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["request_id"].as_str().unwrap(),
+                i["finding"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            ("acme-1", "included"),
+            ("acme-2", "disagreeing"),
+            ("acme-3", "altered"),
+            ("acme-4", "missing"),
+            ("acme-never", "missing"),
+            ("beta-1", "missing"),
+            ("acme-5", "disagreeing"),
+        ]
+    );
+    assert_eq!(
+        report["items"][1]["differences"],
+        json!([{"field": "status", "observed": "200", "recorded": "503"}])
+    );
+    assert_eq!(report["items"][6]["differences"][0]["field"], "latency_ms");
+    let (status, latest) = p
+        .call(&acme, "GET", "/v1/transparency/checks/latest", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            &latest["check"]["id"],
+            &latest["check"]["counts"]["missing"]
+        ),
+        (&report["id"], &json!(3))
+    );
+    let id = report["id"].as_str().unwrap();
+    assert_eq!(
+        p.call(&acme, "GET", &format!("/v1/transparency/checks/{id}"), None)
+            .await
+            .1,
+        report
+    );
+    assert_eq!(
+        p.call(&beta, "GET", &format!("/v1/transparency/checks/{id}"), None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        p.call(&beta, "GET", "/v1/transparency/checks/latest", None)
+            .await
+            .1,
+        json!({"check": null})
+    );
+    // Bad input is named.
+    let (status, problem) = p
+        .call(
+            &acme,
+            "POST",
+            "/v1/transparency/checks",
+            Some(json!({"requests": [{"request_id": ""}]})),
+        )
+        .await;
+    assert_eq!(
+        (status, &problem["field"]),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &json!("requests[0].request_id")
+        )
+    );
+
+    // The auditor's recomputation from the exported files: the 11th holds,
+    // the 10th does not (an altered and a removed leaf), and each is named.
+    let (app, provider) = p.s.app().await;
+    let eleventh = app
+        .export_log_day(&provider, "2026-11-11".parse().unwrap())
+        .await
+        .unwrap();
+    let audit = audit_day(&eleventh, &key);
+    assert!(audit.problems.is_empty(), "{:?}", audit.problems);
+    assert_eq!((audit.leaves, audit.late), (3, 1));
+    let tenth = app
+        .export_log_day(&provider, "2026-11-10".parse().unwrap())
+        .await
+        .unwrap();
+    let audit = audit_day(&tenth, &key);
+    assert!(
+        audit
+            .problems
+            .iter()
+            .any(|p| p.contains("leaf 4: its event is no longer stored")),
+        "{:?}",
+        audit.problems
+    );
+    assert!(
+        audit
+            .problems
+            .iter()
+            .any(|p| p.contains("rebuild the root")),
+        "{:?}",
+        audit.problems
+    );
+    // The export round-trips through its file form, and a signature under
+    // another key is refused.
+    let file: slaproof_app::transparency::audit::DayExport =
+        serde_json::from_str(&serde_json::to_string(&eleventh).unwrap()).unwrap();
+    assert!(audit_day(&file, &key).problems.is_empty());
+    assert!(
+        !audit_day(&file, &key.replace("log/", "log/x"))
+            .problems
+            .is_empty()
+    );
+    // A customer's user cannot export a day: it holds every customer's requests.
+    let customer = app
+        .caller(slaproof_app::Principal {
+            subject: "acme".into(),
+            tenant: p.s.tenant,
+            roles: vec!["customer_admin".into()],
+            customer: Some(p.acme),
+            embed: None,
+        })
+        .await
+        .unwrap();
+    assert!(
+        app.export_log_day(&customer, "2026-11-11".parse().unwrap())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn the_log_is_append_only_even_for_its_owner_role() {
+    let p = Platform::start().await;
+    p.store(&[(
+        event("chat", "acme-1", "2026-11-10T01:00:00Z", 200, 250),
+        "2026-11-10T01:00:01Z",
+    )])
+    .await;
+    assert_eq!(p.build("2026-11-11T02:00:00Z").await.len(), 1);
+    let mut owner = p.s_owner().await;
+    for sql in [
+        "UPDATE transparency_entries SET leaf_index = 7",
+        "DELETE FROM transparency_heads",
+        "UPDATE transparency_hashes SET hashes = decode(repeat('00', 32), 'hex')",
+    ] {
+        let err = sqlx::query(sql).execute(&mut owner).await.unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+}
