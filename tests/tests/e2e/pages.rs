@@ -66,7 +66,7 @@ async fn checked_request_log(
     use slaproof_app::transparency::requests::{CheckRequestsIn, ObservedRequest};
     let event = slaproof_store::events::StoredEvent {
         id: slaproof_domain::ids::EventId::new(),
-        occurred_at: slaproof_tests::scenario::at("2026-11-20T10:00:00Z"),
+        occurred_at: slaproof_tests::scenario::at("2026-11-30T10:00:00Z"),
         source: slaproof_domain::event::EventSource::Provider,
         service: "chat".into(),
         model: None,
