@@ -6,6 +6,7 @@ mod support;
 
 mod cli;
 mod cli_apply;
+mod cli_log;
 mod prometheus;
 mod telemetry;
 mod verify;
