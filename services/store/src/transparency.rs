@@ -95,31 +95,64 @@ const EVENT_COLUMNS: &str = "e.id, e.occurred_at, e.received_at, e.source, e.ser
     e.request_id, e.status, e.error_class, e.latency_us, e.ttft_us, e.tpot_us, e.input_tokens, \
     e.output_tokens, e.streaming";
 
-/// Up to `limit` events in `[since, until)` that no log holds, after the
-/// key `after`, in the log's order (time, then id).
+/// Which events a page of a day's batch reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batch {
+    /// Events of earlier days in `[since, start)` that no log holds,
+    /// stored from `received_from` on (no earlier build could have missed
+    /// an event stored before it). Read by a scan filtered on the time
+    /// stored, so the days already logged are not probed event by event.
+    Late {
+        since: DateTime<Utc>,
+        start: DateTime<Utc>,
+        received_from: DateTime<Utc>,
+    },
+    /// The day's own events, `[start, until)`: no earlier batch can hold
+    /// one, so none is looked up in the log.
+    Day {
+        start: DateTime<Utc>,
+        until: DateTime<Utc>,
+    },
+}
+
+/// Up to `limit` events of `batch` after the key `after`, in the log's
+/// order (time, then id).
 #[tracing::instrument(skip(tx))]
-pub async fn unlogged_events(
+pub async fn batch_page(
     tx: &mut TenantTx,
-    since: DateTime<Utc>,
-    until: DateTime<Utc>,
+    batch: Batch,
     after: Option<(DateTime<Utc>, uuid::Uuid)>,
     limit: i64,
 ) -> Result<Vec<LoggedEvent>, StoreError> {
-    let (after_at, after_id) = after.unwrap_or((since, uuid::Uuid::nil()));
+    let (from, until, received_from, late) = match batch {
+        Batch::Late {
+            since,
+            start,
+            received_from,
+        } => (since, start, received_from, true),
+        Batch::Day { start, until } => (start, until, start, false),
+    };
+    let (after_at, after_id) = after.unwrap_or((from, uuid::Uuid::nil()));
+    let unlogged = if late {
+        "AND e.received_at >= $7 \
+         AND NOT EXISTS (SELECT 1 FROM transparency_entries t WHERE t.tenant_id = e.tenant_id \
+                         AND t.occurred_at = e.occurred_at AND t.event_id = e.id)"
+    } else {
+        "AND $7::timestamptz IS NOT NULL"
+    };
     Ok(sqlx::query_as(&format!(
         "SELECT {EVENT_COLUMNS} FROM events e \
          WHERE e.tenant_id = $1 AND e.occurred_at >= $2 AND e.occurred_at < $3 \
-           AND (e.occurred_at, e.id) > ($4, $5) \
-           AND NOT EXISTS (SELECT 1 FROM transparency_entries t WHERE t.tenant_id = e.tenant_id \
-                           AND t.occurred_at = e.occurred_at AND t.event_id = e.id) \
+           AND (e.occurred_at, e.id) > ($4, $5) {unlogged} \
          ORDER BY e.occurred_at, e.id LIMIT $6"
     ))
     .bind(tx.tenant().uuid())
-    .bind(since)
+    .bind(from)
     .bind(until)
     .bind(after_at)
     .bind(after_id)
     .bind(limit)
+    .bind(received_from)
     .fetch_all(&mut **tx)
     .await?)
 }

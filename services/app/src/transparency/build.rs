@@ -13,6 +13,11 @@ use slaproof_store::{TenantTx, tenants};
 use super::{LogSecrets, TransparencySettings};
 use crate::{App, AppError};
 
+/// How long before the last build an event it missed can have been
+/// stored: `received_at` is its ingest transaction's start, and ingest
+/// transactions last seconds.
+pub const LATE_SLACK: Duration = Duration::hours(1);
+
 /// One day appended to a tenant's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuiltDay {
@@ -132,35 +137,52 @@ impl App {
         let tenant = tx.tenant();
         let start = day_start(day);
         let until = start + Duration::days(1);
-        let since = start - Duration::days(i64::from(settings.lookback_days));
         let first_index = size;
         let mut size = size;
         let mut late_count = 0;
-        let mut after = None;
+        // Late events first (they occurred before the day), then the day's
+        // own: the log's order is time, then id. A new log takes no late
+        // events: its first day is its earliest.
+        let mut batches = vec![log::Batch::Day { start, until }];
+        if let Some(last) = log::latest_head(tx).await? {
+            batches.insert(
+                0,
+                log::Batch::Late {
+                    since: start - Duration::days(i64::from(settings.lookback_days)),
+                    start,
+                    // An event the last build missed was stored by a
+                    // transaction that began at most LATE_SLACK before it.
+                    received_from: last.built_at - LATE_SLACK,
+                },
+            );
+        }
         // Page by page, so a day of millions of events is never held whole:
         // each page is hashed, appended and written before the next.
-        loop {
-            let page = log::unlogged_events(tx, since, until, after, settings.page_size).await?;
-            let Some(last) = page.last() else { break };
-            after = Some((last.occurred_at, last.id));
-            let mut leaves = Vec::with_capacity(page.len());
-            let mut entries = Vec::with_capacity(page.len());
-            for (event, index) in page.iter().zip(size..) {
-                let late = event.occurred_at < start;
-                late_count += u64::from(late);
-                leaves.push(leaf_of(&secrets.leaf_salt, tenant, event, late).hash());
-                entries.push(NewEntry {
-                    occurred_at: event.occurred_at,
-                    event_id: event.id,
-                    leaf_index: index,
-                    late,
-                });
+        for batch in batches {
+            let mut after = None;
+            loop {
+                let page = log::batch_page(tx, batch, after, settings.page_size).await?;
+                let Some(last) = page.last() else { break };
+                after = Some((last.occurred_at, last.id));
+                let mut leaves = Vec::with_capacity(page.len());
+                let mut entries = Vec::with_capacity(page.len());
+                for (event, index) in page.iter().zip(size..) {
+                    let late = event.occurred_at < start;
+                    late_count += u64::from(late);
+                    leaves.push(leaf_of(&secrets.leaf_salt, tenant, event, late).hash());
+                    entries.push(NewEntry {
+                        occurred_at: event.occurred_at,
+                        event_id: event.id,
+                        leaf_index: index,
+                        late,
+                    });
+                }
+                let edge = log::read_hashes(tx, &tree::append_reads(size)).await?;
+                let added = tree::append(size, leaves, &edge).map_err(internal)?;
+                log::append_hashes(tx, stored_hash_count(size), &added).await?;
+                log::insert_entries(tx, day, &entries).await?;
+                size += entries.len() as u64;
             }
-            let edge = log::read_hashes(tx, &tree::append_reads(size)).await?;
-            let added = tree::append(size, leaves, &edge).map_err(internal)?;
-            log::append_hashes(tx, stored_hash_count(size), &added).await?;
-            log::insert_entries(tx, day, &entries).await?;
-            size += entries.len() as u64;
         }
         let hashes = log::read_hashes(tx, &tree::root_reads(size)).await?;
         let root: Hash = tree::root(size, &hashes).map_err(internal)?;
