@@ -125,6 +125,28 @@ GRANT SELECT, INSERT ON transparency_entries TO slaproof_service;
 GRANT SELECT, INSERT, UPDATE ON transparency_hashes TO slaproof_service;
 GRANT SELECT, INSERT ON transparency_heads TO slaproof_service;
 
+-- Where each day's head is anchored: the head's id (what the chain holds,
+-- as the one member of a batch-root attestation for the day) and the
+-- attestation. Written once, by the attestation worker.
+CREATE TABLE transparency_anchors (
+    tenant_id uuid NOT NULL,
+    log_day date NOT NULL,
+    head_id text NOT NULL CONSTRAINT transparency_anchors_head_id_format CHECK (head_id ~ '^0x[0-9a-f]{64}$'),
+    anchor jsonb NOT NULL,
+    anchored_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, log_day),
+    FOREIGN KEY (tenant_id, log_day) REFERENCES transparency_heads (tenant_id, log_day)
+);
+COMMENT ON TABLE transparency_anchors IS
+    'The chain attestation of each day''s transparency log head.';
+CREATE TRIGGER transparency_anchors_append_only BEFORE UPDATE OR DELETE ON transparency_anchors
+    FOR EACH ROW EXECUTE FUNCTION slaproof_refuse_log_change();
+ALTER TABLE transparency_anchors ENABLE ROW LEVEL SECURITY;
+ALTER TABLE transparency_anchors FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON transparency_anchors USING (tenant_id = slaproof_current_tenant())
+    WITH CHECK (tenant_id = slaproof_current_tenant());
+GRANT SELECT, INSERT ON transparency_anchors TO slaproof_service;
+
 -- A check of a client-side log against the log, kept as the report the
 -- customer (or the provider) was given, so it can be read again and the
 -- dashboard can show the last one.

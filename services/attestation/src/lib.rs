@@ -11,6 +11,7 @@ mod batch;
 pub mod bundle;
 mod error;
 pub mod export;
+mod log_anchor;
 pub mod verifiers;
 pub mod worker;
 

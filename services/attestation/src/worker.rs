@@ -256,7 +256,8 @@ impl Worker {
     /// job claimed is worked on at once, so its lease never runs out
     /// while it waits behind others.
     pub async fn work_due(&self) -> Result<usize, AttestationError> {
-        let mut ran = 0;
+        // Transparency log days first: each is one small attestation.
+        let mut ran = self.anchor_logs_due().await?;
         loop {
             let lease = Duration::from_secs(self.settings.lease_secs);
             let claimed = jobs::claim(

@@ -183,3 +183,48 @@ mod tests {
         assert_eq!(VerifiedAnchor::from_data(&anchor.data()).unwrap(), anchor);
     }
 }
+
+/// The id a transparency log's day head is anchored under:
+/// `keccak256(abi.encode(keccak256(origin), uint64 dayStart, uint64 size,
+/// bytes32 root))`, where `root` is the log's RFC 6962 (SHA-256) root after
+/// the day and `dayStart` the day's first second (Unix time). Anyone holding
+/// the signed checkpoint and the day recomputes it.
+pub fn log_head_id(origin: &str, day_start: u64, size: u64, root: [u8; 32]) -> B256 {
+    keccak256(
+        (
+            keccak256(origin.as_bytes()),
+            day_start,
+            size,
+            B256::from(root),
+        )
+            .abi_encode(),
+    )
+}
+
+/// The batch-root attestation of one log day: the head's id as the one
+/// member of OpenZeppelin's standard tree, over the day's epoch.
+pub fn log_day_root(head_id: B256, day_start: u64) -> BatchRoot {
+    BatchRoot {
+        root: crate::merkle::StandardTree::of(&[head_id]).root(),
+        epochStart: day_start,
+        epochEnd: day_start + 86_400,
+        count: 1,
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn a_log_head_id_binds_every_field() {
+        let id = log_head_id("o/t", 86_400, 3, [1; 32]);
+        assert_ne!(id, log_head_id("o/u", 86_400, 3, [1; 32]));
+        assert_ne!(id, log_head_id("o/t", 0, 3, [1; 32]));
+        assert_ne!(id, log_head_id("o/t", 86_400, 4, [1; 32]));
+        assert_ne!(id, log_head_id("o/t", 86_400, 3, [2; 32]));
+        let root = log_day_root(id, 86_400);
+        assert_eq!((root.epochEnd, root.count), (172_800, 1));
+        assert_ne!(root.root, id, "the standard tree hashes its leaf");
+    }
+}

@@ -23,6 +23,9 @@ pub const EVALUATE: &str = "evaluate";
 /// transaction that freezes a period's result (payload `sla`,
 /// `periodStart`, `periodEnd`; deduplicated by SLA and period).
 pub const CREDIT: &str = "credit";
+/// The kind of a transparency log day's anchor job: one per tenant and
+/// day, enqueued with the day's head, run by the attestation worker.
+pub const LOG_ANCHOR: &str = "log_anchor";
 
 /// The longest delay before a failed job is tried again, and the delay of
 /// a stuck one.

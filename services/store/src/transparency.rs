@@ -286,6 +286,29 @@ pub struct DayHead {
     pub checkpoint: String,
     pub verifier_key: String,
     pub built_at: DateTime<Utc>,
+    /// Where the head is anchored, once it is (read only: written by
+    /// [`record_anchor`]).
+    #[sqlx(default)]
+    pub anchor: Option<serde_json::Value>,
+}
+
+/// Records where the head of `day` is anchored.
+pub async fn record_anchor(
+    tx: &mut TenantTx,
+    day: NaiveDate,
+    head_id: &str,
+    anchor: &serde_json::Value,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO transparency_anchors (tenant_id, log_day, head_id, anchor) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(day)
+    .bind(head_id)
+    .bind(anchor)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Records `head` and moves the log to its size and day.
@@ -315,8 +338,10 @@ pub async fn record_head(tx: &mut TenantTx, head: &DayHead) -> Result<(), StoreE
     Ok(())
 }
 
-const HEAD_COLUMNS: &str =
-    "log_day, first_index, size, root, late_entries, checkpoint, verifier_key, built_at";
+const HEAD_COLUMNS: &str = "h.log_day, h.first_index, h.size, h.root, h.late_entries, \
+    h.checkpoint, h.verifier_key, h.built_at, a.anchor";
+const HEADS: &str = "transparency_heads h LEFT JOIN transparency_anchors a \
+    ON a.tenant_id = h.tenant_id AND a.log_day = h.log_day";
 
 /// The heads of days in `[from, to]`, oldest first.
 pub async fn heads(
@@ -325,8 +350,8 @@ pub async fn heads(
     to: NaiveDate,
 ) -> Result<Vec<DayHead>, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {HEAD_COLUMNS} FROM transparency_heads \
-         WHERE tenant_id = $1 AND log_day BETWEEN $2 AND $3 ORDER BY log_day"
+        "SELECT {HEAD_COLUMNS} FROM {HEADS} \
+         WHERE h.tenant_id = $1 AND h.log_day BETWEEN $2 AND $3 ORDER BY h.log_day"
     ))
     .bind(tx.tenant().uuid())
     .bind(from)
@@ -338,7 +363,7 @@ pub async fn heads(
 /// The head of `day`, if that day is built.
 pub async fn head(tx: &mut TenantTx, day: NaiveDate) -> Result<Option<DayHead>, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {HEAD_COLUMNS} FROM transparency_heads WHERE tenant_id = $1 AND log_day = $2"
+        "SELECT {HEAD_COLUMNS} FROM {HEADS} WHERE h.tenant_id = $1 AND h.log_day = $2"
     ))
     .bind(tx.tenant().uuid())
     .bind(day)
@@ -349,8 +374,8 @@ pub async fn head(tx: &mut TenantTx, day: NaiveDate) -> Result<Option<DayHead>, 
 /// The latest head.
 pub async fn latest_head(tx: &mut TenantTx) -> Result<Option<DayHead>, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {HEAD_COLUMNS} FROM transparency_heads WHERE tenant_id = $1 \
-         ORDER BY log_day DESC LIMIT 1"
+        "SELECT {HEAD_COLUMNS} FROM {HEADS} WHERE h.tenant_id = $1 \
+         ORDER BY h.log_day DESC LIMIT 1"
     ))
     .bind(tx.tenant().uuid())
     .fetch_optional(&mut **tx)

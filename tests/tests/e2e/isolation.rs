@@ -367,6 +367,8 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         "INSERT INTO transparency_hashes (tenant_id, chunk, hashes) VALUES ($1, 0, decode(repeat('ab', 32), 'hex'))",
         "INSERT INTO transparency_heads (tenant_id, log_day, first_index, size, root, checkpoint, verifier_key, built_at) \
          VALUES ($1, '2026-11-30', 0, 1, decode(repeat('ab', 32), 'hex'), 'seed', 'seed', now())",
+        "INSERT INTO transparency_anchors (tenant_id, log_day, head_id, anchor) \
+         VALUES ($1, '2026-11-30', '0x' || repeat('ab', 32), '{}')",
         "INSERT INTO transparency_checks (tenant_id, id, checked_by, checked_at, requests, included, \
              disagreeing, altered, not_logged, missing, report) \
          VALUES ($1, gen_random_uuid(), 'seed', now(), 0, 0, 0, 0, 0, 0, '{}')",

@@ -564,3 +564,89 @@ async fn the_log_is_append_only_even_for_its_owner_role() {
         assert!(err.to_string().contains("append-only"), "{sql}: {err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_built_day_is_anchored_on_chain_and_a_customer_checks_the_anchor() {
+    use crate::attestation::{anchored_worker, anchors_under, anvil_binary, chain_on, worker};
+    let Some(binary) = anvil_binary() else {
+        return;
+    };
+    let p = Platform::start().await;
+    p.store(&[
+        (
+            event("chat", "acme-1", "2026-11-10T01:00:00Z", 200, 250),
+            "2026-11-10T01:00:01Z",
+        ),
+        (
+            event("chat", "acme-2", "2026-11-11T01:00:00Z", 503, 900),
+            "2026-11-11T01:00:01Z",
+        ),
+    ])
+    .await;
+    assert_eq!(p.build("2026-11-12T02:00:00Z").await.len(), 2);
+
+    // Without a chain the days wait; with one each is anchored once.
+    let idle = worker(&p.s, None).await;
+    assert_eq!(idle.anchor_logs_due().await.unwrap(), 2);
+    let acme = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.acme));
+    let (_, proof) = p.proof(&acme, "acme-2").await;
+    assert!(proof["head"].get("anchor").is_none(), "{proof}");
+    p.owner_sql("UPDATE jobs SET run_at = now() WHERE kind = 'log_anchor'")
+        .await;
+    let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
+    let (chain, deployment) = chain_on(&node, 30).await;
+    let w = anchored_worker(&p.s, &chain, &deployment).await;
+    assert_eq!(w.work_due().await.unwrap(), 2);
+    assert_eq!(w.work_due().await.unwrap(), 0, "anchored once");
+    assert_eq!(
+        anchors_under(&chain, &deployment, deployment.schemas.batch_root).await,
+        2
+    );
+
+    // The customer's proof now carries the anchor, which checks on chain
+    // against the signed head, with the customer's own RPC.
+    let (status, proof) = p.proof(&acme, "acme-2").await;
+    assert_eq!(status, StatusCode::OK, "{proof}");
+    let key = proof["head"]["verifier_key"].as_str().unwrap().to_owned();
+    slaproof::cli::verify_proof(&proof, &key).unwrap();
+    let uid = slaproof::cli::check_anchor(&proof, &key, node.url().clone())
+        .await
+        .unwrap();
+    assert_eq!(Some(uid.as_str()), proof["head"]["anchor"]["uid"].as_str());
+    // What a day costs on chain (docs/BENCHMARKS.md quotes it).
+    {
+        use alloy::providers::Provider;
+        let tx: alloy::primitives::B256 = proof["head"]["anchor"]["transaction"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let receipt = chain
+            .provider()
+            .get_transaction_receipt(tx)
+            .await
+            .unwrap()
+            .unwrap();
+        println!("gas to anchor one log day: {}", receipt.gas_used);
+        assert!(receipt.gas_used < 400_000, "{}", receipt.gas_used);
+    }
+    // The 10th's head, anchored too, is not the 11th's: a proof pointed at
+    // another day's anchor is refused.
+    let (_, on_tenth) = p
+        .call(
+            &acme,
+            "GET",
+            "/v1/transparency/requests/acme-1?day=2026-11-10",
+            None,
+        )
+        .await;
+    let mut swapped = proof.clone();
+    swapped["head"]["anchor"] = on_tenth["head"]["anchor"].clone();
+    let refused = slaproof::cli::check_anchor(&swapped, &key, node.url().clone())
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("does not anchor this head"),
+        "{refused:#}"
+    );
+}

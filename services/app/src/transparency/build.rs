@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use slaproof_domain::ids::{EventId, TenantId};
 use slaproof_domain::transparency::tree::{self, stored_hash_count};
 use slaproof_domain::transparency::{Hash, Leaf, LeafSalt};
+use slaproof_store::jobs::{self, NewJob};
 use slaproof_store::transparency::{self as log, DayHead, LoggedEvent, NewEntry};
 use slaproof_store::{TenantTx, tenants};
 
@@ -198,6 +199,19 @@ impl App {
                 checkpoint: key.sign(size, root).map_err(internal)?,
                 verifier_key: key.verifier_key().to_owned(),
                 built_at: now,
+                anchor: None,
+            },
+        )
+        .await?;
+        // The day's head goes on chain with the attestation worker, from
+        // this transaction: a built day is always anchored.
+        jobs::enqueue(
+            tx,
+            &NewJob {
+                kind: jobs::LOG_ANCHOR.to_owned(),
+                payload: serde_json::json!({ "day": day }),
+                dedup_key: Some(day.to_string()),
+                run_at: now,
             },
         )
         .await?;

@@ -133,6 +133,12 @@ pub struct TreeHead {
     /// The key that signed it (`<origin>+<id>+<base64 key>`).
     pub verifier_key: String,
     pub built_at: chrono::DateTime<chrono::Utc>,
+    /// Where the head is anchored, once it is: the chain, EAS, the
+    /// attestation's UID and transaction, the head's id (the batch's one
+    /// member) and the batch root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub anchor: Option<serde_json::Value>,
 }
 
 impl From<DayHead> for TreeHead {
@@ -146,6 +152,7 @@ impl From<DayHead> for TreeHead {
             checkpoint: h.checkpoint,
             verifier_key: h.verifier_key,
             built_at: h.built_at,
+            anchor: h.anchor,
         }
     }
 }

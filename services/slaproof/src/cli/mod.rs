@@ -26,7 +26,7 @@ pub use tenancy::{
 };
 use tenancy::{customer, ingest_key, probe, sla, tenant};
 use transparency::log;
-pub use transparency::{LogCommand, verify_proof};
+pub use transparency::{LogCommand, check_anchor, verify_proof};
 pub use webhooks::WebhookCommand;
 use webhooks::webhook;
 

@@ -45,6 +45,11 @@ pub enum LogCommand {
         /// Fail unless the leaf records this status.
         #[arg(long)]
         expect_status: Option<i32>,
+        /// JSON-RPC URL of the chain the head is anchored on (your own
+        /// node): the head's anchor is then read there and must attest
+        /// this very head. Without it the anchor is not checked.
+        #[arg(long, value_name = "URL")]
+        rpc_url: Option<url::Url>,
     },
     /// Check a client-side log (JSON: {"requests": [{"request_id", "status",
     /// "latency_ms"}], "tolerance": …}) and print the kept report.
@@ -74,6 +79,7 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
             file,
             verifier_key,
             expect_status,
+            rpc_url,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -89,13 +95,20 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
                     leaf.event
                 );
             }
+            let anchored = match rpc_url {
+                Some(url) => Some(check_anchor(&proof, &verifier_key, url).await?),
+                None => None,
+            };
             println!(
-                "ok: {} ({}) is in the log, status {:?}, latency {:?} us{}",
+                "ok: {} ({}) is in the log, status {:?}, latency {:?} us{}{}",
                 leaf.request_id.as_deref().unwrap_or("-"),
                 leaf.event,
                 leaf.status,
                 leaf.latency_us,
-                if leaf.late { ", logged late" } else { "" }
+                if leaf.late { ", logged late" } else { "" },
+                anchored
+                    .map(|uid| format!("; its head is anchored on chain ({uid})"))
+                    .unwrap_or_default()
             );
             Ok(())
         }
@@ -208,4 +221,66 @@ pub fn verify_proof(proof: &serde_json::Value, verifier_key: &str) -> anyhow::Re
     tree::verify_inclusion(&path, signed.size, signed.root, index, hash)
         .context("the audit path does not lead to the signed root")?;
     Ok(leaf)
+}
+
+/// Reads the proof's head anchor on the chain at `url` and checks that it
+/// attests this head: its data is the batch root whose one member is the
+/// head's id, recomputed from the signed checkpoint and the day. Returns
+/// the attestation's UID.
+pub async fn check_anchor(
+    proof: &serde_json::Value,
+    verifier_key: &str,
+    url: url::Url,
+) -> anyhow::Result<String> {
+    use slaproof_chain::anchor::{BatchRoot, log_day_root, log_head_id};
+    let head = proof.get("head").context("the proof has no head")?;
+    let anchor = head
+        .get("anchor")
+        .context("the head is not anchored (yet): there is nothing on chain to check")?;
+    let signed = note::open(
+        head.get("checkpoint")
+            .and_then(|c| c.as_str())
+            .unwrap_or(""),
+        verifier_key,
+    )
+    .context("the head's checkpoint")?;
+    let day: NaiveDate = head
+        .get("day")
+        .and_then(|d| d.as_str())
+        .context("the head has no day")?
+        .parse()
+        .context("the head's day")?;
+    let day_start = u64::try_from(
+        day.and_hms_opt(0, 0, 0)
+            .context("midnight")?
+            .and_utc()
+            .timestamp(),
+    )?;
+    let expected = log_day_root(
+        log_head_id(&signed.origin, day_start, signed.size, signed.root.0),
+        day_start,
+    );
+    let field = |name: &str| {
+        anchor
+            .get(name)
+            .and_then(|v| v.as_str())
+            .with_context(|| format!("the anchor has no {name}"))
+    };
+    let eas: alloy::primitives::Address = field("eas")?.parse().context("the anchor's EAS")?;
+    let uid: alloy::primitives::B256 = field("uid")?.parse().context("the anchor's UID")?;
+    let chain = slaproof_chain::Chain::reader(url)
+        .await
+        .context("connecting to the chain")?;
+    let found = slaproof_chain::attest::attestation_at(&chain, eas, uid)
+        .await?
+        .with_context(|| format!("no attestation {uid} on that chain"))?;
+    let data = BatchRoot::from_data(&found.data).context("the attestation is not a batch root")?;
+    anyhow::ensure!(
+        data == expected,
+        "attestation {uid} does not anchor this head (its root is {}, the head's is {})",
+        data.root,
+        expected.root
+    );
+    anyhow::ensure!(!found.revoked, "attestation {uid} was revoked");
+    Ok(uid.to_string())
 }
