@@ -168,9 +168,9 @@ async fn through_postgres(events: u64) {
     .await
     .unwrap();
     sqlx::query(
-        "UPDATE events SET request_id = 'bench-' || (row_number) FROM ( \
-             SELECT id AS eid, occurred_at AS eat, row_number() OVER (ORDER BY occurred_at) \
-             FROM events ORDER BY random() LIMIT 200) r \
+        "UPDATE events SET request_id = 'bench-' || r.n FROM ( \
+             SELECT eid, eat, row_number() OVER () AS n FROM ( \
+                 SELECT id AS eid, occurred_at AS eat FROM events ORDER BY random() LIMIT 200) x) r \
          WHERE events.id = r.eid AND events.occurred_at = r.eat",
     )
     .execute(&mut owner)
