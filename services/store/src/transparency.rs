@@ -238,12 +238,13 @@ pub async fn append_hashes(tx: &mut TenantTx, from: u64, added: &[Hash]) -> Resu
 }
 
 /// One logged event's place in the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEntry {
     pub occurred_at: DateTime<Utc>,
     pub event_id: uuid::Uuid,
     pub leaf_index: u64,
     pub late: bool,
+    pub request_id: Option<String>,
 }
 
 /// Records the leaves of `log_day`'s batch.
@@ -258,10 +259,11 @@ pub async fn insert_entries(
         let ids: Vec<uuid::Uuid> = batch.iter().map(|e| e.event_id).collect();
         let index: Vec<i64> = batch.iter().map(|e| e.leaf_index as i64).collect();
         let late: Vec<bool> = batch.iter().map(|e| e.late).collect();
+        let requests: Vec<Option<&str>> = batch.iter().map(|e| e.request_id.as_deref()).collect();
         sqlx::query(
-            "INSERT INTO transparency_entries (tenant_id, occurred_at, event_id, leaf_index, log_day, late) \
-             SELECT $1, a, i, n, $2, l FROM unnest($3::timestamptz[], $4::uuid[], $5::bigint[], $6::bool[]) \
-                 AS x (a, i, n, l)",
+            "INSERT INTO transparency_entries (tenant_id, occurred_at, event_id, leaf_index, log_day, late, request_id) \
+             SELECT $1, a, i, n, $2, l, r \
+             FROM unnest($3::timestamptz[], $4::uuid[], $5::bigint[], $6::bool[], $7::text[]) AS x (a, i, n, l, r)",
         )
         .bind(tx.tenant().uuid())
         .bind(log_day)
@@ -269,6 +271,7 @@ pub async fn insert_entries(
         .bind(&ids)
         .bind(&index)
         .bind(&late)
+        .bind(&requests)
         .execute(&mut **tx)
         .await?;
     }
@@ -408,24 +411,63 @@ pub async fn entry(
 }
 
 /// The stored events with these request ids, of `services` only when given
-/// (a customer's), newest first per id.
+/// (a customer's), newest first per id. Logged events are found through the
+/// log's request-id index; ids the log does not hold are looked for among
+/// the events from `unlogged_since` on (a scan of those partitions: the
+/// events table has no request-id index), every partition when `None`.
 #[tracing::instrument(skip(tx, request_ids, services), fields(count = request_ids.len()))]
 pub async fn events_by_request(
     tx: &mut TenantTx,
     request_ids: &[String],
     services: Option<&[String]>,
+    unlogged_since: Option<DateTime<Utc>>,
 ) -> Result<Vec<LoggedEvent>, StoreError> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events e \
-         WHERE e.tenant_id = $1 AND e.request_id = ANY($2) \
-           AND ($3::text[] IS NULL OR e.service = ANY($3)) \
-         ORDER BY e.request_id, e.occurred_at DESC, e.id"
+    let mut found: Vec<LoggedEvent> = sqlx::query_as(&format!(
+        "SELECT {EVENT_COLUMNS} FROM transparency_entries t \
+         JOIN events e ON e.tenant_id = t.tenant_id AND e.occurred_at = t.occurred_at \
+              AND e.id = t.event_id \
+         WHERE t.tenant_id = $1 AND t.request_id = ANY($2) \
+           AND ($3::text[] IS NULL OR e.service = ANY($3))"
     ))
     .bind(tx.tenant().uuid())
     .bind(request_ids)
     .bind(services)
     .fetch_all(&mut **tx)
-    .await?)
+    .await?;
+    let seen: std::collections::HashSet<&str> = found
+        .iter()
+        .filter_map(|e| e.request_id.as_deref())
+        .collect();
+    let rest: Vec<&str> = request_ids
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !seen.contains(id))
+        .collect();
+    if !rest.is_empty() {
+        let unlogged: Vec<LoggedEvent> = sqlx::query_as(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events e \
+             WHERE e.tenant_id = $1 AND e.request_id = ANY($2) \
+               AND ($3::text[] IS NULL OR e.service = ANY($3)) \
+               AND ($4::timestamptz IS NULL OR e.occurred_at >= $4) \
+               AND NOT EXISTS (SELECT 1 FROM transparency_entries t WHERE t.tenant_id = e.tenant_id \
+                               AND t.occurred_at = e.occurred_at AND t.event_id = e.id)"
+        ))
+        .bind(tx.tenant().uuid())
+        .bind(&rest)
+        .bind(services)
+        .bind(unlogged_since)
+        .fetch_all(&mut **tx)
+        .await?;
+        found.extend(unlogged);
+    }
+    found.sort_by(|a, b| {
+        (&a.request_id, std::cmp::Reverse(a.occurred_at), a.id).cmp(&(
+            &b.request_id,
+            std::cmp::Reverse(b.occurred_at),
+            b.id,
+        ))
+    });
+    Ok(found)
 }
 
 /// The day batch `[first, end)` of the log: each entry's event, in leaf

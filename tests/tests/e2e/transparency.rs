@@ -163,18 +163,19 @@ impl Platform {
         sqlx::query(sql).execute(&mut owner).await.unwrap();
     }
 
+    /// A connection to the scenario's database as the harness's admin
+    /// (the provider tampering with its own data, below the service role).
     async fn s_owner(&self) -> sqlx::PgConnection {
         use sqlx::Connection;
-        let url: String = {
-            let mut tx = self.s.db.tenant_tx(self.s.tenant).await.unwrap();
-            let db: String = sqlx::query_scalar("SELECT current_database()::text")
-                .fetch_one(&mut *tx)
-                .await
-                .unwrap();
-            tx.commit().await.unwrap();
-            format!("postgres://postgres@127.0.0.1:5432/{db}")
-        };
-        sqlx::PgConnection::connect(&url).await.unwrap()
+        let mut tx = self.s.db.tenant_tx(self.s.tenant).await.unwrap();
+        let name: String = sqlx::query_scalar("SELECT current_database()::text")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        sqlx::PgConnection::connect_with(&slaproof_tests::admin_options().database(&name))
+            .await
+            .unwrap()
     }
 }
 

@@ -176,6 +176,7 @@ impl App {
                         event_id: event.id,
                         leaf_index: index,
                         late,
+                        request_id: event.request_id.clone(),
                     });
                 }
                 let edge = log::read_hashes(tx, &tree::append_reads(size)).await?;

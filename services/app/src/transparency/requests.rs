@@ -231,6 +231,19 @@ impl App {
         }
     }
 
+    /// Where events no log holds yet can be: from the first day not built,
+    /// less the late window (events of earlier days stored since); `None`
+    /// for a tenant with no log yet.
+    async fn unlogged_since(&self, tx: &mut TenantTx) -> Result<Option<DateTime<Utc>>, AppError> {
+        let lookback = chrono::Duration::days(i64::from(
+            super::TransparencySettings::default().lookback_days,
+        ));
+        Ok(log::log_state(tx)
+            .await?
+            .and_then(|s| s.logged_through)
+            .map(|last| super::build::day_start(last) + chrono::Duration::days(1) - lookback))
+    }
+
     /// The inclusion proof of the request `request_id` against the head of
     /// `day` (the latest built when `None`).
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
@@ -245,8 +258,16 @@ impl App {
         let secrets = self.log_secrets().await?;
         let mut tx = self.tx(caller).await?;
         let services = self.request_services(&mut tx, caller).await?;
-        let found =
-            log::events_by_request(&mut tx, &[request_id.to_owned()], services.as_deref()).await?;
+        let found = {
+            let since = self.unlogged_since(&mut tx).await?;
+            log::events_by_request(
+                &mut tx,
+                &[request_id.to_owned()],
+                services.as_deref(),
+                since,
+            )
+            .await?
+        };
         let event = found.into_iter().next().ok_or_else(|| AppError::NotFound {
             what: "request",
             key: request_id.to_owned(),
@@ -354,7 +375,8 @@ impl App {
             .collect();
         // The newest event per request id.
         let mut events: HashMap<String, LoggedEvent> = HashMap::new();
-        for e in log::events_by_request(&mut tx, &ids, services.as_deref()).await? {
+        let since = self.unlogged_since(&mut tx).await?;
+        for e in log::events_by_request(&mut tx, &ids, services.as_deref(), since).await? {
             if let Some(id) = e.request_id.clone() {
                 events.entry(id).or_insert(e);
             }
