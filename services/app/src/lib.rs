@@ -123,6 +123,9 @@ pub struct App {
     /// The platform-made webhook key, read from the database once: it
     /// never changes once made.
     platform_webhook_key: Arc<tokio::sync::OnceCell<webhooks::WebhookKey>>,
+    /// The transparency log's secrets, read from the database once: they
+    /// never change once made.
+    log_secrets: Arc<tokio::sync::OnceCell<transparency::LogSecrets>>,
 }
 
 impl App {
@@ -136,6 +139,7 @@ impl App {
             outbound: Arc::new(OutboundPolicy::strict()),
             webhook_key: None,
             platform_webhook_key: Arc::default(),
+            log_secrets: Arc::default(),
         }
     }
 

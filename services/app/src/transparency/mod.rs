@@ -63,7 +63,7 @@ impl TransparencySettings {
 
     /// Why the settings cannot be used, naming the field.
     pub fn validate(&self) -> Result<(), String> {
-        if !signed_note_name(&self.origin) {
+        if !slaproof_domain::transparency::note::is_origin_valid(&self.origin) {
             return Err(format!(
                 "transparency.origin {:?} must be non-empty, without spaces or '+'",
                 self.origin
@@ -85,10 +85,6 @@ impl TransparencySettings {
     pub fn origin_of(&self, tenant: TenantId) -> String {
         format!("{}/{tenant}", self.origin.trim_end_matches('/'))
     }
-}
-
-fn signed_note_name(name: &str) -> bool {
-    !(name.is_empty() || name.chars().any(char::is_whitespace) || name.contains('+'))
 }
 
 /// The deployment's log secrets, made once by whichever replica is first.
@@ -170,24 +166,33 @@ pub struct Consistency {
 pub const MAX_HEAD_DAYS: i64 = 400;
 
 impl App {
-    /// The deployment's log secrets (made on first use).
+    /// The deployment's log secrets (made on first use), read once per
+    /// process: every proof, check and build needs them.
     pub async fn log_secrets(&self) -> Result<LogSecrets, AppError> {
-        let salt = platform_secrets::get_or_create(
-            &self.db,
-            LEAF_SALT_SECRET,
-            &rand::random::<[u8; 32]>(),
-        )
-        .await?;
-        let seed =
-            platform_secrets::get_or_create(&self.db, LOG_KEY_SECRET, &rand::random::<[u8; 32]>())
+        self.log_secrets
+            .get_or_try_init(|| async {
+                let salt = platform_secrets::get_or_create(
+                    &self.db,
+                    LEAF_SALT_SECRET,
+                    &rand::random::<[u8; 32]>(),
+                )
                 .await?;
-        let key_seed = seed.try_into().map_err(|_| {
-            AppError::Conflict("the transparency log key secret is not 32 bytes".into())
-        })?;
-        Ok(LogSecrets {
-            leaf_salt: salt,
-            key_seed,
-        })
+                let seed = platform_secrets::get_or_create(
+                    &self.db,
+                    LOG_KEY_SECRET,
+                    &rand::random::<[u8; 32]>(),
+                )
+                .await?;
+                let key_seed = seed.try_into().map_err(|_| {
+                    AppError::Conflict("the transparency log key secret is not 32 bytes".into())
+                })?;
+                Ok(LogSecrets {
+                    leaf_salt: salt,
+                    key_seed,
+                })
+            })
+            .await
+            .cloned()
     }
 
     /// The signed heads of the days `[from, to]`, oldest first.

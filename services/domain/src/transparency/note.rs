@@ -35,10 +35,16 @@ pub struct SignedHead {
 
 const ALG_ED25519: u8 = 1;
 
+/// Whether `origin` can name a log (and its key): non-empty, without
+/// spaces or '+' (C2SP signed-note key names).
+pub fn is_origin_valid(origin: &str) -> bool {
+    signed_note::is_key_name_valid(origin)
+}
+
 impl LogKey {
     /// The key for `origin` from a 32-byte Ed25519 seed.
     pub fn from_seed(origin: &str, seed: &[u8; 32]) -> Result<Self, TransparencyError> {
-        if !signed_note::is_key_name_valid(origin) {
+        if !is_origin_valid(origin) {
             return Err(TransparencyError::Checkpoint(format!(
                 "{origin:?} cannot name a log: no spaces or '+'"
             )));
