@@ -304,7 +304,7 @@ pub fn constraint_count(scheme: &BucketScheme) -> Result<usize, CircuitError> {
 pub fn setup(
     scheme: &BucketScheme,
 ) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), CircuitError> {
-    let mut rng = crate::keys::os_rng();
+    let mut rng = crate::random::os_rng();
     Ok(Groth16::<Bn254>::circuit_specific_setup(
         BucketCircuit::blank(scheme.clone()),
         &mut rng,
@@ -337,7 +337,7 @@ pub fn prove(
         context: context.as_field(),
     };
     let circuit = BucketCircuit::new(scheme.clone(), public, salt, counts.to_vec(), threshold);
-    let mut rng = crate::keys::os_rng();
+    let mut rng = crate::random::os_rng();
     let proof = Groth16::<Bn254>::create_random_proof_with_reduction(circuit, pk, &mut rng)?;
     Ok((public, proof))
 }

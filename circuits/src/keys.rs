@@ -14,12 +14,89 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::circuit::ThresholdCircuit;
+use crate::daily::DailyCircuit;
 use crate::error::CircuitError;
+use crate::random::os_rng;
 use crate::statement::{MAX_SLOTS, PUBLIC_INPUTS};
 
 /// Names the statement and its public-input layout; bumped whenever the
 /// constraints change, so old keys are refused rather than misused.
 pub const CIRCUIT_ID: &str = "slaproof/threshold-fraction/v1";
+
+/// Which circuit a key is for. Both take the same four public inputs
+/// (`PUBLIC_INPUTS`); their sizes count slots for the threshold circuit
+/// and days for the daily one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Circuit {
+    /// A committed vector of (value, weight) slots (`crate::circuit`).
+    Threshold,
+    /// A period over its anchored daily commitments (`crate::daily`).
+    Daily,
+}
+
+impl Circuit {
+    /// The id in key manifests.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Threshold => CIRCUIT_ID,
+            Self::Daily => crate::daily::CIRCUIT_ID,
+        }
+    }
+
+    /// The circuit of a manifest's id.
+    pub fn of_id(id: &str) -> Option<Self> {
+        [Self::Threshold, Self::Daily]
+            .into_iter()
+            .find(|c| c.id() == id)
+    }
+
+    /// `threshold` or `daily`: the stem of its key files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::Daily => "daily",
+        }
+    }
+
+    fn check_size(self, size: usize) -> Result<(), CircuitError> {
+        let max = match self {
+            Self::Threshold => MAX_SLOTS,
+            Self::Daily => crate::daily::MAX_DAYS,
+        };
+        if size == 0 || size > max {
+            return Err(CircuitError::UnsupportedSlots { slots: size, max });
+        }
+        Ok(())
+    }
+
+    fn setup(
+        self,
+        size: usize,
+        rng: &mut ark_std::rand::rngs::StdRng,
+    ) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), CircuitError> {
+        Ok(match self {
+            Self::Threshold => {
+                Groth16::<Bn254>::circuit_specific_setup(ThresholdCircuit::blank(size), rng)?
+            }
+            Self::Daily => {
+                Groth16::<Bn254>::circuit_specific_setup(DailyCircuit::blank(size), rng)?
+            }
+        })
+    }
+
+    /// Exact number of R1CS constraints at `size`, by synthesis alone.
+    pub fn constraint_count(self, size: usize) -> Result<usize, CircuitError> {
+        self.check_size(size)?;
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_mode(SynthesisMode::Setup);
+        match self {
+            Self::Threshold => ThresholdCircuit::blank(size).generate_constraints(cs.clone())?,
+            Self::Daily => DailyCircuit::blank(size).generate_constraints(cs.clone())?,
+        }
+        Ok(cs.num_constraints())
+    }
+}
 
 /// One stored key file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +143,7 @@ pub struct KeygenProgress {
 /// A verifying key ready to check proofs for one size.
 #[derive(Clone)]
 pub struct VerifierKey {
+    circuit: Circuit,
     slots: usize,
     vk: VerifyingKey<Bn254>,
     prepared: PreparedVerifyingKey<Bn254>,
@@ -74,22 +152,33 @@ pub struct VerifierKey {
 impl std::fmt::Debug for VerifierKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VerifierKey")
+            .field("circuit", &self.circuit)
             .field("slots", &self.slots)
             .finish_non_exhaustive()
     }
 }
 
 impl VerifierKey {
+    /// A threshold-circuit verifying key of `slots` slots.
     pub fn new(slots: usize, vk: VerifyingKey<Bn254>) -> Self {
+        Self::of(Circuit::Threshold, slots, vk)
+    }
+    /// A verifying key of `circuit` at `size`.
+    pub fn of(circuit: Circuit, size: usize, vk: VerifyingKey<Bn254>) -> Self {
         let prepared = ark_groth16::prepare_verifying_key(&vk);
         Self {
-            slots,
+            circuit,
+            slots: size,
             vk,
             prepared,
         }
     }
+    /// The circuit's size: slots, or days for the daily circuit.
     pub fn slots(&self) -> usize {
         self.slots
+    }
+    pub fn circuit(&self) -> Circuit {
+        self.circuit
     }
     pub fn verifying_key(&self) -> &VerifyingKey<Bn254> {
         &self.vk
@@ -119,6 +208,7 @@ pub struct CircuitKeys {
 impl std::fmt::Debug for CircuitKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CircuitKeys")
+            .field("circuit", &self.verifier.circuit)
             .field("slots", &self.verifier.slots)
             .finish_non_exhaustive()
     }
@@ -129,18 +219,25 @@ impl CircuitKeys {
     /// process's memory during the call could forge proofs for these keys;
     /// see `docs/CIRCUITS.md`.
     pub fn setup(slots: usize) -> Result<Self, CircuitError> {
-        check_size(slots)?;
+        Self::setup_of(Circuit::Threshold, slots)
+    }
+
+    /// [`CircuitKeys::setup`] for any circuit.
+    pub fn setup_of(circuit: Circuit, size: usize) -> Result<Self, CircuitError> {
+        circuit.check_size(size)?;
         let mut rng = os_rng();
-        let (pk, vk) =
-            Groth16::<Bn254>::circuit_specific_setup(ThresholdCircuit::blank(slots), &mut rng)?;
+        let (pk, vk) = circuit.setup(size, &mut rng)?;
         Ok(Self {
             pk,
-            verifier: VerifierKey::new(slots, vk),
+            verifier: VerifierKey::of(circuit, size, vk),
         })
     }
 
     pub fn slots(&self) -> usize {
         self.verifier.slots
+    }
+    pub fn circuit(&self) -> Circuit {
+        self.verifier.circuit
     }
     pub fn proving_key(&self) -> &ProvingKey<Bn254> {
         &self.pk
@@ -150,38 +247,23 @@ impl CircuitKeys {
     }
 }
 
-fn check_size(slots: usize) -> Result<(), CircuitError> {
-    if slots == 0 || slots > MAX_SLOTS {
-        return Err(CircuitError::UnsupportedSlots {
-            slots,
-            max: MAX_SLOTS,
-        });
-    }
-    Ok(())
-}
-
-/// A CSPRNG for the setup and the prover, seeded from the operating system.
-pub(crate) fn os_rng() -> ark_std::rand::rngs::StdRng {
-    let mut seed = [0u8; 32];
-    rand::Rng::fill(&mut rand::rng(), &mut seed);
-    <ark_std::rand::rngs::StdRng as ark_std::rand::SeedableRng>::from_seed(seed)
-}
-
 /// Exact number of R1CS constraints for `slots` slots, by synthesis alone.
 pub fn constraint_count(slots: usize) -> Result<usize, CircuitError> {
-    check_size(slots)?;
-    let cs = ConstraintSystem::<Fr>::new_ref();
-    cs.set_mode(SynthesisMode::Setup);
-    ThresholdCircuit::blank(slots).generate_constraints(cs.clone())?;
-    Ok(cs.num_constraints())
+    Circuit::Threshold.constraint_count(slots)
 }
 
 /// Paths of the manifest, proving key and verifying key for one size.
 pub fn key_paths(dir: &Path, slots: usize) -> (PathBuf, PathBuf, PathBuf) {
+    circuit_key_paths(dir, Circuit::Threshold, slots)
+}
+
+/// [`key_paths`] for any circuit: `<name>-<size>.{manifest.json,pk,vk}`.
+pub fn circuit_key_paths(dir: &Path, circuit: Circuit, size: usize) -> (PathBuf, PathBuf, PathBuf) {
+    let stem = format!("{}-{size}", circuit.name());
     (
-        dir.join(format!("threshold-{slots}.manifest.json")),
-        dir.join(format!("threshold-{slots}.pk")),
-        dir.join(format!("threshold-{slots}.vk")),
+        dir.join(format!("{stem}.manifest.json")),
+        dir.join(format!("{stem}.pk")),
+        dir.join(format!("{stem}.vk")),
     )
 }
 
@@ -208,7 +290,17 @@ pub fn generate_keys(
     slots: usize,
     progress: &mut dyn FnMut(KeygenProgress),
 ) -> Result<KeyManifest, CircuitError> {
-    check_size(slots)?;
+    generate_circuit_keys(dir, Circuit::Threshold, slots, progress)
+}
+
+/// [`generate_keys`] for any circuit (`slaproof keys generate --daily N`).
+pub fn generate_circuit_keys(
+    dir: &Path,
+    circuit: Circuit,
+    slots: usize,
+    progress: &mut dyn FnMut(KeygenProgress),
+) -> Result<KeyManifest, CircuitError> {
+    circuit.check_size(slots)?;
     let started = Instant::now();
     let mut report = |stage| {
         progress(KeygenProgress {
@@ -217,7 +309,7 @@ pub fn generate_keys(
             elapsed: started.elapsed(),
         })
     };
-    let (manifest_path, pk_path, vk_path) = key_paths(dir, slots);
+    let (manifest_path, pk_path, vk_path) = circuit_key_paths(dir, circuit, slots);
     if manifest_path.exists() {
         return Err(CircuitError::KeysExist {
             slots,
@@ -227,9 +319,9 @@ pub fn generate_keys(
     fs::create_dir_all(dir).map_err(CircuitError::io(dir))?;
 
     report(KeygenStage::Synthesizing);
-    let constraints = constraint_count(slots)?;
+    let constraints = circuit.constraint_count(slots)?;
     report(KeygenStage::Setup { constraints });
-    let keys = CircuitKeys::setup(slots)?;
+    let keys = CircuitKeys::setup_of(circuit, slots)?;
 
     report(KeygenStage::WritingProvingKey);
     let mut pk_bytes = Vec::with_capacity(keys.pk.compressed_size());
@@ -245,7 +337,7 @@ pub fn generate_keys(
             .unwrap_or_default()
     };
     let manifest = KeyManifest {
-        circuit: CIRCUIT_ID.to_owned(),
+        circuit: circuit.id().to_owned(),
         slots,
         constraints,
         public_inputs: PUBLIC_INPUTS.iter().map(|s| (*s).to_owned()).collect(),
@@ -267,7 +359,16 @@ pub fn generate_keys(
 
 /// Reads and checks the manifest for `slots` slots.
 pub fn load_manifest(dir: &Path, slots: usize) -> Result<KeyManifest, CircuitError> {
-    let (manifest_path, _, _) = key_paths(dir, slots);
+    load_circuit_manifest(dir, Circuit::Threshold, slots)
+}
+
+/// [`load_manifest`] for any circuit.
+pub fn load_circuit_manifest(
+    dir: &Path,
+    circuit: Circuit,
+    slots: usize,
+) -> Result<KeyManifest, CircuitError> {
+    let (manifest_path, _, _) = circuit_key_paths(dir, circuit, slots);
     if !manifest_path.exists() {
         return Err(CircuitError::KeysMissing {
             slots,
@@ -283,10 +384,10 @@ pub fn load_manifest(dir: &Path, slots: usize) -> Result<KeyManifest, CircuitErr
             found: manifest.slots,
         });
     }
-    if manifest.circuit != CIRCUIT_ID {
+    if manifest.circuit != circuit.id() {
         return Err(CircuitError::Malformed {
             field: "manifest.circuit",
-            reason: format!("{} is not {CIRCUIT_ID}", manifest.circuit),
+            reason: format!("{} is not {}", manifest.circuit, circuit.id()),
         });
     }
     Ok(manifest)
@@ -318,17 +419,22 @@ fn check_hash(path: &Path, file: &KeyFile, bytes: &[u8]) -> Result<(), CircuitEr
     Ok(())
 }
 
-fn verifier_from_bytes(slots: usize, vk_bytes: &[u8]) -> Result<VerifierKey, CircuitError> {
+fn verifier_from_bytes(
+    circuit: Circuit,
+    slots: usize,
+    vk_bytes: &[u8],
+) -> Result<VerifierKey, CircuitError> {
     let vk = VerifyingKey::<Bn254>::deserialize_compressed(vk_bytes)?;
-    Ok(VerifierKey::new(slots, vk))
+    Ok(VerifierKey::of(circuit, slots, vk))
 }
 
 fn keys_from_bytes(
+    circuit: Circuit,
     slots: usize,
     pk_bytes: &[u8],
     vk_bytes: &[u8],
 ) -> Result<CircuitKeys, CircuitError> {
-    let verifier = verifier_from_bytes(slots, vk_bytes)?;
+    let verifier = verifier_from_bytes(circuit, slots, vk_bytes)?;
     // The hash matched the one recorded at generation, so the points were
     // ours and valid; re-checking hundreds of MB of curve points would cost
     // longer than the proof.
@@ -344,18 +450,36 @@ fn keys_from_bytes(
 
 /// Loads the verifying key for `slots` slots, checking its hash.
 pub fn load_verifier(dir: &Path, slots: usize) -> Result<VerifierKey, CircuitError> {
-    let manifest = load_manifest(dir, slots)?;
+    load_circuit_verifier(dir, Circuit::Threshold, slots)
+}
+
+/// [`load_verifier`] for any circuit.
+pub fn load_circuit_verifier(
+    dir: &Path,
+    circuit: Circuit,
+    slots: usize,
+) -> Result<VerifierKey, CircuitError> {
+    let manifest = load_circuit_manifest(dir, circuit, slots)?;
     let bytes = read_checked(dir, &manifest.verifying_key)?;
-    verifier_from_bytes(slots, &bytes)
+    verifier_from_bytes(circuit, slots, &bytes)
 }
 
 /// Loads both keys for `slots` slots, checking their hashes. Never generates:
 /// missing keys are an error naming the command that makes them.
 pub fn load_keys(dir: &Path, slots: usize) -> Result<CircuitKeys, CircuitError> {
-    let manifest = load_manifest(dir, slots)?;
+    load_circuit_keys(dir, Circuit::Threshold, slots)
+}
+
+/// [`load_keys`] for any circuit.
+pub fn load_circuit_keys(
+    dir: &Path,
+    circuit: Circuit,
+    slots: usize,
+) -> Result<CircuitKeys, CircuitError> {
+    let manifest = load_circuit_manifest(dir, circuit, slots)?;
     let vk_bytes = read_checked(dir, &manifest.verifying_key)?;
     let pk_bytes = read_checked(dir, &manifest.proving_key)?;
-    keys_from_bytes(slots, &pk_bytes, &vk_bytes)
+    keys_from_bytes(circuit, slots, &pk_bytes, &vk_bytes)
 }
 
 /// Keys kept elsewhere (a database row): the manifest and the two
@@ -365,7 +489,7 @@ pub fn keys_from_stored(
     pk_bytes: &[u8],
     vk_bytes: &[u8],
 ) -> Result<CircuitKeys, CircuitError> {
-    check_stored(manifest)?;
+    let circuit = check_stored(manifest)?;
     check_hash(
         Path::new(&manifest.verifying_key.file),
         &manifest.verifying_key,
@@ -376,7 +500,7 @@ pub fn keys_from_stored(
         &manifest.proving_key,
         pk_bytes,
     )?;
-    keys_from_bytes(manifest.slots, pk_bytes, vk_bytes)
+    keys_from_bytes(circuit, manifest.slots, pk_bytes, vk_bytes)
 }
 
 /// A verifying key kept elsewhere, checked against the manifest's hash.
@@ -384,22 +508,20 @@ pub fn verifier_from_stored(
     manifest: &KeyManifest,
     vk_bytes: &[u8],
 ) -> Result<VerifierKey, CircuitError> {
-    check_stored(manifest)?;
+    let circuit = check_stored(manifest)?;
     check_hash(
         Path::new(&manifest.verifying_key.file),
         &manifest.verifying_key,
         vk_bytes,
     )?;
-    verifier_from_bytes(manifest.slots, vk_bytes)
+    verifier_from_bytes(circuit, manifest.slots, vk_bytes)
 }
 
-fn check_stored(manifest: &KeyManifest) -> Result<(), CircuitError> {
-    check_size(manifest.slots)?;
-    if manifest.circuit != CIRCUIT_ID {
-        return Err(CircuitError::Malformed {
-            field: "manifest.circuit",
-            reason: format!("{} is not {CIRCUIT_ID}", manifest.circuit),
-        });
-    }
-    Ok(())
+fn check_stored(manifest: &KeyManifest) -> Result<Circuit, CircuitError> {
+    let circuit = Circuit::of_id(&manifest.circuit).ok_or_else(|| CircuitError::Malformed {
+        field: "manifest.circuit",
+        reason: format!("{} is not a slaproof circuit", manifest.circuit),
+    })?;
+    circuit.check_size(manifest.slots)?;
+    Ok(circuit)
 }

@@ -3,20 +3,22 @@
 
 pub mod bucketed;
 pub mod circuit;
+pub mod daily;
 mod error;
 pub mod export;
 pub mod gadgets;
 pub mod keys;
 mod proof;
+mod random;
 pub mod statement;
 
 pub use circuit::ThresholdCircuit;
 pub use error::CircuitError;
 pub use keys::{
-    CircuitKeys, KeyManifest, KeygenProgress, KeygenStage, VerifierKey, constraint_count,
+    Circuit, CircuitKeys, KeyManifest, KeygenProgress, KeygenStage, VerifierKey, constraint_count,
     generate_keys, keys_from_stored, load_keys, load_verifier, verifier_from_stored,
 };
-pub use proof::{SlaProof, prove, verify};
+pub use proof::{SlaProof, period_statement, prove, prove_period, verify};
 pub use statement::{
     Claim, ContextHash, Opening, Slot, Statement, StatementJson, build, build_with_salt,
     derive_salt,

@@ -5,8 +5,11 @@ use ark_groth16::{Groth16, Proof};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 
 use crate::circuit::ThresholdCircuit;
+use crate::daily;
 use crate::error::CircuitError;
-use crate::keys::{CircuitKeys, VerifierKey, os_rng, sha256_hex};
+use crate::keys::{CircuitKeys, VerifierKey, sha256_hex};
+use crate::random::os_rng;
+use crate::statement::ContextHash;
 use crate::statement::{Opening, Statement};
 
 /// Compressed size of a BN254 Groth16 proof: A (32), B (64), C (32).
@@ -55,6 +58,12 @@ pub fn prove(
     statement: &Statement,
     opening: &Opening,
 ) -> Result<SlaProof, CircuitError> {
+    if keys.circuit() != crate::keys::Circuit::Threshold {
+        return Err(CircuitError::Malformed {
+            field: "keys",
+            reason: "a vector is proven with threshold-circuit keys (daily periods: daily::prove_period)".into(),
+        });
+    }
     if statement.slots() != keys.slots() {
         return Err(CircuitError::SizeMismatch {
             key: keys.slots(),
@@ -99,4 +108,56 @@ pub fn verify(
         &proof.0,
         &statement.public_inputs(),
     )?)
+}
+
+/// The statement of a period proven over `openings` in a `size`-day
+/// circuit ([`daily::statement`] as a [`Statement`], whose slot count is the
+/// circuit's day count).
+pub fn period_statement(
+    size: usize,
+    context: ContextHash,
+    threshold: u32,
+    quota_ppm: u32,
+    openings: &[daily::DayOpening],
+) -> Result<Statement, CircuitError> {
+    let public = daily::statement(size, context, threshold, quota_ppm, openings)?;
+    Statement::new(size, public.commitment, threshold, quota_ppm, context)
+}
+
+/// Proves `statement` (from [`period_statement`]) with daily keys of its
+/// size. Refuses, before any proving work, other keys and openings whose
+/// aggregate is not the statement's commitment.
+pub fn prove_period(
+    keys: &CircuitKeys,
+    statement: &Statement,
+    openings: &[daily::DayOpening],
+) -> Result<SlaProof, CircuitError> {
+    if keys.circuit() != crate::keys::Circuit::Daily {
+        return Err(CircuitError::Malformed {
+            field: "keys",
+            reason: "a period over daily commitments is proven with daily-circuit keys".into(),
+        });
+    }
+    if statement.slots() != keys.slots() {
+        return Err(CircuitError::SizeMismatch {
+            key: keys.slots(),
+            statement: statement.slots(),
+        });
+    }
+    let public = daily::statement(
+        statement.slots(),
+        statement.context(),
+        statement.threshold(),
+        statement.quota_ppm(),
+        openings,
+    )?;
+    if public.commitment != statement.commitment() {
+        return Err(CircuitError::OpeningMismatch);
+    }
+    Ok(SlaProof(daily::prove(
+        keys.proving_key(),
+        statement.slots(),
+        public,
+        openings,
+    )?))
 }

@@ -171,12 +171,24 @@ impl std::fmt::Debug for ContextHash {
 impl ContextHash {
     /// The context of `claim`.
     pub fn of(claim: &Claim<'_>) -> Self {
+        Self::tagged(b"slaproof/context/v2", claim)
+    }
+
+    /// The context of one day's measurement (`crate::daily`): the same
+    /// fields, the period bounds being the day's and the revision the
+    /// measurement's, under the tag `slaproof/day/v1` so that no day's
+    /// context is ever a period's.
+    pub fn of_day(claim: &Claim<'_>) -> Self {
+        Self::tagged(b"slaproof/day/v1", claim)
+    }
+
+    fn tagged(tag: &[u8], claim: &Claim<'_>) -> Self {
         fn text(h: &mut Sha256, part: &str) {
             h.update((part.len() as u32).to_be_bytes());
             h.update(part.as_bytes());
         }
         let mut h = Sha256::new();
-        h.update(b"slaproof/context/v2");
+        h.update(tag);
         text(&mut h, claim.tenant);
         text(&mut h, claim.sla);
         h.update(claim.sla_version.to_be_bytes());

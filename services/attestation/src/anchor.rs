@@ -10,7 +10,7 @@ use alloy::providers::Provider;
 use slaproof_chain::anchor::{PeriodAnchor, VerifiedAnchor};
 use slaproof_chain::{Chain, attest, deploy};
 use slaproof_circuits::export::solidity_proof;
-use slaproof_circuits::{SlaProof, Statement, StatementJson, VerifierKey};
+use slaproof_circuits::{Circuit, SlaProof, Statement, StatementJson, VerifierKey};
 use slaproof_store::attestation_batches;
 use slaproof_store::attestations::{self, Attestation};
 use slaproof_store::jobs::ClaimedJob;
@@ -195,9 +195,14 @@ impl Worker {
             |what: &str| AttestationError::Invalid(format!("a proven attestation has no {what}"));
         let slots = usize::try_from(row.slots.ok_or_else(|| missing("size"))?)
             .map_err(|_| missing("valid size"))?;
-        let keys = self.prover.keys_of(slots).ok_or_else(|| {
+        let circuit = match row.circuit.as_str() {
+            "daily" => Circuit::Daily,
+            _ => Circuit::Threshold,
+        };
+        let keys = self.prover.keys_of(circuit, slots).ok_or_else(|| {
             AttestationError::Invalid(format!(
-                "its proof is for {slots} slots and this worker has no keys of that size (attestation.sizes)"
+                "its proof is for the {} circuit of size {slots} and this worker has no keys of that size (attestation.sizes, attestation.daily_sizes)",
+                circuit.name()
             ))
         })?;
         let vk_sha256 = keys.verifier().sha256()?;
@@ -265,6 +270,13 @@ pub(crate) async fn record_anchored(
         parts.proof_sha256.clone(),
         file_anchor,
     )?;
+    let file = match &row.days {
+        Some(days) => file.with_days(
+            serde_json::from_value(days.clone())
+                .map_err(|e| AttestationError::Invalid(format!("the stored days: {e}")))?,
+        ),
+        None => file,
+    };
     let bundle = crate::export::bundle(&parts.verifier, &parts.statement, &parts.proof, &file);
     if attestations::record_anchor(tx, row.id, &anchor, &bundle)
         .await

@@ -8,7 +8,10 @@
 //! keccak of the anchored statement. On chain: the attestation exists under
 //! the UID, holds exactly this statement, proof hash and id (or, for a
 //! batch, a root the inclusion proof leads to), and its attester is one the
-//! schema's resolver authorises.
+//! schema's resolver authorises. A period proven over its daily
+//! commitments also has each day checked: off chain, that the days tile
+//! the period and aggregate to the commitment input; on chain, that each
+//! day's batch root is attested by the same attester, and when.
 
 use std::path::Path;
 
@@ -357,6 +360,40 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
         },
     );
 
+    // A period proven over its daily commitments: they tile the period,
+    // each is anchored as a member of its log day's batch, and their
+    // aggregate is the commitment input.
+    match (&s.days, s.circuit.as_str()) {
+        (Some(days), "daily") => {
+            let checked = files.public[0]
+                .parse()
+                .map_err(|_| "the commitment input is not a field element".to_owned())
+                .and_then(|commitment| {
+                    crate::daily::check_days(
+                        &s.claim,
+                        s.slots,
+                        commitment,
+                        ContextHash::of(&s.claim.claim()),
+                        days,
+                    )
+                });
+            report.check(
+                "daily commitments",
+                checked.map(|()| {
+                    format!(
+                        "the commitment is the aggregate of {} daily commitments, each a member of its log day's anchored batch",
+                        days.len()
+                    )
+                }),
+            );
+        }
+        (_, "daily") => report.fail("daily commitments", "the bundle lists no days"),
+        _ => report.skip(
+            "daily commitments",
+            "proven over a vector committed at the close, not over days anchored as the period went",
+        ),
+    }
+
     match (rpc_url, anchored) {
         (None, _) => report.skip("anchor", "no RPC URL given"),
         (_, None) => report.skip("anchor", "no statement to look for"),
@@ -510,6 +547,12 @@ async fn check_anchor(
         )
         .await,
     ));
+    if let Some(days) = &s.days {
+        lines.push((
+            "day anchors",
+            crate::daily::check_day_anchors(&chain, days, found.attester, s.claim.period_end).await,
+        ));
+    }
     if let Some(pinned) = pins.attester {
         lines.push((
             "attester pinned",

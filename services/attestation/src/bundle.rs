@@ -76,6 +76,32 @@ pub struct Anchor {
     pub inclusion_proof: Option<Vec<B256>>,
 }
 
+/// One day a period's proof opens: its label (beyond the claim's fields),
+/// its commitment and where that is anchored. Kept on the attestation and
+/// written in the bundle's `statement.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DayAnchor {
+    /// The day's bounds, Unix seconds (start inclusive).
+    pub day_start: i64,
+    pub day_end: i64,
+    /// The measurement's revision (a day re-measured after late events).
+    pub revision: u32,
+    /// `Poseidon(tag_d, salt, good + 2⁴⁰·bad)`, decimal.
+    pub commitment: String,
+    /// `keccak256(abi.encode(dayContext, commitment))`, the batch member.
+    pub member_id: String,
+    /// The log day whose anchor carries it.
+    pub log_day: String,
+    /// The member's inclusion proof in the batch root.
+    pub proof: Vec<String>,
+    pub chain_id: u64,
+    pub eas: String,
+    pub uid: String,
+    pub root: String,
+    pub block: u64,
+}
+
 /// `statement.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatementFile {
@@ -94,6 +120,18 @@ pub struct StatementFile {
     /// keccak-256 of the ABI-encoded anchored statement.
     pub statement_id: B256,
     pub anchor: Anchor,
+    /// `threshold` (a vector committed at the close) or `daily` (the
+    /// period's daily commitments, anchored as it went).
+    #[serde(default = "threshold_circuit")]
+    pub circuit: String,
+    /// For the daily circuit: the days the proof opens, each with its
+    /// anchor, in order; the commitment input is their aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<Vec<DayAnchor>>,
+}
+
+fn threshold_circuit() -> String {
+    "threshold".into()
 }
 
 /// The statement as anchored on chain: names hashed (the chain is public),
@@ -211,7 +249,29 @@ impl StatementFile {
             proof_sha256,
             statement_id,
             anchor,
+            circuit: threshold_circuit(),
+            days: None,
         })
+    }
+
+    /// The file of a period proven over its anchored daily commitments.
+    pub fn with_days(mut self, days: Vec<DayAnchor>) -> Self {
+        if let Some(input) = self.public_inputs.first_mut() {
+            input.meaning = format!(
+                "the aggregate of the period's {} daily commitments (slaproof/daily-aggregate/v1 over \
+                 a {}-day circuit, docs/TRANSPARENCY.md), each anchored with a transparency-log head \
+                 as the period went: recompute it from `days`",
+                days.len(),
+                self.slots
+            );
+        }
+        self.summary = format!(
+            "{} Proven over the period's daily commitments, each anchored as the period went.",
+            self.summary
+        );
+        self.circuit = "daily".into();
+        self.days = Some(days);
+        self
     }
 
     /// Writes `statement.json` into `dir`.

@@ -9,6 +9,7 @@ mod anchor;
 pub mod audit;
 mod batch;
 pub mod bundle;
+pub mod daily;
 mod error;
 pub mod export;
 mod log_anchor;

@@ -1,19 +1,27 @@
 //! Anchoring each tenant's transparency log a day at a time: when a day is
 //! built, its head's id (`slaproof_chain::anchor::log_head_id`) is attested
-//! on chain as the one member of a batch-root attestation over the day
-//! (`log_day_root`), so the data a period is later proven over is fixed on
-//! chain before the period's outcome is known (`docs/TRANSPARENCY.md`).
+//! on chain as the first member of a batch-root attestation over the day
+//! (`log_day_batch`), with the commitment of every daily measurement
+//! recorded since the last anchor as the other members, so the data a
+//! period is later proven over is fixed on chain before the period's
+//! outcome is known (`docs/TRANSPARENCY.md`).
 
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use slaproof_chain::anchor::{log_day_root, log_head_id};
+use slaproof_chain::anchor::{log_day_batch, log_head_id};
 use slaproof_chain::attest;
+use slaproof_circuits::{ContextHash, derive_salt};
 use slaproof_store::jobs::{self, ClaimedJob};
+use slaproof_store::measurements::{self, NewCommitment, Unanchored};
 use slaproof_store::transparency;
 
+use crate::bundle::{ClaimRecord, field_word};
 use crate::error::AttestationError;
-use crate::worker::{Worker, complete, store};
+use crate::worker::{Worker, complete, salt_secret, store};
+
+/// Most measurements one day's anchor carries; more wait for the next.
+const MEMBERS_PER_DAY: i64 = 100_000;
 
 #[derive(serde::Deserialize)]
 struct LogAnchorRequest {
@@ -69,6 +77,9 @@ impl Worker {
             tx.commit().await.map_err(store)?;
             return Ok(());
         }
+        let pending = measurements::unanchored(&mut tx, MEMBERS_PER_DAY)
+            .await
+            .map_err(store)?;
         tx.commit().await.map_err(store)?;
         let anchoring = self.anchoring.as_ref().ok_or(AttestationError::NoChain)?;
         // The key's name is the log's origin (`<origin>+<id>+<key>`).
@@ -90,7 +101,17 @@ impl Worker {
             .and_then(|t| u64::try_from(t).ok())
             .unwrap_or_default();
         let head_id = log_head_id(&origin, day_start, head.size as u64, root);
-        let batch_root = log_day_root(head_id, day_start);
+        let secret = *self
+            .prover
+            .salt_secret
+            .get_or_try_init(|| salt_secret(&self.db))
+            .await?;
+        let committed = pending
+            .iter()
+            .map(|u| commit(u, &secret))
+            .collect::<Result<Vec<_>, _>>()?;
+        let members: Vec<_> = committed.iter().map(|c| c.1).collect();
+        let (batch_root, tree) = log_day_batch(head_id, &members, day_start);
         // A retry after a send whose record was lost sends again: a second
         // attestation of the same root, which costs gas and changes nothing
         // a verifier reads.
@@ -107,14 +128,64 @@ impl Worker {
             "root": batch_root.root.to_string(),
             "epochStart": batch_root.epochStart,
             "epochEnd": batch_root.epochEnd,
+            "members": members.len(),
+            "headProof": tree.proof(0).iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
+        let commitments: Vec<NewCommitment<'_>> = pending
+            .iter()
+            .zip(&committed)
+            .enumerate()
+            .map(|(i, (u, (commitment, member)))| NewCommitment {
+                measurement: &u.measurement,
+                commitment: commitment.clone(),
+                member_id: member.to_string(),
+                proof: tree.proof(i + 1).iter().map(ToString::to_string).collect(),
+            })
+            .collect();
         let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
         transparency::record_anchor(&mut tx, request.day, &head_id.to_string(), &anchor)
             .await
             .map_err(store)?;
+        measurements::record_commitments(&mut tx, request.day, &commitments)
+            .await
+            .map_err(store)?;
         complete(&mut tx, job).await?;
         tx.commit().await.map_err(store)?;
-        tracing::info!(day = %request.day, uid = %attested.uid, gas = attested.gas_used, "anchored a log day");
+        tracing::info!(day = %request.day, uid = %attested.uid, gas = attested.gas_used, measurements = commitments.len(), "anchored a log day");
         Ok(())
     }
+}
+
+/// A measurement's commitment (decimal) and batch member: its salt derived
+/// from the platform's secret and its label, as a period's proof will
+/// derive it to open the day.
+fn commit(
+    u: &Unanchored,
+    secret: &[u8; 32],
+) -> Result<(String, alloy::primitives::B256), AttestationError> {
+    let m = &u.measurement;
+    let claim = ClaimRecord {
+        tenant: u.tenant_name.clone(),
+        sla: u.sla_name.clone(),
+        sla_version: u32::try_from(m.sla_version).unwrap_or(0),
+        objective: m.objective.clone(),
+        field: m.field.clone(),
+        unit: m.unit.clone(),
+        operator: slaproof_domain::provable::OPERATOR.to_owned(),
+        threshold: u64::try_from(m.threshold).unwrap_or(0),
+        period_start: m.day_start.timestamp(),
+        period_end: m.day_end.timestamp(),
+        revision: u32::try_from(m.revision).unwrap_or(0),
+    };
+    let context = ContextHash::of_day(&claim.claim());
+    let commitment = slaproof_circuits::daily::day_commitment(
+        derive_salt(secret, context),
+        u64::try_from(m.good).unwrap_or(0),
+        u64::try_from(m.bad).unwrap_or(0),
+    )?;
+    let member = slaproof_chain::anchor::day_member_id(
+        field_word(context.as_field()).0,
+        field_word(commitment).0,
+    );
+    Ok((commitment.to_string(), member))
 }

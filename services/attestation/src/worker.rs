@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use slaproof_chain::{Chain, Deployment};
-use slaproof_circuits::{CircuitKeys, ContextHash, build_with_salt, derive_salt, prove};
+use slaproof_circuits::{Circuit, CircuitKeys, ContextHash, build_with_salt, derive_salt, prove};
 use slaproof_domain::period_vector::PeriodVector;
 use slaproof_domain::settings::SettingsError;
 use slaproof_store::attestations::{self, AttestRequest, Attestation, Proven};
@@ -29,6 +29,7 @@ use slaproof_store::{Database, TenantTx, platform_secrets, slas, tenants};
 use tokio::sync::Semaphore;
 
 use crate::bundle::{ClaimRecord, anchored_statement};
+use crate::daily::{self, DailyPlan};
 use crate::error::AttestationError;
 
 /// The name of the platform secret salts are derived from.
@@ -50,6 +51,11 @@ pub struct Settings {
     /// that holds it. A month is 62 slots (two per day): 64 holds weeks and
     /// months; quarters and years need 1024 too (its setup takes minutes).
     pub sizes: Vec<usize>,
+    /// Day counts of the daily circuit to load keys for (empty: periods
+    /// are never proven over their anchored daily commitments). A period
+    /// takes the smallest that holds its days: 32 holds weeks and months,
+    /// quarters and years need 512.
+    pub daily_sizes: Vec<usize>,
     /// Where the proving keys are; `None`: `<embedded.data_dir>/keys`.
     pub key_dir: Option<PathBuf>,
     /// Generate the keys of a size that has none yet (a single-party setup,
@@ -67,6 +73,7 @@ impl Default for Settings {
             lease_secs: 600,
             concurrency: 1,
             sizes: vec![64],
+            daily_sizes: vec![32],
             key_dir: None,
             generate_keys: true,
             batch_epoch_secs: 3600,
@@ -106,6 +113,19 @@ impl Settings {
                 ),
             ));
         }
+        if self
+            .daily_sizes
+            .iter()
+            .any(|s| !slaproof_circuits::daily::STANDARD_DAYS.contains(s))
+        {
+            return Err(SettingsError::new(
+                "attestation.daily_sizes",
+                format!(
+                    "may only name the standard day counts {:?}",
+                    slaproof_circuits::daily::STANDARD_DAYS
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -114,16 +134,25 @@ impl Settings {
 #[derive(Clone)]
 pub struct Prover {
     keys: BTreeMap<usize, Arc<CircuitKeys>>,
+    /// The daily circuit's keys, by day count.
+    daily: BTreeMap<usize, Arc<CircuitKeys>>,
     limit: Arc<Semaphore>,
     /// The platform's salt secret, read from the database once.
-    salt_secret: Arc<tokio::sync::OnceCell<[u8; 32]>>,
+    pub(crate) salt_secret: Arc<tokio::sync::OnceCell<[u8; 32]>>,
 }
 
 impl Prover {
     /// A prover with `keys`, making at most `concurrency` proofs at once.
     pub fn new(keys: Vec<CircuitKeys>, concurrency: usize) -> Self {
+        let (daily, keys): (Vec<CircuitKeys>, Vec<CircuitKeys>) = keys
+            .into_iter()
+            .partition(|k| k.circuit() == Circuit::Daily);
         Self {
             keys: keys.into_iter().map(|k| (k.slots(), Arc::new(k))).collect(),
+            daily: daily
+                .into_iter()
+                .map(|k| (k.slots(), Arc::new(k)))
+                .collect(),
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
             salt_secret: Arc::default(),
         }
@@ -135,23 +164,35 @@ impl Prover {
     pub fn load(
         dir: &std::path::Path,
         sizes: &[usize],
+        daily_sizes: &[usize],
         generate: bool,
         concurrency: usize,
     ) -> Result<Self, AttestationError> {
         let mut keys = Vec::new();
-        for &slots in sizes {
-            let (manifest, _, _) = slaproof_circuits::keys::key_paths(dir, slots);
+        let wanted = sizes
+            .iter()
+            .map(|s| (Circuit::Threshold, *s))
+            .chain(daily_sizes.iter().map(|s| (Circuit::Daily, *s)));
+        for (circuit, size) in wanted {
+            let (manifest, _, _) = slaproof_circuits::keys::circuit_key_paths(dir, circuit, size);
+            let flag = match circuit {
+                Circuit::Threshold => "--slots",
+                Circuit::Daily => "--days",
+            };
             if !manifest.exists() {
                 if !generate {
                     return Err(AttestationError::Invalid(format!(
-                        "no proving keys for {slots} slots in {} (run `slaproof keys generate --slots {slots}`, or set attestation.generate_keys)",
+                        "no {} proving keys of size {size} in {} (run `slaproof keys generate {flag} {size}`, or set attestation.generate_keys)",
+                        circuit.name(),
                         dir.display()
                     )));
                 }
-                tracing::warn!(slots, dir = %dir.display(), "no proving keys of this size: generating them (a single-party setup)");
-                slaproof_circuits::generate_keys(dir, slots, &mut |_| {})?;
+                tracing::warn!(circuit = circuit.name(), size, dir = %dir.display(), "no proving keys of this size: generating them (a single-party setup)");
+                slaproof_circuits::keys::generate_circuit_keys(dir, circuit, size, &mut |_| {})?;
             }
-            keys.push(slaproof_circuits::load_keys(dir, slots)?);
+            keys.push(slaproof_circuits::keys::load_circuit_keys(
+                dir, circuit, size,
+            )?);
         }
         Ok(Self::new(keys, concurrency))
     }
@@ -169,24 +210,37 @@ impl Prover {
             })
     }
 
-    /// The keys of exactly `slots` slots, if loaded.
-    pub(crate) fn keys_of(&self, slots: usize) -> Option<&Arc<CircuitKeys>> {
-        self.keys.get(&slots)
+    /// The smallest daily keys holding `days` days, if any is loaded.
+    pub(crate) fn daily_keys_for(&self, days: usize) -> Option<Arc<CircuitKeys>> {
+        self.daily
+            .range(days.max(1)..)
+            .next()
+            .map(|(_, k)| k.clone())
     }
 
-    /// Each loaded verifying key, by size.
+    /// The keys of `circuit` of exactly that size, if loaded.
+    pub(crate) fn keys_of(&self, circuit: Circuit, size: usize) -> Option<&Arc<CircuitKeys>> {
+        match circuit {
+            Circuit::Threshold => self.keys.get(&size),
+            Circuit::Daily => self.daily.get(&size),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<CircuitKeys>> {
+        self.keys.values().chain(self.daily.values())
+    }
+
+    /// Each loaded verifying key, with its size (slots, or days).
     pub fn verifiers(&self) -> Vec<(usize, slaproof_circuits::VerifierKey)> {
-        self.keys
-            .iter()
-            .map(|(slots, k)| (*slots, k.verifier().clone()))
+        self.all()
+            .map(|k| (k.slots(), k.verifier().clone()))
             .collect()
     }
 
-    /// The sha256 of each loaded verifying key, by size.
+    /// The sha256 of each loaded verifying key, with its size.
     pub fn verifying_keys(&self) -> Result<Vec<(usize, String)>, AttestationError> {
-        self.keys
-            .iter()
-            .map(|(slots, k)| Ok((*slots, k.verifier().sha256()?)))
+        self.all()
+            .map(|k| Ok((k.slots(), k.verifier().sha256()?)))
             .collect()
     }
 }
@@ -216,6 +270,7 @@ impl std::fmt::Debug for Prover {
         // Proving keys are megabytes of curve points: their sizes say enough.
         f.debug_struct("Prover")
             .field("sizes", &self.keys.keys().collect::<Vec<_>>())
+            .field("daily_sizes", &self.daily.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -347,7 +402,10 @@ impl Worker {
         let claim = claim_of(&mut tx, &row).await?;
         drop(tx);
         let row = if row.status == "pending" {
-            let proven = self.prove(job, &row, &claim).await?;
+            let Some(proven) = self.prove(job, &row, &claim).await? else {
+                // Handed back until the period's days are anchored.
+                return Ok(step);
+            };
             let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
             attestations::record_proof(&mut tx, id, &proven)
                 .await
@@ -383,13 +441,16 @@ impl Worker {
         Ok(step)
     }
 
-    /// The proof of a pending attestation, made on a blocking thread.
+    /// The proof of a pending attestation, made on a blocking thread: over
+    /// the period's daily commitments when every day was anchored as the
+    /// period went, else over the vector committed now. `None` when it
+    /// waits for its last days' anchors.
     async fn prove(
         &self,
         job: &ClaimedJob,
         row: &Attestation,
         claim: &ClaimRecord,
-    ) -> Result<Proven, AttestationError> {
+    ) -> Result<Option<Proven>, AttestationError> {
         let vector: PeriodVector = serde_json::from_value(row.vector.clone().ok_or_else(|| {
             AttestationError::Invalid("a pending attestation has no vector".into())
         })?)
@@ -400,18 +461,69 @@ impl Worker {
             .get_or_try_init(|| salt_secret(&self.db))
             .await?;
         let context = ContextHash::of(&claim.claim());
-        let salt = derive_salt(&secret, context);
-        let pairs = vector.pairs();
-        let keys = self.prover.keys_for(pairs.len())?;
+        let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        let plan = daily::plan(
+            &mut tx,
+            self.prover.daily_keys_for(vector.days.len()),
+            self.anchoring.is_some(),
+            row,
+            claim,
+            &vector,
+            &secret,
+        )
+        .await?;
+        drop(tx);
+        let (keys, statement, days, proving) = match plan {
+            DailyPlan::Waiting(why) => {
+                tracing::info!(attestation = %row.id, %why, "waits for its days' anchors");
+                let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+                attestations::record_error(
+                    &mut tx,
+                    row.id,
+                    &format!("waiting for the period's daily commitments to be anchored: {why}"),
+                )
+                .await
+                .map_err(store)?;
+                let again = chrono::Utc::now() + chrono::Duration::minutes(10);
+                if !jobs::defer(&mut tx, job, again).await.map_err(store)? {
+                    return Err(AttestationError::Invalid(
+                        "the job's lease was lost to another worker".into(),
+                    ));
+                }
+                tx.commit().await.map_err(store)?;
+                return Ok(None);
+            }
+            DailyPlan::Ready {
+                keys,
+                openings,
+                days,
+            } => {
+                let statement = slaproof_circuits::period_statement(
+                    keys.slots(),
+                    context,
+                    vector.threshold,
+                    vector.quota_ppm,
+                    &openings,
+                )?;
+                (keys, statement, Some(days), Proving::Daily(openings))
+            }
+            DailyPlan::Unavailable(why) => {
+                tracing::info!(attestation = %row.id, %why, "proven over a vector committed at the close");
+                let pairs = vector.pairs();
+                let keys = self.prover.keys_for(pairs.len())?;
+                let (statement, opening) = build_with_salt(
+                    keys.slots(),
+                    &pairs,
+                    vector.threshold,
+                    vector.quota_ppm,
+                    context,
+                    derive_salt(&secret, context),
+                )?;
+                (keys, statement, None, Proving::Vector(opening))
+            }
+        };
         let vk_sha256 = keys.verifier().sha256()?;
-        let (statement, opening) = build_with_salt(
-            keys.slots(),
-            &pairs,
-            vector.threshold,
-            vector.quota_ppm,
-            context,
-            salt,
-        )?;
+        let circuit = keys.circuit();
         let permit = self
             .prover
             .limit
@@ -422,7 +534,13 @@ impl Worker {
         let started = std::time::Instant::now();
         let (proof, statement) = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            prove(&keys, &statement, &opening).map(|p| (p, statement))
+            match proving {
+                Proving::Vector(opening) => prove(&keys, &statement, &opening),
+                Proving::Daily(openings) => {
+                    slaproof_circuits::prove_period(&keys, &statement, &openings)
+                }
+            }
+            .map(|p| (p, statement))
         })
         .await
         .map_err(|e| AttestationError::Invalid(format!("the proving thread failed: {e}")))??;
@@ -434,8 +552,8 @@ impl Worker {
             &vk_sha256,
         )?
         .id();
-        tracing::info!(tenant = %job.tenant, attestation = %row.id, slots = statement.slots(), millis = started.elapsed().as_millis() as u64, %statement_id, "proved");
-        Ok(Proven {
+        tracing::info!(tenant = %job.tenant, attestation = %row.id, circuit = circuit.name(), size = statement.slots(), millis = started.elapsed().as_millis() as u64, %statement_id, "proved");
+        Ok(Some(Proven {
             slots: i32::try_from(statement.slots()).unwrap_or(i32::MAX),
             context: context.as_field().to_string(),
             commitment: statement.commitment().to_string(),
@@ -444,8 +562,16 @@ impl Worker {
             proof: proof.to_bytes()?,
             proof_sha256,
             statement_id: statement_id.to_string(),
-        })
+            circuit: circuit.name().to_owned(),
+            days: days.map(|d| serde_json::json!(d)),
+        }))
     }
+}
+
+/// What a proof opens: a vector committed at the close, or anchored days.
+enum Proving {
+    Vector(slaproof_circuits::Opening),
+    Daily(Vec<slaproof_circuits::daily::DayOpening>),
 }
 
 /// What the readers of an attestation are told of a failed attempt: the
@@ -496,7 +622,7 @@ pub async fn claim_of(
 
 /// The platform's secret salts are derived from: made once, shared by all
 /// replicas, so a retried proof commits with the same salt.
-async fn salt_secret(db: &Database) -> Result<[u8; 32], AttestationError> {
+pub(crate) async fn salt_secret(db: &Database) -> Result<[u8; 32], AttestationError> {
     let fresh: [u8; 32] = rand::random();
     let kept = platform_secrets::get_or_create(db, SALT_SECRET, &fresh)
         .await

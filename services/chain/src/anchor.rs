@@ -204,12 +204,38 @@ pub fn log_head_id(origin: &str, day_start: u64, size: u64, root: [u8; 32]) -> B
 /// The batch-root attestation of one log day: the head's id as the one
 /// member of OpenZeppelin's standard tree, over the day's epoch.
 pub fn log_day_root(head_id: B256, day_start: u64) -> BatchRoot {
-    BatchRoot {
-        root: crate::merkle::StandardTree::of(&[head_id]).root(),
+    log_day_batch(head_id, &[], day_start).0
+}
+
+/// The batch-root attestation of one log day whose anchor also carries
+/// daily measurement commitments (`day_member_id`): the head's id first,
+/// then the members, in OpenZeppelin's standard tree over the day's epoch;
+/// with the tree, for each member's inclusion proof.
+pub fn log_day_batch(
+    head_id: B256,
+    members: &[B256],
+    day_start: u64,
+) -> (BatchRoot, crate::merkle::StandardTree) {
+    let mut values = Vec::with_capacity(1 + members.len());
+    values.push(head_id);
+    values.extend_from_slice(members);
+    let tree = crate::merkle::StandardTree::of(&values);
+    let root = BatchRoot {
+        root: tree.root(),
         epochStart: day_start,
         epochEnd: day_start + 86_400,
-        count: 1,
-    }
+        count: u32::try_from(values.len()).unwrap_or(u32::MAX),
+    };
+    (root, tree)
+}
+
+/// The member a daily measurement commitment is anchored as:
+/// `keccak256(abi.encode(bytes32 dayContext, bytes32 commitment))`, the
+/// day's context binding its whole label (tenant, SLA and version,
+/// objective, field, unit, operator, threshold, the day's bounds, the
+/// measurement's revision) and the commitment its salted weights.
+pub fn day_member_id(day_context: [u8; 32], commitment: [u8; 32]) -> B256 {
+    keccak256((B256::from(day_context), B256::from(commitment)).abi_encode())
 }
 
 #[cfg(test)]
@@ -226,5 +252,26 @@ mod log_tests {
         let root = log_day_root(id, 86_400);
         assert_eq!((root.epochEnd, root.count), (172_800, 1));
         assert_ne!(root.root, id, "the standard tree hashes its leaf");
+        // With members, the head and each member prove into the root.
+        let members = [
+            day_member_id([1; 32], [2; 32]),
+            day_member_id([1; 32], [3; 32]),
+        ];
+        assert_ne!(members[0], members[1]);
+        let (batch, tree) = log_day_batch(id, &members, 86_400);
+        assert_eq!(batch.count, 3);
+        assert_ne!(batch.root, root.root);
+        for (i, value) in std::iter::once(id).chain(members).enumerate() {
+            assert!(crate::merkle::StandardTree::verify(
+                batch.root,
+                value,
+                &tree.proof(i)
+            ));
+        }
+        assert!(!crate::merkle::StandardTree::verify(
+            batch.root,
+            day_member_id([1; 32], [4; 32]),
+            &tree.proof(1)
+        ));
     }
 }

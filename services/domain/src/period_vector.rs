@@ -110,27 +110,7 @@ pub fn period_vector(
             d.day, d.total
         )));
     }
-    let (field, unit, threshold, good_value, bad_value) = match &objective.sli {
-        Sli::Threshold(t) => {
-            let field = match &t.field {
-                MeasuredField::Attr(_) => return Err(NotProvable::NumericThreshold),
-                f => f.native_name(),
-            };
-            let proven = ProvableComparison::of(t.op, t.value)?;
-            // Past `T`, the worst value: never good, whatever `T` is.
-            let bad = u32::try_from(VALUE_MAX).expect("VALUE_MAX is u32::MAX");
-            (field, UNIT, proven.threshold, proven.threshold, bad)
-        }
-        Sli::Ratio(_) => ("ratio".to_owned(), VERDICT_UNIT, 0, 0, 1),
-        Sli::Gauge(_) => ("gauge".to_owned(), VERDICT_UNIT, 0, 0, 1),
-        Sli::TimeSlices(t) => {
-            let field = match t.budgeting {
-                SliceBudgeting::Timeslices { .. } => "timeslices",
-                SliceBudgeting::RatioTimeslices => "ratio-timeslices",
-            };
-            (field.to_owned(), VERDICT_UNIT, 0, 0, 1)
-        }
-    };
+    let (field, unit, threshold, good_value, bad_value) = proven_form(objective)?;
     let vector = PeriodVector {
         field,
         unit: unit.to_owned(),
@@ -155,6 +135,77 @@ pub fn period_vector(
     Ok(PeriodVector {
         quota_ppm: u32::try_from(quota).expect("at most a million"),
         ..vector
+    })
+}
+
+/// One day of one objective as it is committed while the period goes
+/// (`docs/TRANSPARENCY.md`): the form proven and the day's two weights,
+/// exactly the period vector's slots of that day.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DayMeasurement {
+    pub field: String,
+    pub unit: String,
+    /// `T` as proven.
+    pub threshold: u32,
+    /// The day's weight at or under `T`.
+    pub good: u64,
+    /// The rest.
+    pub bad: u64,
+}
+
+/// The measurement of `objective` on the day `day` counts; an empty day is
+/// measured too (zero weights), so every day of a period has one.
+pub fn day_measurement(
+    objective: &Objective,
+    day: DayTally,
+) -> Result<DayMeasurement, NotProvable> {
+    if day.good > day.total {
+        return Err(NotProvable::Disagrees(format!(
+            "the day from {} has {} good of {}",
+            day.day, day.good, day.total
+        )));
+    }
+    if day.total >= WEIGHT_LIMIT {
+        return Err(NotProvable::TooMany(format!(
+            "the day from {} counts {}, past a slot's 2^40 - 1",
+            day.day, day.total
+        )));
+    }
+    let (field, unit, threshold, _, _) = proven_form(objective)?;
+    Ok(DayMeasurement {
+        field,
+        unit: unit.to_owned(),
+        threshold,
+        good: day.good,
+        bad: day.total - day.good,
+    })
+}
+
+/// The field, unit, `T` as proven, and the values good and bad counts are
+/// committed at, of `objective`; or why it cannot be proven.
+fn proven_form(
+    objective: &Objective,
+) -> Result<(String, &'static str, u32, u32, u32), NotProvable> {
+    Ok(match &objective.sli {
+        Sli::Threshold(t) => {
+            let field = match &t.field {
+                MeasuredField::Attr(_) => return Err(NotProvable::NumericThreshold),
+                f => f.native_name(),
+            };
+            let proven = ProvableComparison::of(t.op, t.value)?;
+            // Past `T`, the worst value: never good, whatever `T` is.
+            let bad = u32::try_from(VALUE_MAX).expect("VALUE_MAX is u32::MAX");
+            (field, UNIT, proven.threshold, proven.threshold, bad)
+        }
+        Sli::Ratio(_) => ("ratio".to_owned(), VERDICT_UNIT, 0, 0, 1),
+        Sli::Gauge(_) => ("gauge".to_owned(), VERDICT_UNIT, 0, 0, 1),
+        Sli::TimeSlices(t) => {
+            let field = match t.budgeting {
+                SliceBudgeting::Timeslices { .. } => "timeslices",
+                SliceBudgeting::RatioTimeslices => "ratio-timeslices",
+            };
+            (field.to_owned(), VERDICT_UNIT, 0, 0, 1)
+        }
     })
 }
 

@@ -10,6 +10,7 @@ mod facts;
 mod failures;
 pub mod gauge;
 mod maintenance;
+mod measurements;
 mod metrics;
 mod nodata;
 mod proof_days;

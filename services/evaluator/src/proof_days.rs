@@ -9,6 +9,8 @@
 //! the domain checks that they do ([`period_vector`]) and refuses the
 //! vector otherwise.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::budget::Tally;
 use slaproof_domain::minute::floor_minute;
@@ -25,7 +27,7 @@ use crate::tracked::TrackedSla;
 
 /// The days of `[from, to)` in `sla`'s time zone: whole local days, the
 /// first and last cut to the bounds.
-fn days(sla: &TrackedSla, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Period> {
+pub(crate) fn days(sla: &TrackedSla, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Period> {
     let day = Span::new(1, SpanUnit::Day).expect("one day is a span");
     let grid = SliceGrid::new(day, &sla.definition.window);
     let mut out = Vec::new();
@@ -36,6 +38,38 @@ fn days(sla: &TrackedSla, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Period>
         at = end;
     }
     out
+}
+
+/// One day's tally of each objective: [`period_counts`] for event and
+/// gauge objectives, and for the time-slice objectives among `objectives`
+/// [`slice_tally`], maintenance taken out the same way. Shared by a
+/// period's vector and the daily measurements (`crate::measurements`), so
+/// that a day is counted the same by both.
+pub(crate) async fn day_tallies(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    windows: &[Period],
+    day: Period,
+    as_of: DateTime<Utc>,
+    grace: Duration,
+    objectives: &[&str],
+) -> Result<HashMap<String, Tally>, EvaluatorError> {
+    let counts = period_counts(tx, sla, windows, day.start, day.end, as_of, grace).await?;
+    let mut tallies: HashMap<String, Tally> =
+        counts.into_iter().map(|(o, c)| (o, c.tally)).collect();
+    for name in objectives {
+        let Some(objective) = sla.definition.objective(name) else {
+            continue;
+        };
+        if let Some(sli) = counted_slices(objective) {
+            let t = slice_tally(
+                tx, sla, name, sli, windows, day.start, day.end, as_of, grace,
+            )
+            .await?;
+            tallies.insert((*name).to_owned(), t);
+        }
+    }
+    Ok(tallies)
 }
 
 /// Records the attestation of each result frozen by one close (`frozen`:
@@ -56,24 +90,10 @@ pub(crate) async fn request_attestations(
     let from = floor_minute(period.start).max(sla.covers_from);
     let until = floor_minute(period.end.min(as_of));
     let windows = maintenance::periods(tx, sla.id, &sla.definition, from, as_of).await?;
-    let mut daily: Vec<(Period, std::collections::HashMap<String, Tally>)> = Vec::new();
+    let names: Vec<&str> = frozen.iter().map(|(e, _)| e.objective.as_str()).collect();
+    let mut daily: Vec<(Period, HashMap<String, Tally>)> = Vec::new();
     for day in days(sla, from, until) {
-        let counts = period_counts(tx, sla, &windows, day.start, day.end, as_of, grace).await?;
-        let mut tallies: std::collections::HashMap<String, Tally> =
-            counts.into_iter().map(|(o, c)| (o, c.tally)).collect();
-        for (evaluation, _) in frozen {
-            let name = &evaluation.objective;
-            let Some(objective) = sla.definition.objective(name) else {
-                continue;
-            };
-            if let Some(sli) = counted_slices(objective) {
-                let t = slice_tally(
-                    tx, sla, name, sli, &windows, day.start, day.end, as_of, grace,
-                )
-                .await?;
-                tallies.insert(name.clone(), t);
-            }
-        }
+        let tallies = day_tallies(tx, sla, &windows, day, as_of, grace, &names).await?;
         daily.push((day, tallies));
     }
     for &(e, revision) in frozen {

@@ -37,6 +37,8 @@ pub struct TenantRun {
     pub composites: Vec<CompositeEvaluation>,
     /// Composite period results frozen (or superseded) by this run.
     pub closed_composites: Vec<ClosedComposite>,
+    /// Daily measurements recorded for the transparency log's anchors.
+    pub days_measured: usize,
     /// SLAs left out of this run because evaluating them failed (their
     /// work rolled back, the others' kept), recorded in
     /// `evaluation_failures`.
@@ -52,6 +54,8 @@ struct SlaRun {
     composite: Option<CompositeEvaluation>,
     closed: Vec<ClosedPeriod>,
     closed_composites: Vec<ClosedComposite>,
+    /// Daily measurements recorded (`crate::measurements`).
+    days_measured: usize,
 }
 
 /// Evaluates one tracked SLA version: its objectives and composite (the
@@ -84,6 +88,9 @@ async fn evaluate_one(
             run.composite = Some(c);
         }
     }
+    // Days past their grace are measured (and so later anchored) before
+    // any period they end is closed, in the same transaction.
+    run.days_measured = crate::measurements::measure_days(tx, sla, as_of, settings.grace()).await?;
     let done = close_periods(tx, sla, as_of, settings.grace()).await?;
     run.closed = done.objectives;
     run.closed_composites = done.composites;
@@ -169,6 +176,7 @@ pub async fn evaluate_tenant_up_to(
     let mut closed = Vec::new();
     let mut composites = Vec::new();
     let mut closed_composites = Vec::new();
+    let mut days_measured = 0;
     for sla in &tracked {
         match in_savepoint(tx, sla, advance.as_of, settings).await? {
             Ok(run) => {
@@ -177,6 +185,7 @@ pub async fn evaluate_tenant_up_to(
                 composites.extend(run.composite);
                 closed.extend(run.closed);
                 closed_composites.extend(run.closed_composites);
+                days_measured += run.days_measured;
             }
             Err(err) => failed.push(SlaFailure::new(sla.id, &sla.name, sla.version, &err)),
         }
@@ -206,6 +215,7 @@ pub async fn evaluate_tenant_up_to(
         closed,
         composites,
         closed_composites,
+        days_measured,
         failed_slas: failed,
     })
 }

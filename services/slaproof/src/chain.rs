@@ -176,13 +176,14 @@ pub(crate) async fn run_attestation(
         .key_dir
         .clone()
         .unwrap_or_else(|| config.embedded.data_dir.join("keys"));
-    let (sizes, generate, concurrency) = (
+    let (sizes, daily_sizes, generate, concurrency) = (
         settings.sizes.clone(),
+        settings.daily_sizes.clone(),
         settings.generate_keys,
         settings.concurrency,
     );
     let loading = tokio::task::spawn_blocking(move || {
-        Prover::load(&dir, &sizes, generate, concurrency).map(|p| (p, dir))
+        Prover::load(&dir, &sizes, &daily_sizes, generate, concurrency).map(|p| (p, dir))
     });
     let (prover, dir) = tokio::select! {
         () = shutdown.cancelled() => return,
@@ -396,8 +397,13 @@ pub(crate) async fn command(config: &Config, command: ChainCommand) -> anyhow::R
                 .key_dir
                 .clone()
                 .unwrap_or_else(|| config.embedded.data_dir.join("keys"));
-            let prover =
-                slaproof_attestation::worker::Prover::load(&dir, &attestation.sizes, false, 1)?;
+            let prover = slaproof_attestation::worker::Prover::load(
+                &dir,
+                &attestation.sizes,
+                &attestation.daily_sizes,
+                false,
+                1,
+            )?;
             let solc = contracts_dir().as_deref().and_then(SolcJs::find).context(
                 "node and npm solc are needed to compile the verifiers: run `npm ci --prefix contracts` in the workspace",
             )?;

@@ -140,11 +140,19 @@ pub struct Attestation {
     pub anchor: Option<serde_json::Value>,
     pub anchored_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    /// The circuit that proved it: `threshold` (a vector committed at the
+    /// close) or `daily` (the period's daily commitments, anchored as it
+    /// went, listed in `days`).
+    pub circuit: String,
+    /// For the daily circuit: each day's label, commitment and anchor.
+    #[schema(value_type = Option<Object>)]
+    pub days: Option<serde_json::Value>,
 }
 
 pub(crate) const COLUMNS: &str = "id, sla_id, version, objective, period_start, period_end, revision, \
     status, reason, vector, slots, context, commitment, quota_ppm, vk_sha256, proof, proof_sha256, \
-    statement_id, proven_at, anchor_from_block, anchor_path, batch_id, anchor, anchored_at, created_at";
+    statement_id, proven_at, anchor_from_block, anchor_path, batch_id, anchor, anchored_at, created_at, \
+    circuit, days";
 
 /// The attestation `id` of the transaction's tenant.
 pub async fn get(tx: &mut TenantTx, id: uuid::Uuid) -> Result<Option<Attestation>, StoreError> {
@@ -249,6 +257,10 @@ pub struct Proven {
     pub proof: Vec<u8>,
     pub proof_sha256: String,
     pub statement_id: String,
+    /// `threshold` or `daily`.
+    pub circuit: String,
+    /// The daily commitments opened, with their anchors (daily circuit).
+    pub days: Option<serde_json::Value>,
 }
 
 /// Records the proof of a pending attestation; `false` when it was not
@@ -261,7 +273,7 @@ pub async fn record_proof(
     let done = sqlx::query(
         "UPDATE attestations SET status = 'proven', reason = NULL, slots = $3, context = $4, \
              commitment = $5, quota_ppm = $6, vk_sha256 = $7, proof = $8, proof_sha256 = $9, \
-             statement_id = $10, proven_at = now() \
+             statement_id = $10, circuit = $11, days = $12, proven_at = now() \
          WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
     )
     .bind(tx.tenant().uuid())
@@ -274,6 +286,8 @@ pub async fn record_proof(
     .bind(&p.proof)
     .bind(&p.proof_sha256)
     .bind(&p.statement_id)
+    .bind(&p.circuit)
+    .bind(&p.days)
     .execute(&mut **tx)
     .await?
     .rows_affected();

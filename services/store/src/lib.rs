@@ -26,6 +26,7 @@ pub mod idempotency;
 pub mod ingest_keys;
 pub mod jobs;
 pub mod maintenance;
+pub mod measurements;
 pub mod outbox;
 pub mod partitions;
 pub mod platform_secrets;

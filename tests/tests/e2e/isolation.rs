@@ -379,6 +379,25 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
             .await
             .unwrap();
     }
+    // A day's measurement of the SLA's objective and its anchored
+    // commitment, as the evaluator and the attestation worker write them.
+    for statement in [
+        "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
+             revision, day_end, field, unit, threshold, good, bad, measured_at) \
+         SELECT $1, $2, 1, 'seed', '2026-11-29T00:00:00Z', 1, '2026-11-30T00:00:00Z', 'ratio', \
+             'verdict', 0, 10, 1, now()",
+        "INSERT INTO transparency_commitments (tenant_id, sla_id, sla_version, objective, day_start, \
+             revision, commitment, member_id, log_day, proof) \
+         VALUES ($1, $2, 1, 'seed', '2026-11-29T00:00:00Z', 1, '1', '0x' || repeat('cd', 32), \
+             '2026-11-30', '[]')",
+    ] {
+        sqlx::query(statement)
+            .bind(tenant.uuid())
+            .bind(applied.sla.uuid())
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
     tx.commit().await.unwrap();
     tenant
 }

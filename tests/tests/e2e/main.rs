@@ -45,6 +45,7 @@ mod replicas;
 mod security;
 mod store;
 mod transparency;
+mod transparency_periods;
 mod webhook_events;
 mod webhooks;
 mod webhooks_flow;

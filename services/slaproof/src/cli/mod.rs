@@ -159,9 +159,14 @@ pub enum KeysCommand {
     /// Existing keys are never overwritten. See docs/CIRCUITS.md for the
     /// trust model of this setup.
     Generate {
-        /// Slots of the circuit: 64, 1024 or 16384 (any power of two works).
+        /// Slots of the threshold circuit: 64, 1024 or 16384 (any power of
+        /// two works).
+        #[arg(long, required_unless_present = "days", conflicts_with = "days")]
+        slots: Option<usize>,
+        /// Days of the daily circuit (a period over its anchored daily
+        /// commitments): 32 or 512.
         #[arg(long)]
-        slots: usize,
+        days: Option<usize>,
         /// Folder to write the keys to.
         #[arg(long, default_value = ".slaproof/keys")]
         dir: PathBuf,
@@ -187,11 +192,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// Key generation is CPU-bound and synchronous; it reports its stages, and
 /// a ticker shows that the long setup step is alive.
 fn keys(command: KeysCommand) -> anyhow::Result<()> {
-    use slaproof_circuits::keys::{KeygenStage, generate_keys};
+    use slaproof_circuits::Circuit;
+    use slaproof_circuits::keys::{KeygenStage, generate_circuit_keys};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let KeysCommand::Generate { slots, dir } = command;
+    let KeysCommand::Generate { slots, days, dir } = command;
+    let (circuit, size, unit) = match (slots, days) {
+        (_, Some(days)) => (Circuit::Daily, days, "day"),
+        (Some(slots), None) => (Circuit::Threshold, slots, "slot"),
+        (None, None) => anyhow::bail!("name --slots N or --days N"),
+    };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let in_setup = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -209,11 +220,14 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
             }
         })
     };
-    let result = generate_keys(&dir, slots, &mut |p| {
+    let result = generate_circuit_keys(&dir, circuit, size, &mut |p| {
         let at = format!("{:>7.1} s", p.elapsed.as_secs_f64());
         match p.stage {
             KeygenStage::Synthesizing => {
-                eprintln!("{at}  counting constraints of the {slots}-slot circuit")
+                eprintln!(
+                    "{at}  counting constraints of the {size}-{unit} {} circuit",
+                    circuit.name()
+                )
             }
             KeygenStage::Setup { constraints } => {
                 eprintln!("{at}  Groth16 setup over {constraints} constraints (the long step)");
@@ -233,7 +247,8 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
     let _ = ticker.join();
     let manifest = result?;
     println!(
-        "keys for {} slots ({} constraints) in {}",
+        "{} keys for {} {unit}s ({} constraints) in {}",
+        circuit.name(),
         manifest.slots,
         manifest.constraints,
         dir.display()

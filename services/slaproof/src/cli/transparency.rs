@@ -256,10 +256,15 @@ pub async fn check_anchor(
             .and_utc()
             .timestamp(),
     )?;
-    let expected = log_day_root(
-        log_head_id(&signed.origin, day_start, signed.size, signed.root.0),
-        day_start,
-    );
+    let head_id = log_head_id(&signed.origin, day_start, signed.size, signed.root.0);
+    let expected = log_day_root(head_id, day_start);
+    // A day whose anchor also carries daily measurements: the head is the
+    // first member of the batch, proven into its root.
+    let head_proof: Option<Vec<alloy::primitives::B256>> = anchor
+        .get("headProof")
+        .map(|p| serde_json::from_value(p.clone()))
+        .transpose()
+        .context("the anchor's head proof")?;
     let field = |name: &str| {
         anchor
             .get(name)
@@ -275,12 +280,23 @@ pub async fn check_anchor(
         .await?
         .with_context(|| format!("no attestation {uid} on that chain"))?;
     let data = BatchRoot::from_data(&found.data).context("the attestation is not a batch root")?;
-    anyhow::ensure!(
-        data == expected,
-        "attestation {uid} does not anchor this head (its root is {}, the head's is {})",
-        data.root,
-        expected.root
-    );
+    match head_proof {
+        Some(proof) => anyhow::ensure!(
+            data.epochStart == expected.epochStart
+                && data.epochEnd == expected.epochEnd
+                && slaproof_chain::merkle::StandardTree::verify(data.root, head_id, &proof),
+            "attestation {uid} does not anchor this head (its root {} over {}..{} is not reached from head {head_id})",
+            data.root,
+            data.epochStart,
+            data.epochEnd
+        ),
+        None => anyhow::ensure!(
+            data == expected,
+            "attestation {uid} does not anchor this head (its root is {}, the head's is {})",
+            data.root,
+            expected.root
+        ),
+    }
     anyhow::ensure!(!found.revoked, "attestation {uid} was revoked");
     Ok(uid.to_string())
 }

@@ -1,0 +1,342 @@
+//! A period proven over its daily commitments, anchored as it went: which
+//! days a period opens and where each is anchored, the worker's choice
+//! between the daily and the threshold circuit, and the checks an auditor
+//! runs on the days a bundle lists (`docs/TRANSPARENCY.md`).
+
+use alloy::primitives::B256;
+use chrono::{DateTime, Duration, Utc};
+use slaproof_chain::anchor::day_member_id;
+use slaproof_chain::merkle::StandardTree;
+use slaproof_circuits::daily::{DayOpening, aggregate};
+use slaproof_circuits::{CircuitKeys, Claim, ContextHash, Fr, derive_salt};
+use slaproof_domain::ids::SlaId;
+use slaproof_domain::period_vector::PeriodVector;
+use slaproof_store::TenantTx;
+use slaproof_store::attestations::Attestation;
+use slaproof_store::measurements::{self, DayRecord};
+
+pub use crate::bundle::DayAnchor;
+use crate::bundle::{ClaimRecord, field_word};
+use crate::error::AttestationError;
+
+/// How long after the close asked for a proof the worker waits for the
+/// period's last days' anchors before proving it over a vector committed
+/// at the close instead: the last day is measured at the close and
+/// anchored with the next log day's head, about a day later.
+pub const WAIT_FOR_DAYS: i64 = 3;
+
+impl ClaimRecord {
+    /// The label of one of the claim's days: the same fields, the day's
+    /// bounds and the measurement's revision (`ContextHash::of_day`).
+    pub fn day_claim(&self, day_start: i64, day_end: i64, revision: u32) -> Claim<'_> {
+        Claim {
+            period_start: day_start,
+            period_end: day_end,
+            revision,
+            ..self.claim()
+        }
+    }
+}
+
+/// The batch member of a day of `claim` committed as `commitment`.
+pub fn member_id(claim: &ClaimRecord, day: &DayAnchor, commitment: Fr) -> B256 {
+    let context = ContextHash::of_day(&claim.day_claim(day.day_start, day.day_end, day.revision));
+    day_member_id(field_word(context.as_field()).0, field_word(commitment).0)
+}
+
+/// What the worker can prove a period with.
+pub(crate) enum DailyPlan {
+    /// Every day anchored and agreeing with the vector: prove over them.
+    Ready {
+        keys: std::sync::Arc<CircuitKeys>,
+        openings: Vec<DayOpening>,
+        days: Vec<DayAnchor>,
+    },
+    /// Every day measured and agreeing, some not anchored yet.
+    Waiting(String),
+    /// Not over daily commitments: the reason, for the log.
+    Unavailable(String),
+}
+
+/// The days of `row`'s period, each with its end (the next day's start,
+/// the period's end for the last).
+fn vector_days(row: &Attestation, vector: &PeriodVector) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    vector
+        .days
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let end = vector
+                .days
+                .get(i + 1)
+                .map_or(row.period_end, |next| next.day);
+            (d.day, end)
+        })
+        .collect()
+}
+
+/// Decides how `row` is proven: over its anchored days when every day of
+/// its vector was measured as the period counts it and anchored.
+pub(crate) async fn plan(
+    tx: &mut TenantTx,
+    keys: Option<std::sync::Arc<CircuitKeys>>,
+    chain: bool,
+    row: &Attestation,
+    claim: &ClaimRecord,
+    vector: &PeriodVector,
+    secret: &[u8; 32],
+) -> Result<DailyPlan, AttestationError> {
+    let Some(keys) = keys else {
+        return Ok(DailyPlan::Unavailable(format!(
+            "no daily-circuit keys hold {} days (attestation.daily_sizes)",
+            vector.days.len()
+        )));
+    };
+    let records = measurements::days_of(
+        tx,
+        SlaId::from_uuid(row.sla_id),
+        row.version,
+        &row.objective,
+        row.period_start,
+        row.period_end,
+    )
+    .await?;
+    let wanted = vector_days(row, vector);
+    let mut openings = Vec::with_capacity(wanted.len());
+    let mut days = Vec::with_capacity(wanted.len());
+    let mut unanchored = 0;
+    for (i, (start, end)) in wanted.iter().enumerate() {
+        let Some(r) = records.iter().find(|r| r.measurement.day_start == *start) else {
+            return Ok(DailyPlan::Unavailable(format!(
+                "the day from {start} was not measured as the period went"
+            )));
+        };
+        let m = &r.measurement;
+        let day = vector.days[i];
+        let agrees = m.day_end == *end
+            && m.field == vector.field
+            && m.unit == vector.unit
+            && m.threshold == i64::from(vector.threshold)
+            && u64::try_from(m.good).ok() == Some(day.good)
+            && u64::try_from(m.bad).ok() == Some(day.total - day.good);
+        if !agrees {
+            return Ok(DailyPlan::Unavailable(format!(
+                "the day from {start} was measured as {} good and {} bad, the period counts {} of {}",
+                m.good, m.bad, day.good, day.total
+            )));
+        }
+        match anchored(r, claim, secret)? {
+            Some((opening, anchor)) => {
+                openings.push(opening);
+                days.push(anchor);
+            }
+            None => unanchored += 1,
+        }
+    }
+    if unanchored > 0 {
+        let waited = Utc::now() - row.created_at;
+        if chain && waited < Duration::days(WAIT_FOR_DAYS) {
+            return Ok(DailyPlan::Waiting(format!(
+                "{unanchored} of {} days are not anchored yet",
+                wanted.len()
+            )));
+        }
+        return Ok(DailyPlan::Unavailable(format!(
+            "{unanchored} of {} days are not anchored{}",
+            wanted.len(),
+            if chain {
+                format!(" {WAIT_FOR_DAYS} days after the close")
+            } else {
+                " (no chain)".into()
+            }
+        )));
+    }
+    Ok(DailyPlan::Ready {
+        keys,
+        openings,
+        days,
+    })
+}
+
+/// A day's opening and anchor, when committed and anchored; the stored
+/// commitment is checked against the one its opening recomputes.
+fn anchored(
+    r: &DayRecord,
+    claim: &ClaimRecord,
+    secret: &[u8; 32],
+) -> Result<Option<(DayOpening, DayAnchor)>, AttestationError> {
+    let (Some(commitment), Some(member), Some(log_day), Some(proof), Some(anchor)) =
+        (&r.commitment, &r.member_id, r.log_day, &r.proof, &r.anchor)
+    else {
+        return Ok(None);
+    };
+    let m = &r.measurement;
+    let revision = u32::try_from(m.revision).unwrap_or(0);
+    let (start, end) = (m.day_start.timestamp(), m.day_end.timestamp());
+    let opening = DayOpening {
+        salt: derive_salt(
+            secret,
+            ContextHash::of_day(&claim.day_claim(start, end, revision)),
+        ),
+        good: u64::try_from(m.good).unwrap_or(0),
+        bad: u64::try_from(m.bad).unwrap_or(0),
+    };
+    if opening.commitment()?.to_string() != *commitment {
+        return Err(AttestationError::Invalid(format!(
+            "the stored commitment of the day from {} does not open with the platform's salt",
+            m.day_start
+        )));
+    }
+    let text = |name: &str| {
+        anchor
+            .get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let day = DayAnchor {
+        day_start: start,
+        day_end: end,
+        revision,
+        commitment: commitment.clone(),
+        member_id: member.clone(),
+        log_day: log_day.to_string(),
+        proof: serde_json::from_value(proof.clone())
+            .map_err(|e| AttestationError::Invalid(format!("a day's stored proof: {e}")))?,
+        chain_id: anchor
+            .get("chainId")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_default(),
+        eas: text("eas"),
+        uid: text("uid"),
+        root: text("root"),
+        block: anchor
+            .get("block")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_default(),
+    };
+    Ok(Some((opening, day)))
+}
+
+/// The auditor's checks of a bundle's days, with no secret and no chain:
+/// they tile the claim's period in order, each member id is the label's
+/// and the commitment's, each proof leads its member to its root, and the
+/// aggregate of their commitments is the proof's public commitment.
+pub fn check_days(
+    claim: &ClaimRecord,
+    slots: usize,
+    commitment: Fr,
+    context: ContextHash,
+    days: &[DayAnchor],
+) -> Result<(), String> {
+    let mut at = claim.period_start;
+    let mut commitments = Vec::with_capacity(days.len());
+    for day in days {
+        if day.day_start != at || day.day_end <= day.day_start {
+            return Err(format!(
+                "the days do not tile the period: one starts at {} where {at} was expected",
+                day.day_start
+            ));
+        }
+        at = day.day_end;
+        let c = slaproof_circuits::statement::parse_field("days.commitment", &day.commitment)
+            .map_err(|e| e.to_string())?;
+        let member = member_id(claim, day, c);
+        if member.to_string() != day.member_id {
+            return Err(format!(
+                "the day from {} is anchored as member {}, its label and commitment make {member}",
+                day.day_start, day.member_id
+            ));
+        }
+        let root: B256 = day
+            .root
+            .parse()
+            .map_err(|_| format!("the day from {} names no root", day.day_start))?;
+        let proof = day
+            .proof
+            .iter()
+            .map(|p| p.parse::<B256>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| format!("the day from {} has a malformed proof", day.day_start))?;
+        if !StandardTree::verify(root, member, &proof) {
+            return Err(format!(
+                "the day from {}'s member does not prove into root {root}",
+                day.day_start
+            ));
+        }
+        commitments.push(c);
+    }
+    if at != claim.period_end {
+        return Err(format!(
+            "the days end at {at}, the period at {}",
+            claim.period_end
+        ));
+    }
+    let expected = aggregate(slots, context, &commitments).map_err(|e| e.to_string())?;
+    if expected != commitment {
+        return Err(format!(
+            "the aggregate of the anchored days is {expected}, the proof's commitment {commitment}"
+        ));
+    }
+    Ok(())
+}
+
+/// The on-chain check of a bundle's days: each day's batch root is attested
+/// (not revoked) at its UID by `attester`, the period's own attester. Says
+/// how many days were anchored before `period_end`: those were fixed
+/// before the period's outcome was known.
+pub async fn check_day_anchors(
+    chain: &slaproof_chain::Chain,
+    days: &[DayAnchor],
+    attester: alloy::primitives::Address,
+    period_end: i64,
+) -> Result<String, String> {
+    let mut seen = std::collections::HashMap::new();
+    let mut before_end = 0;
+    for day in days {
+        let uid: B256 = day
+            .uid
+            .parse()
+            .map_err(|_| format!("the day from {} names no UID", day.day_start))?;
+        let time = match seen.get(&uid) {
+            Some(time) => *time,
+            None => {
+                let eas: alloy::primitives::Address = day
+                    .eas
+                    .parse()
+                    .map_err(|_| format!("the day from {} names no EAS", day.day_start))?;
+                let found = slaproof_chain::attest::attestation_at(chain, eas, uid)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("EAS at {eas} holds no attestation {uid}"))?;
+                if found.revoked {
+                    return Err(format!("the day anchor {uid} is revoked"));
+                }
+                if found.attester != attester {
+                    return Err(format!(
+                        "the day anchor {uid} is by {}, the period's by {attester}",
+                        found.attester
+                    ));
+                }
+                let root = slaproof_chain::anchor::BatchRoot::from_data(&found.data)
+                    .map_err(|e| format!("the day anchor {uid} is not a batch root: {e}"))?;
+                if root.root.to_string() != day.root {
+                    return Err(format!(
+                        "the day anchor {uid} holds root {}, the bundle says {}",
+                        root.root, day.root
+                    ));
+                }
+                seen.insert(uid, found.time);
+                found.time
+            }
+        };
+        if i64::try_from(time).unwrap_or(i64::MAX) < period_end {
+            before_end += 1;
+        }
+    }
+    Ok(format!(
+        "{} days in {} anchors by the period's attester; {before_end} anchored before the period ended",
+        days.len(),
+        seen.len()
+    ))
+}

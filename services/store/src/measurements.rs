@@ -1,0 +1,258 @@
+//! Daily measurements fixed as a period goes: each provable objective's
+//! good and bad weights per local day (revised when they change), and the
+//! anchored commitment of each (`docs/TRANSPARENCY.md`). The evaluator
+//! measures; the attestation worker commits and anchors; a period's proof
+//! opens them.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use slaproof_domain::ids::SlaId;
+
+use crate::{StoreError, TenantTx};
+
+/// One measurement of one objective's day, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Measurement {
+    pub sla_id: uuid::Uuid,
+    pub sla_version: i32,
+    pub objective: String,
+    pub day_start: DateTime<Utc>,
+    pub revision: i32,
+    pub day_end: DateTime<Utc>,
+    pub field: String,
+    pub unit: String,
+    pub threshold: i64,
+    pub good: i64,
+    pub bad: i64,
+    pub measured_at: DateTime<Utc>,
+}
+
+/// A measurement to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMeasurement<'a> {
+    pub sla: SlaId,
+    pub version: i32,
+    pub objective: &'a str,
+    pub day_start: DateTime<Utc>,
+    pub day_end: DateTime<Utc>,
+    pub field: &'a str,
+    pub unit: &'a str,
+    pub threshold: u32,
+    pub good: u64,
+    pub bad: u64,
+}
+
+/// The days of `days` (start, end) that need measuring for `sla` at
+/// `version`: never measured, or whose rollups or maintenance windows
+/// changed after the day's last measurement.
+#[tracing::instrument(skip(tx, days))]
+pub async fn stale_days(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    days: &[(DateTime<Utc>, DateTime<Utc>)],
+) -> Result<Vec<DateTime<Utc>>, StoreError> {
+    if days.is_empty() {
+        return Ok(Vec::new());
+    }
+    let starts: Vec<DateTime<Utc>> = days.iter().map(|d| d.0).collect();
+    let ends: Vec<DateTime<Utc>> = days.iter().map(|d| d.1).collect();
+    Ok(sqlx::query_scalar(
+        "SELECT d.s FROM unnest($4::timestamptz[], $5::timestamptz[]) AS d(s, e) \
+         LEFT JOIN LATERAL (SELECT min(last) AS at FROM (SELECT max(measured_at) AS last \
+             FROM transparency_measurements m WHERE m.tenant_id = $1 AND m.sla_id = $2 \
+               AND m.sla_version = $3 AND m.day_start = d.s GROUP BY m.objective) o) r ON true \
+         WHERE r.at IS NULL \
+            OR EXISTS (SELECT 1 FROM evaluator_rollups_hourly h \
+                WHERE h.tenant_id = $1 AND h.sla_id = $2 AND h.version = $3 \
+                  AND h.hour > d.s - interval '1 hour' AND h.hour < d.e AND h.updated_at > r.at) \
+            OR EXISTS (SELECT 1 FROM maintenance_windows w \
+                WHERE w.tenant_id = $1 AND (w.sla_id = $2 OR w.sla_id IS NULL) \
+                  AND w.starts_at < d.e AND w.ends_at > d.s \
+                  AND greatest(w.created_at, w.cancelled_at, w.accepted_at) > r.at) \
+         ORDER BY d.s",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(&starts)
+    .bind(&ends)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// Records `m` as its day's next revision unless the latest one holds the
+/// same measurement; answers the revision recorded, if any.
+#[tracing::instrument(skip(tx, m), fields(objective = m.objective))]
+pub async fn record(
+    tx: &mut TenantTx,
+    m: &NewMeasurement<'_>,
+    measured_at: DateTime<Utc>,
+) -> Result<Option<i32>, StoreError> {
+    let latest: Option<(i32, DateTime<Utc>, String, String, i64, i64, i64)> = sqlx::query_as(
+        "SELECT revision, day_end, field, unit, threshold, good, bad FROM transparency_measurements \
+         WHERE tenant_id = $1 AND sla_id = $2 AND sla_version = $3 AND objective = $4 AND day_start = $5 \
+         ORDER BY revision DESC LIMIT 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(m.sla.uuid())
+    .bind(m.version)
+    .bind(m.objective)
+    .bind(m.day_start)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let same = |l: &(i32, DateTime<Utc>, String, String, i64, i64, i64)| {
+        l.1 == m.day_end
+            && l.2 == m.field
+            && l.3 == m.unit
+            && l.4 == i64::from(m.threshold)
+            && u64::try_from(l.5).ok() == Some(m.good)
+            && u64::try_from(l.6).ok() == Some(m.bad)
+    };
+    if latest.as_ref().is_some_and(same) {
+        return Ok(None);
+    }
+    let revision = latest.map_or(1, |l| l.0 + 1);
+    let weight = |w: u64| i64::try_from(w).unwrap_or(i64::MAX);
+    sqlx::query(
+        "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
+             revision, day_end, field, unit, threshold, good, bad, measured_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(m.sla.uuid())
+    .bind(m.version)
+    .bind(m.objective)
+    .bind(m.day_start)
+    .bind(revision)
+    .bind(m.day_end)
+    .bind(m.field)
+    .bind(m.unit)
+    .bind(i64::from(m.threshold))
+    .bind(weight(m.good))
+    .bind(weight(m.bad))
+    .bind(measured_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(Some(revision))
+}
+
+/// A measurement waiting for its commitment, with the names its label
+/// carries.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Unanchored {
+    #[sqlx(flatten)]
+    pub measurement: Measurement,
+    pub tenant_name: String,
+    pub sla_name: String,
+}
+
+/// Measurements not yet committed, oldest first, at most `limit`.
+#[tracing::instrument(skip(tx))]
+pub async fn unanchored(tx: &mut TenantTx, limit: i64) -> Result<Vec<Unanchored>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT m.sla_id, m.sla_version, m.objective, m.day_start, m.revision, m.day_end, m.field, \
+                m.unit, m.threshold, m.good, m.bad, m.measured_at, t.name AS tenant_name, \
+                s.name AS sla_name \
+         FROM transparency_measurements m \
+         JOIN tenants t ON t.id = m.tenant_id \
+         JOIN slas s ON s.tenant_id = m.tenant_id AND s.id = m.sla_id \
+         WHERE m.tenant_id = $1 AND NOT EXISTS (SELECT 1 FROM transparency_commitments c \
+             WHERE c.tenant_id = m.tenant_id AND c.sla_id = m.sla_id AND c.sla_version = m.sla_version \
+               AND c.objective = m.objective AND c.day_start = m.day_start AND c.revision = m.revision) \
+         ORDER BY m.measured_at, m.day_start, m.objective, m.revision LIMIT $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// A measurement's anchored commitment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewCommitment<'a> {
+    pub measurement: &'a Measurement,
+    /// Decimal field element.
+    pub commitment: String,
+    /// `0x` and 64 hex digits.
+    pub member_id: String,
+    pub proof: Vec<String>,
+}
+
+/// Records commitments anchored with `log_day`'s head (its anchor row
+/// must be written first, in the same transaction). A measurement another
+/// day's anchor recorded first keeps that one (both are on chain).
+#[tracing::instrument(skip(tx, commitments), fields(count = commitments.len()))]
+pub async fn record_commitments(
+    tx: &mut TenantTx,
+    log_day: NaiveDate,
+    commitments: &[NewCommitment<'_>],
+) -> Result<(), StoreError> {
+    for c in commitments {
+        let m = c.measurement;
+        sqlx::query(
+            "INSERT INTO transparency_commitments (tenant_id, sla_id, sla_version, objective, day_start, \
+                 revision, commitment, member_id, log_day, proof) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(m.sla_id)
+        .bind(m.sla_version)
+        .bind(&m.objective)
+        .bind(m.day_start)
+        .bind(m.revision)
+        .bind(&c.commitment)
+        .bind(&c.member_id)
+        .bind(log_day)
+        .bind(serde_json::json!(c.proof))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The latest measurement of each day of `[from, to)` for one objective,
+/// with its commitment when anchored: what a period's proof opens.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DayRecord {
+    #[sqlx(flatten)]
+    pub measurement: Measurement,
+    pub commitment: Option<String>,
+    pub member_id: Option<String>,
+    pub log_day: Option<NaiveDate>,
+    pub proof: Option<serde_json::Value>,
+    /// The anchor of `log_day` (its attestation), when anchored.
+    pub anchor: Option<serde_json::Value>,
+}
+
+/// Each day's latest measurement of `objective` between `from` and `to`.
+#[tracing::instrument(skip(tx))]
+pub async fn days_of(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    objective: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<DayRecord>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT DISTINCT ON (m.day_start) m.sla_id, m.sla_version, m.objective, m.day_start, \
+                m.revision, m.day_end, m.field, m.unit, m.threshold, m.good, m.bad, m.measured_at, \
+                c.commitment, c.member_id, c.log_day, c.proof, a.anchor \
+         FROM transparency_measurements m \
+         LEFT JOIN transparency_commitments c ON c.tenant_id = m.tenant_id AND c.sla_id = m.sla_id \
+             AND c.sla_version = m.sla_version AND c.objective = m.objective \
+             AND c.day_start = m.day_start AND c.revision = m.revision \
+         LEFT JOIN transparency_anchors a ON a.tenant_id = c.tenant_id AND a.log_day = c.log_day \
+         WHERE m.tenant_id = $1 AND m.sla_id = $2 AND m.sla_version = $3 AND m.objective = $4 \
+           AND m.day_start >= $5 AND m.day_start < $6 \
+         ORDER BY m.day_start, m.revision DESC",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(objective)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await?)
+}

@@ -1,0 +1,253 @@
+//! A period proven over its days, each measured and anchored as the month
+//! went: the evaluator measures every day past its grace, the attestation
+//! worker commits the measurements and anchors them with the next
+//! transparency-log head on a real anvil, a late event revises its day
+//! (a new revision, anchored later), the close waits for its last days'
+//! anchors, the proof opens the anchored days, and the auditor's checks
+//! follow it to them on chain. A bundle whose days are not the anchored
+//! ones, or do not tile the period, fails.
+
+use chrono::Duration as Span;
+use slaproof_app::transparency::TransparencySettings;
+use slaproof_attestation::audit::{Pins, audit};
+use slaproof_attestation::daily::DayAnchor;
+use slaproof_attestation::worker::{Anchoring, Prover, Settings, Worker};
+use slaproof_circuits::{Circuit, CircuitKeys};
+use slaproof_store::attestations;
+use slaproof_tests::scenario::{Request, Scenario, at};
+
+use crate::attestation::{SLA, anvil_binary, attestations_of, chain_on, keys_64, provable};
+
+/// The daily circuit's 32-day keys, made once per test binary.
+fn daily_keys() -> CircuitKeys {
+    static KEYS: std::sync::OnceLock<CircuitKeys> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| CircuitKeys::setup_of(Circuit::Daily, 32).expect("a setup"))
+        .clone()
+}
+
+/// A request a minute for `minutes` from `from`, those in `bad` answered 500.
+fn requests(from: &str, minutes: i64, bad: std::ops::Range<i64>) -> Vec<Request> {
+    (0..minutes)
+        .map(|i| {
+            let occurred_at = at(from) + Span::minutes(i);
+            Request {
+                occurred_at,
+                received_at: occurred_at,
+                status: if bad.contains(&i) { 500 } else { 200 },
+            }
+        })
+        .collect()
+}
+
+async fn build_log(s: &Scenario, now: &str) -> usize {
+    let (app, _) = s.app().await;
+    let settings = TransparencySettings {
+        lookback_days: 40,
+        ..TransparencySettings::default()
+    };
+    app.build_transparency_logs(&settings, at(now))
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn count(s: &Scenario, sql: &str) -> i64 {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    n
+}
+
+async fn attest_jobs_due_now(s: &Scenario) {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    sqlx::query("UPDATE jobs SET run_at = now() WHERE tenant_id = $1 AND kind = 'attest'")
+        .bind(s.tenant.uuid())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
+    let Some(binary) = anvil_binary() else {
+        return;
+    };
+    let s = Scenario::new(SLA, "2026-11-01", "2026-12-02").await;
+    s.run("2026-11-01T00:00:00Z").await;
+    let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
+    let (chain, deployment) = chain_on(&node, 30).await;
+    let w = Worker {
+        db: s.db.clone(),
+        settings: Settings::default(),
+        prover: Prover::new(vec![keys_64(), daily_keys()], 1),
+        anchoring: Some(Anchoring {
+            chain: chain.clone(),
+            deployment: deployment.clone(),
+        }),
+        name: "daily-test".into(),
+    };
+
+    // Mid-month: the 10th and 11th had traffic (12 errors on the 11th).
+    s.insert(&requests("2026-11-10T00:00:00Z", 2880, 1500..1512))
+        .await;
+    let run = s.run("2026-11-12T02:00:00Z").await;
+    // Eleven days (the 1st to the 11th) of three provable objectives; the
+    // quality score's threshold is not provable and not measured.
+    assert_eq!(run.days_measured, 33);
+    assert_eq!(s.run("2026-11-12T02:10:00Z").await.days_measured, 0);
+    assert_eq!(build_log(&s, "2026-11-12T03:00:00Z").await, 2);
+    assert_eq!(w.anchor_logs_due().await.unwrap(), 2);
+    // The first day's anchor carries every measurement so far.
+    assert_eq!(
+        count(
+            &s,
+            "SELECT count(*) FROM transparency_commitments WHERE log_day = '2026-11-10'"
+        )
+        .await,
+        33
+    );
+
+    // A late error of the 10th, received on the 20th, and the month's end.
+    s.insert(&[Request {
+        occurred_at: at("2026-11-10T05:00:30Z"),
+        received_at: at("2026-11-20T09:00:00Z"),
+        status: 500,
+    }])
+    .await;
+    s.insert(&requests("2026-11-25T00:00:00Z", 1440, 0..0))
+        .await;
+    let run = s.run("2026-12-01T01:00:00Z").await;
+    // The 12th to the 30th, and the 10th again: a new revision of its
+    // availability and latency (one more request); its good minutes are
+    // unchanged (the hour stays above its 95%).
+    assert_eq!(run.days_measured, 19 * 3 + 2, "{:?}", run.days_measured);
+    assert_eq!(
+        count(
+            &s,
+            "SELECT count(*) FROM transparency_measurements WHERE revision = 2"
+        )
+        .await,
+        2
+    );
+
+    // The close asks for proofs; their last days are not anchored yet, so
+    // the worker waits for them rather than commit the month now.
+    let rows = provable(attestations_of(&s).await);
+    assert_eq!(rows.len(), 3);
+    w.work_due().await.unwrap();
+    for row in provable(attestations_of(&s).await) {
+        assert_eq!(row.status, "pending", "{row:?}");
+        assert!(
+            row.reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("waiting for the period's daily commitments to be anchored"),
+            "{row:?}"
+        );
+    }
+
+    // The rest of the month is logged and anchored; the proofs follow.
+    assert_eq!(build_log(&s, "2026-12-01T02:00:00Z").await, 19);
+    attest_jobs_due_now(&s).await;
+    w.work_due().await.unwrap();
+    let rows = provable(attestations_of(&s).await);
+    for row in &rows {
+        assert_eq!(row.status, "anchored", "{row:?}");
+        assert_eq!(row.circuit, "daily");
+        assert_eq!(row.slots, Some(32));
+        let days: Vec<DayAnchor> = serde_json::from_value(row.days.clone().unwrap()).unwrap();
+        assert_eq!(days.len(), 30);
+        assert_eq!(days[0].log_day, "2026-11-10");
+        // The 10th's revision after the late error, anchored later.
+        let tenth = &days[9];
+        let expected = if row.objective == "good-minutes" {
+            1
+        } else {
+            2
+        };
+        assert_eq!(tenth.revision, expected, "{}", row.objective);
+        if expected == 2 {
+            assert_ne!(tenth.log_day, "2026-11-10");
+        }
+    }
+    // availability: 2,880 + 1,440 + 1 requests, 13 errors: 4,308 / 4,321.
+    let availability = rows.iter().find(|r| r.objective == "availability").unwrap();
+    assert_eq!(availability.quota_ppm, Some(996_991));
+
+    // The auditor follows each proof to its days, offline and on chain.
+    let pins = Pins {
+        vk_sha256: None,
+        eas: Some(deployment.eas),
+        attester: Some(chain.address()),
+    };
+    for row in &rows {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let bundle = attestations::bundle(&mut tx, row.id)
+            .await
+            .unwrap()
+            .unwrap();
+        tx.commit().await.unwrap();
+        slaproof_attestation::export::write(&bundle, dir.path()).unwrap();
+        let report = audit(dir.path(), Some(node.url()), &pins).await;
+        assert!(report.failed().is_empty(), "{}", report.render());
+        let text = report.render();
+        println!("{}: {text}", row.objective);
+        assert!(text.contains("aggregate of 30 daily commitments"), "{text}");
+        assert!(text.contains("30 days in"), "{text}");
+    }
+
+    // A bundle whose days are not the anchored ones fails the auditor.
+    let row = rows.iter().find(|r| r.objective == "availability").unwrap();
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let bundle = attestations::bundle(&mut tx, row.id)
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+    let tampered = |change: &dyn Fn(&mut serde_json::Value)| {
+        let dir = tempfile::tempdir().unwrap();
+        slaproof_attestation::export::write(&bundle, dir.path()).unwrap();
+        let path = dir.path().join("statement.json");
+        let mut file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        change(&mut file);
+        std::fs::write(&path, serde_json::to_string(&file).unwrap()).unwrap();
+        dir
+    };
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 4] = [
+        (
+            // another commitment for the 11th (its errors dropped)
+            "is anchored as member",
+            &|f| f["days"][10]["commitment"] = "12345".into(),
+        ),
+        (
+            // the 10th's first revision, before the late error
+            "is anchored as member",
+            &|f| f["days"][9]["revision"] = 1.into(),
+        ),
+        (
+            // a day left out
+            "do not tile the period",
+            &|f| {
+                f["days"].as_array_mut().unwrap().remove(12);
+            },
+        ),
+        (
+            // a root that is not the day's anchor
+            "does not prove into root",
+            &|f| f["days"][3]["root"] = format!("0x{}", "ab".repeat(32)).into(),
+        ),
+    ];
+    for (expected, change) in cases {
+        let dir = tampered(change);
+        let report = audit(dir.path(), None, &pins).await;
+        assert!(
+            report.failed().contains(&"daily commitments"),
+            "{}",
+            report.render()
+        );
+        assert!(report.render().contains(expected), "{}", report.render());
+    }
+}
