@@ -397,10 +397,27 @@ pub(crate) async fn command(config: &Config, command: ChainCommand) -> anyhow::R
                 .key_dir
                 .clone()
                 .unwrap_or_else(|| config.embedded.data_dir.join("keys"));
+            // The daily circuit's keys when made (the worker makes them on
+            // its first start): a deployment without them yet still
+            // registers the threshold circuit's verifiers.
+            let daily: Vec<usize> = attestation
+                .daily_sizes
+                .iter()
+                .copied()
+                .filter(|days| {
+                    slaproof_circuits::keys::circuit_key_paths(
+                        &dir,
+                        slaproof_circuits::Circuit::Daily,
+                        *days,
+                    )
+                    .0
+                    .exists()
+                })
+                .collect();
             let prover = slaproof_attestation::worker::Prover::load(
                 &dir,
                 &attestation.sizes,
-                &attestation.daily_sizes,
+                &daily,
                 false,
                 1,
             )?;

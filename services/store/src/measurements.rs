@@ -80,6 +80,9 @@ pub async fn stale_days(
     .await?)
 }
 
+/// A day's latest revision: revision, end, field, unit, T, good, bad.
+type Latest = (i32, DateTime<Utc>, String, String, i64, i64, i64);
+
 /// Records `m` as its day's next revision unless the latest one holds the
 /// same measurement; answers the revision recorded, if any.
 #[tracing::instrument(skip(tx, m), fields(objective = m.objective))]
@@ -88,7 +91,7 @@ pub async fn record(
     m: &NewMeasurement<'_>,
     measured_at: DateTime<Utc>,
 ) -> Result<Option<i32>, StoreError> {
-    let latest: Option<(i32, DateTime<Utc>, String, String, i64, i64, i64)> = sqlx::query_as(
+    let latest: Option<Latest> = sqlx::query_as(
         "SELECT revision, day_end, field, unit, threshold, good, bad FROM transparency_measurements \
          WHERE tenant_id = $1 AND sla_id = $2 AND sla_version = $3 AND objective = $4 AND day_start = $5 \
          ORDER BY revision DESC LIMIT 1",
@@ -100,7 +103,7 @@ pub async fn record(
     .bind(m.day_start)
     .fetch_optional(&mut **tx)
     .await?;
-    let same = |l: &(i32, DateTime<Utc>, String, String, i64, i64, i64)| {
+    let same = |l: &Latest| {
         l.1 == m.day_end
             && l.2 == m.field
             && l.3 == m.unit

@@ -216,7 +216,8 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         std::fs::write(&path, serde_json::to_string(&file).unwrap()).unwrap();
         dir
     };
-    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 4] = [
+    type Change<'a> = &'a dyn Fn(&mut serde_json::Value);
+    let cases: [(&str, Change<'_>); 4] = [
         (
             // another commitment for the 11th (its errors dropped)
             "is anchored as member",
