@@ -348,15 +348,5 @@ pub fn verify(
     public: &PublicValues,
     proof: &ark_groth16::Proof<Bn254>,
 ) -> Result<bool, CircuitError> {
-    let pvk = ark_groth16::prepare_verifying_key(vk);
-    Ok(Groth16::<Bn254>::verify_proof(
-        &pvk,
-        proof,
-        &[
-            public.commitment,
-            public.threshold,
-            public.quota_ppm,
-            public.context,
-        ],
-    )?)
+    crate::circuit::verify_public(vk, public, proof)
 }

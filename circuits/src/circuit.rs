@@ -50,6 +50,26 @@ impl From<&Statement> for PublicValues {
     }
 }
 
+/// Checks a Groth16 proof against public inputs in the verifier's order,
+/// for the variants that keep a bare verifying key (`bucketed`, `daily`).
+pub fn verify_public(
+    vk: &ark_groth16::VerifyingKey<ark_bn254::Bn254>,
+    public: &PublicValues,
+    proof: &ark_groth16::Proof<ark_bn254::Bn254>,
+) -> Result<bool, crate::error::CircuitError> {
+    let pvk = ark_groth16::prepare_verifying_key(vk);
+    Ok(ark_groth16::Groth16::<ark_bn254::Bn254>::verify_proof(
+        &pvk,
+        proof,
+        &[
+            public.commitment,
+            public.threshold,
+            public.quota_ppm,
+            public.context,
+        ],
+    )?)
+}
+
 /// The private assignment. Values and weights are raw integers so tests can
 /// hand the circuit out-of-range data and watch it refuse.
 #[derive(Clone)]

@@ -39,7 +39,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         period_end: 1_796_083_200,
         revision: 1,
     });
-    println!("| days | circuit | size | constraints | setup s | prove s (median) | verify ms (median) |");
+    println!(
+        "| days | circuit | size | constraints | setup s | prove s (median) | verify ms (median) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for (days, daily_size, slots) in shapes {
         // 1,440 requests a day, a few failing.
