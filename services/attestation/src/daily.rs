@@ -13,7 +13,7 @@ use slaproof_domain::ids::SlaId;
 use slaproof_domain::period_vector::PeriodVector;
 use slaproof_store::TenantTx;
 use slaproof_store::attestations::Attestation;
-use slaproof_store::measurements::{self, DayRecord};
+use slaproof_store::measurements::{self, DayRecord, Measurement};
 
 pub use crate::bundle::DayAnchor;
 use crate::bundle::{ClaimRecord, field_word};
@@ -38,10 +38,24 @@ impl ClaimRecord {
     }
 }
 
-/// The batch member of a day of `claim` committed as `commitment`.
-pub fn member_id(claim: &ClaimRecord, day: &DayAnchor, commitment: Fr) -> B256 {
-    let context = ContextHash::of_day(&claim.day_claim(day.day_start, day.day_end, day.revision));
+/// The batch member of `claim`'s day `[start, end)` at `revision`,
+/// committed as `commitment`.
+pub fn member_id(claim: &ClaimRecord, start: i64, end: i64, revision: u32, commitment: Fr) -> B256 {
+    let context = ContextHash::of_day(&claim.day_claim(start, end, revision));
     day_member_id(field_word(context.as_field()).0, field_word(commitment).0)
+}
+
+/// The opening of measurement `m` of `claim`'s objective: its weights and
+/// the salt derived from the platform's secret and the day's label. The
+/// one rule the anchoring worker commits by and a period's proof opens by.
+pub(crate) fn open_day(claim: &ClaimRecord, m: &Measurement, secret: &[u8; 32]) -> DayOpening {
+    let revision = u32::try_from(m.revision).unwrap_or(0);
+    let label = claim.day_claim(m.day_start.timestamp(), m.day_end.timestamp(), revision);
+    DayOpening {
+        salt: derive_salt(secret, ContextHash::of_day(&label)),
+        good: u64::try_from(m.good).unwrap_or(0),
+        bad: u64::try_from(m.bad).unwrap_or(0),
+    }
 }
 
 /// What the worker can prove a period with.
@@ -173,14 +187,7 @@ fn anchored(
     let m = &r.measurement;
     let revision = u32::try_from(m.revision).unwrap_or(0);
     let (start, end) = (m.day_start.timestamp(), m.day_end.timestamp());
-    let opening = DayOpening {
-        salt: derive_salt(
-            secret,
-            ContextHash::of_day(&claim.day_claim(start, end, revision)),
-        ),
-        good: u64::try_from(m.good).unwrap_or(0),
-        bad: u64::try_from(m.bad).unwrap_or(0),
-    };
+    let opening = open_day(claim, m, secret);
     if opening.commitment()?.to_string() != *commitment {
         return Err(AttestationError::Invalid(format!(
             "the stored commitment of the day from {} does not open with the platform's salt",
@@ -241,7 +248,7 @@ pub fn check_days(
         at = day.day_end;
         let c = slaproof_circuits::statement::parse_field("days.commitment", &day.commitment)
             .map_err(|e| e.to_string())?;
-        let member = member_id(claim, day, c);
+        let member = member_id(claim, day.day_start, day.day_end, day.revision, c);
         if member.to_string() != day.member_id {
             return Err(format!(
                 "the day from {} is anchored as member {}, its label and commitment make {member}",

@@ -11,12 +11,11 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use slaproof_chain::anchor::{log_day_batch, log_head_id};
 use slaproof_chain::attest;
-use slaproof_circuits::{ContextHash, derive_salt};
 use slaproof_store::jobs::{self, ClaimedJob};
 use slaproof_store::measurements::{self, NewCommitment, Unanchored};
 use slaproof_store::transparency;
 
-use crate::bundle::{ClaimRecord, field_word};
+use crate::bundle::ClaimRecord;
 use crate::error::AttestationError;
 use crate::worker::{Worker, complete, salt_secret, store};
 
@@ -177,15 +176,13 @@ fn commit(
         period_end: m.day_end.timestamp(),
         revision: u32::try_from(m.revision).unwrap_or(0),
     };
-    let context = ContextHash::of_day(&claim.claim());
-    let commitment = slaproof_circuits::daily::day_commitment(
-        derive_salt(secret, context),
-        u64::try_from(m.good).unwrap_or(0),
-        u64::try_from(m.bad).unwrap_or(0),
-    )?;
-    let member = slaproof_chain::anchor::day_member_id(
-        field_word(context.as_field()).0,
-        field_word(commitment).0,
+    let commitment = crate::daily::open_day(&claim, m, secret).commitment()?;
+    let member = crate::daily::member_id(
+        &claim,
+        claim.period_start,
+        claim.period_end,
+        claim.revision,
+        commitment,
     );
     Ok((commitment.to_string(), member))
 }

@@ -49,7 +49,7 @@ async fn until_anchored(s: &Scenario, w: &Worker, secs: u64) -> Vec<Attestation>
 }
 
 /// Exports `row`'s stored bundle into a folder and runs the auditor's checks on it.
-async fn audited(
+pub(crate) async fn audited(
     s: &Scenario,
     row: &Attestation,
     node: &Anvil,

@@ -182,15 +182,7 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         attester: Some(chain.address()),
     };
     for row in &rows {
-        let dir = tempfile::tempdir().unwrap();
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let bundle = attestations::bundle(&mut tx, row.id)
-            .await
-            .unwrap()
-            .unwrap();
-        tx.commit().await.unwrap();
-        slaproof_attestation::export::write(&bundle, dir.path()).unwrap();
-        let report = audit(dir.path(), Some(node.url()), &pins).await;
+        let (_dir, report) = crate::attestation_paths::audited(&s, row, &node, &pins).await;
         assert!(report.failed().is_empty(), "{}", report.render());
         let text = report.render();
         println!("{}: {text}", row.objective);
