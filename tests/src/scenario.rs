@@ -180,6 +180,27 @@ impl Scenario {
         run
     }
 
+    /// Runs `sql` as the harness's admin, below the service role: the
+    /// provider tampering with its own data.
+    pub async fn owner_sql(&self, sql: &str) {
+        let mut owner = self.owner().await;
+        sqlx::query(sql).execute(&mut owner).await.unwrap();
+    }
+
+    /// A connection to this database as the harness's admin.
+    pub async fn owner(&self) -> sqlx::PgConnection {
+        use sqlx::Connection;
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        let name: String = sqlx::query_scalar("SELECT current_database()::text")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        sqlx::PgConnection::connect_with(&crate::admin_options().database(&name))
+            .await
+            .unwrap()
+    }
+
     /// The application layer over this database, and a provider admin of
     /// the tenant: reads as REST and GraphQL make them.
     pub async fn app(&self) -> (slaproof_app::App, slaproof_app::Caller) {

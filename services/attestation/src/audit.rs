@@ -82,14 +82,16 @@ impl Report {
         });
     }
 
-    fn skip(&mut self, name: &'static str, why: impl Into<String>) {
+    /// Records a check not run, and why.
+    pub fn skip(&mut self, name: &'static str, why: impl Into<String>) {
         self.checks.push(Check {
             name,
             outcome: Outcome::Skipped(why.into()),
         });
     }
 
-    fn check(&mut self, name: &'static str, result: Result<String, String>) -> bool {
+    /// Records a check's result; answers whether it passed.
+    pub fn check(&mut self, name: &'static str, result: Result<String, String>) -> bool {
         match result {
             Ok(detail) => {
                 self.pass(name, detail);

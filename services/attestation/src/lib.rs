@@ -13,6 +13,7 @@ pub mod daily;
 mod error;
 pub mod export;
 mod log_anchor;
+pub mod opening;
 pub mod verifiers;
 pub mod worker;
 

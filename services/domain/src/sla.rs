@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use crate::anchoring::AttestationPolicy;
 use crate::credit::CreditPolicy;
+use crate::minute::Arrival;
 use crate::objective::{Objective, slug_type};
 use crate::policy::SlaPolicy;
 use crate::window::TimeWindow;
@@ -93,6 +94,22 @@ impl SlaDefinition {
             default
         };
         self.policy.late_grace_or(default)
+    }
+
+    /// When an event (or value) arrived, judged against the close of its
+    /// period under this SLA's window and late grace (`default` when the
+    /// SLA sets none): the one rule the evaluator's rollups and an
+    /// auditor's recount from the log both judge by.
+    pub fn arrival(
+        &self,
+        occurred_at: chrono::DateTime<chrono::Utc>,
+        received_at: chrono::DateTime<chrono::Utc>,
+        default: chrono::Duration,
+    ) -> Arrival {
+        let grace = self.late_grace_or(default);
+        Arrival::counted_until(&self.window, occurred_at, received_at, |to_next_end| {
+            self.policy.counts_until(grace, to_next_end)
+        })
     }
 
     /// Whether the SLA has a composite (some objective carries a weight).

@@ -129,6 +129,7 @@ pub(crate) async fn measure_days(
                 threshold: m.threshold,
                 good: m.good,
                 bad: m.bad,
+                counted_to: as_of,
             };
             if measurements::record(tx, &new, now).await?.is_some() {
                 recorded += 1;

@@ -74,14 +74,7 @@ impl TrackedSla {
         received_at: DateTime<Utc>,
         default: Duration,
     ) -> Arrival {
-        let policy = &self.definition.policy;
-        let grace = self.grace(default);
-        Arrival::counted_until(
-            &self.definition.window,
-            occurred_at,
-            received_at,
-            |to_next_end| policy.counts_until(grace, to_next_end),
-        )
+        self.definition.arrival(occurred_at, received_at, default)
     }
 
     /// The objectives that have rollups: all of them (events classify as

@@ -24,6 +24,9 @@ pub struct Measurement {
     pub good: i64,
     pub bad: i64,
     pub measured_at: DateTime<Utc>,
+    /// The evaluator's watermark the day was counted at (none for days
+    /// measured before it was kept).
+    pub counted_to: Option<DateTime<Utc>>,
 }
 
 /// A measurement to record.
@@ -39,6 +42,8 @@ pub struct NewMeasurement<'a> {
     pub threshold: u32,
     pub good: u64,
     pub bad: u64,
+    /// The evaluator's watermark the weights were counted at.
+    pub counted_to: DateTime<Utc>,
 }
 
 /// The days of `days` (start, end) that need measuring for `sla` at
@@ -118,8 +123,8 @@ pub async fn record(
     let weight = |w: u64| i64::try_from(w).unwrap_or(i64::MAX);
     sqlx::query(
         "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
-             revision, day_end, field, unit, threshold, good, bad, measured_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
+             revision, day_end, field, unit, threshold, good, bad, measured_at, counted_to) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
     )
     .bind(tx.tenant().uuid())
     .bind(m.sla.uuid())
@@ -134,6 +139,7 @@ pub async fn record(
     .bind(weight(m.good))
     .bind(weight(m.bad))
     .bind(measured_at)
+    .bind(m.counted_to)
     .execute(&mut **tx)
     .await?;
     Ok(Some(revision))
@@ -154,7 +160,7 @@ pub struct Unanchored {
 pub async fn unanchored(tx: &mut TenantTx, limit: i64) -> Result<Vec<Unanchored>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT m.sla_id, m.sla_version, m.objective, m.day_start, m.revision, m.day_end, m.field, \
-                m.unit, m.threshold, m.good, m.bad, m.measured_at, t.name AS tenant_name, \
+                m.unit, m.threshold, m.good, m.bad, m.measured_at, m.counted_to, t.name AS tenant_name, \
                 s.name AS sla_name \
          FROM transparency_measurements m \
          JOIN tenants t ON t.id = m.tenant_id \
@@ -227,6 +233,36 @@ pub struct DayRecord {
     pub anchor: Option<serde_json::Value>,
 }
 
+/// Every revision of `objective`'s days between `from` and `to`, by day
+/// and revision: what a dispute opens (a period's proof may open a day's
+/// earlier revision when a later one came after it).
+#[tracing::instrument(skip(tx))]
+pub async fn revisions(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    objective: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Measurement>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT sla_id, sla_version, objective, day_start, revision, day_end, field, unit, threshold, \
+                good, bad, measured_at, counted_to \
+         FROM transparency_measurements \
+         WHERE tenant_id = $1 AND sla_id = $2 AND sla_version = $3 AND objective = $4 \
+           AND day_start >= $5 AND day_start < $6 \
+         ORDER BY day_start, revision",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(objective)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
 /// Each day's latest measurement of `objective` between `from` and `to`.
 #[tracing::instrument(skip(tx))]
 pub async fn days_of(
@@ -239,7 +275,7 @@ pub async fn days_of(
 ) -> Result<Vec<DayRecord>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT DISTINCT ON (m.day_start) m.sla_id, m.sla_version, m.objective, m.day_start, \
-                m.revision, m.day_end, m.field, m.unit, m.threshold, m.good, m.bad, m.measured_at, \
+                m.revision, m.day_end, m.field, m.unit, m.threshold, m.good, m.bad, m.measured_at, m.counted_to, \
                 c.commitment, c.member_id, c.log_day, c.proof, a.anchor \
          FROM transparency_measurements m \
          LEFT JOIN transparency_commitments c ON c.tenant_id = m.tenant_id AND c.sla_id = m.sla_id \

@@ -159,23 +159,7 @@ impl Platform {
     }
 
     async fn owner_sql(&self, sql: &str) {
-        let mut owner = self.s_owner().await;
-        sqlx::query(sql).execute(&mut owner).await.unwrap();
-    }
-
-    /// A connection to the scenario's database as the harness's admin
-    /// (the provider tampering with its own data, below the service role).
-    async fn s_owner(&self) -> sqlx::PgConnection {
-        use sqlx::Connection;
-        let mut tx = self.s.db.tenant_tx(self.s.tenant).await.unwrap();
-        let name: String = sqlx::query_scalar("SELECT current_database()::text")
-            .fetch_one(&mut *tx)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-        sqlx::PgConnection::connect_with(&slaproof_tests::admin_options().database(&name))
-            .await
-            .unwrap()
+        self.s.owner_sql(sql).await;
     }
 }
 
@@ -555,7 +539,7 @@ async fn the_log_is_append_only_even_for_its_owner_role() {
     )])
     .await;
     assert_eq!(p.build("2026-11-11T02:00:00Z").await.len(), 1);
-    let mut owner = p.s_owner().await;
+    let mut owner = p.s.owner().await;
     for sql in [
         "UPDATE transparency_entries SET leaf_index = 7",
         "DELETE FROM transparency_heads",

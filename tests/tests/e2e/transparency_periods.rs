@@ -5,15 +5,19 @@
 //! (a new revision, anchored later), the close waits for its last days'
 //! anchors, the proof opens the anchored days, and the auditor's checks
 //! follow it to them on chain. A bundle whose days are not the anchored
-//! ones, or do not tile the period, fails.
+//! ones, or do not tile the period, fails. In a dispute the provider opens
+//! the days and the auditor recounts each from the exported log.
 
-use chrono::Duration as Span;
+use chrono::{Duration as Span, NaiveDate};
+use slaproof::cli::dispute_checks;
 use slaproof_app::transparency::TransparencySettings;
-use slaproof_attestation::audit::{Pins, audit};
+use slaproof_attestation::audit::{Pins, Report, audit};
 use slaproof_attestation::daily::DayAnchor;
+use slaproof_attestation::opening::{Openings, open_days};
 use slaproof_attestation::worker::{Anchoring, Prover, Settings, Worker};
 use slaproof_circuits::{Circuit, CircuitKeys};
-use slaproof_store::attestations;
+use slaproof_domain::window::Period;
+use slaproof_store::attestations::{self, Attestation};
 use slaproof_tests::scenario::{Request, Scenario, at};
 
 use crate::attestation::{SLA, anvil_binary, attestations_of, chain_on, keys_64, provable};
@@ -181,13 +185,15 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
     };
+    let mut bundles = Vec::new();
     for row in &rows {
-        let (_dir, report) = crate::attestation_paths::audited(&s, row, &node, &pins).await;
+        let (dir, report) = crate::attestation_paths::audited(&s, row, &node, &pins).await;
         assert!(report.failed().is_empty(), "{}", report.render());
         let text = report.render();
         println!("{}: {text}", row.objective);
         assert!(text.contains("aggregate of 30 daily commitments"), "{text}");
         assert!(text.contains("30 days in"), "{text}");
+        bundles.push(dir);
     }
 
     // A bundle whose days are not the anchored ones fails the auditor.
@@ -243,4 +249,137 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         );
         assert!(report.render().contains(expected), "{}", report.render());
     }
+
+    disputed(&s, &rows, &bundles).await;
+}
+
+/// A dispute over the month: the provider opens each proof's days, the
+/// auditor checks the openings against the anchored commitments and
+/// recounts every day from the exported log days, with nothing else; an
+/// opening, a log day or the terms that do not hold are named.
+async fn disputed(s: &Scenario, rows: &[Attestation], bundles: &[tempfile::TempDir]) {
+    let (app, admin) = s.app().await;
+    let files = tempfile::tempdir().unwrap();
+    let export = |day: NaiveDate| {
+        let app = &app;
+        let admin = &admin;
+        let path = files.path().join(format!("log-{day}.json"));
+        async move {
+            match app.export_log_day(admin, day).await {
+                Ok(export) => {
+                    std::fs::write(&path, serde_json::to_string(&export).unwrap()).unwrap();
+                    Some((path, export.head.verifier_key))
+                }
+                Err(slaproof_app::AppError::NotFound { .. }) => None,
+                Err(err) => panic!("{err}"),
+            }
+        }
+    };
+    let mut log_days = Vec::new();
+    let mut key = String::new();
+    let first: NaiveDate = "2026-11-01".parse().unwrap();
+    for day in first.iter_days().take(30) {
+        if let Some((path, verifier_key)) = export(day).await {
+            log_days.push(path);
+            key = verifier_key;
+        }
+    }
+    // The log began on the 10th, the first day with events.
+    assert_eq!(log_days.len(), 21);
+    let grace = slaproof_tests::scenario::settings().grace();
+    let mut availability = None;
+    for (row, bundle) in rows.iter().zip(bundles) {
+        let openings = open_days(&s.db, s.tenant, row.id, grace).await.unwrap();
+        let path = files
+            .path()
+            .join(format!("openings-{}.json", row.objective));
+        std::fs::write(&path, serde_json::to_string(&openings).unwrap()).unwrap();
+        let mut report = Report::default();
+        dispute_checks(&mut report, bundle.path(), &path, &log_days, Some(&key));
+        let text = report.render();
+        println!("{}: {text}", row.objective);
+        assert!(report.failed().is_empty(), "{text}");
+        if row.objective == "good-minutes" {
+            assert_eq!(report.skipped(), ["day recount"], "{text}");
+            assert!(text.contains("time-slice"), "{text}");
+        } else {
+            assert!(report.skipped().is_empty(), "{text}");
+            assert!(
+                text.contains("30 days recounted from 4321 logged events"),
+                "{text}"
+            );
+        }
+        if row.objective == "availability" {
+            assert!(text.contains("4308 good and 13 bad, as opened"), "{text}");
+            availability = Some((bundle.path(), openings));
+        }
+    }
+    let (bundle, openings) = availability.unwrap();
+    let check = |openings: &Openings, log_days: &[std::path::PathBuf]| {
+        let path = files.path().join("openings-changed.json");
+        std::fs::write(&path, serde_json::to_string(openings).unwrap()).unwrap();
+        let mut report = Report::default();
+        dispute_checks(&mut report, bundle, &path, log_days, Some(&key));
+        report
+    };
+
+    // Weights other than the committed ones do not open the commitment.
+    let mut more = openings.clone();
+    more.days[10].good += 1;
+    let report = check(&more, &log_days);
+    assert_eq!(report.failed(), ["day openings"], "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("do not make the anchored commitment")
+    );
+
+    // Terms that do not reproduce the committed weights from the logged
+    // events: a maintenance window over the 11th's errors, never agreed.
+    let mut excused = openings.clone();
+    excused.maintenance = vec![Period {
+        start: at("2026-11-11T01:00:00Z"),
+        end: at("2026-11-11T01:15:00Z"),
+    }];
+    let report = check(&excused, &log_days);
+    assert_eq!(report.failed(), ["day recount"], "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("the log's events count 1425 good and 0 bad, the commitment opens to 1428 good and 12 bad"),
+        "{}",
+        report.render()
+    );
+
+    // A log day left out cannot be recounted.
+    let without: Vec<_> = log_days
+        .iter()
+        .filter(|p| !p.ends_with("log-2026-11-15.json"))
+        .cloned()
+        .collect();
+    let report = check(&openings, &without);
+    assert_eq!(report.skipped(), ["day recount"], "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("the log days 2026-11-15 are not given")
+    );
+
+    // An event removed, and one altered, after the 11th was anchored: its
+    // export no longer rebuilds the signed head, and the recount says so.
+    s.owner_sql("DELETE FROM events WHERE occurred_at = '2026-11-11T01:00:00Z'")
+        .await;
+    export("2026-11-11".parse().unwrap()).await.unwrap();
+    let report = check(&openings, &log_days);
+    assert_eq!(report.failed(), ["day recount"], "{}", report.render());
+    assert!(report.render().contains("its event is no longer stored"));
+    s.owner_sql("UPDATE events SET status = 200 WHERE occurred_at = '2026-11-11T01:01:00Z'")
+        .await;
+    export("2026-11-11".parse().unwrap()).await.unwrap();
+    let report = check(&openings, &log_days);
+    assert!(
+        report.render().contains("does not rebuild its signed head"),
+        "{}",
+        report.render()
+    );
 }

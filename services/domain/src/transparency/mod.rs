@@ -12,6 +12,7 @@
 pub mod check;
 mod leaf;
 pub mod note;
+pub mod recount;
 pub mod tree;
 
 pub use leaf::{Leaf, LeafSalt, SALT_CONTEXT};

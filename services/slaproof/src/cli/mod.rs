@@ -26,7 +26,7 @@ pub use tenancy::{
 };
 use tenancy::{customer, ingest_key, probe, sla, tenant};
 use transparency::log;
-pub use transparency::{LogCommand, check_anchor, verify_proof};
+pub use transparency::{LogCommand, check_anchor, dispute_checks, verify_proof};
 pub use webhooks::WebhookCommand;
 use webhooks::webhook;
 
@@ -145,6 +145,20 @@ pub enum Command {
         /// schema's resolver authorises.
         #[arg(long, value_name = "ADDRESS")]
         attester: Option<alloy::primitives::Address>,
+        /// In a dispute, the provider's openings of the period's days
+        /// (`slaproof log open-days`): checked against the anchored
+        /// commitments, and with --log-day each day recounted.
+        #[arg(long, value_name = "FILE")]
+        openings: Option<PathBuf>,
+        /// A log day exported with `slaproof log export`; repeat it for
+        /// every day from the period's first to its last day's watermark
+        /// (late events are logged in later days).
+        #[arg(long = "log-day", value_name = "FILE", requires = "openings")]
+        log_days: Vec<PathBuf>,
+        /// The log's verifier key (`<origin>+<id>+<key>`), to rebuild each
+        /// log day's signed head before its events are recounted.
+        #[arg(long, value_name = "KEY")]
+        log_verifier_key: Option<String>,
     },
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
@@ -515,6 +529,9 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
             vk_sha256,
             eas,
             attester,
+            openings,
+            log_days,
+            log_verifier_key,
         } => {
             if let (Some(id), Some(api)) = (attestation, api_url) {
                 download_bundle(&api, &id, &dir).await?;
@@ -524,7 +541,17 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
                 eas,
                 attester,
             };
-            let report = slaproof_attestation::audit::audit(&dir, rpc_url.as_ref(), &pins).await;
+            let mut report =
+                slaproof_attestation::audit::audit(&dir, rpc_url.as_ref(), &pins).await;
+            if let Some(openings) = openings {
+                transparency::dispute_checks(
+                    &mut report,
+                    &dir,
+                    &openings,
+                    &log_days,
+                    log_verifier_key.as_deref(),
+                );
+            }
             print!("{}", report.render());
             let failed = report.failed();
             if !failed.is_empty() {

@@ -4,13 +4,18 @@
 //! a proof or audits an exported day offline, with the log's verifier key
 //! and nothing of slaproof's but this binary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use chrono::NaiveDate;
 use clap::Subcommand;
 use slaproof_app::transparency::audit::{DayExport, audit_day};
 use slaproof_app::transparency::requests::{CheckRequestsIn, RequestProof};
+use slaproof_attestation::audit::Report;
+use slaproof_attestation::bundle::StatementFile;
+use slaproof_attestation::opening::{
+    LoggedDay, Openings, Recount, check_openings, check_recount, open_days,
+};
 use slaproof_domain::transparency::note;
 use slaproof_domain::transparency::tree;
 use slaproof_domain::transparency::{Leaf, hash_from_hex, hash_hex, leaf_hash};
@@ -63,6 +68,16 @@ pub enum LogCommand {
         #[command(flatten)]
         tenant: TenantArg,
         day: NaiveDate,
+    },
+    /// Open the days a period was proven over, for a dispute (JSON on
+    /// stdout): each day's weights and salt, the SLA version's terms and
+    /// the maintenance excluded. An auditor checks them with `slaproof
+    /// verify --openings`. Each salt opens its day only.
+    OpenDays {
+        #[command(flatten)]
+        tenant: TenantArg,
+        /// The attestation (proven over daily commitments).
+        attestation: uuid::Uuid,
     },
     /// Rebuild an exported day's head from the file alone. Exits non-zero
     /// naming every problem.
@@ -170,6 +185,17 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
                     let admin = app.operator_in(&tenant.tenant).await?;
                     let export = app.export_log_day(&admin, day).await?;
                     println!("{}", serde_json::to_string_pretty(&export)?);
+                }
+                LogCommand::OpenDays {
+                    tenant,
+                    attestation,
+                } => {
+                    let admin = app.operator_in(&tenant.tenant).await?;
+                    let db = super::connect(config).await?;
+                    let openings =
+                        open_days(&db, admin.tenant(), attestation, config.evaluator.grace())
+                            .await?;
+                    println!("{}", serde_json::to_string_pretty(&openings)?);
                 }
                 LogCommand::VerifyProof { .. } | LogCommand::Audit { .. } => unreachable!(),
             }
@@ -299,4 +325,100 @@ pub async fn check_anchor(
     }
     anyhow::ensure!(!found.revoked, "attestation {uid} was revoked");
     Ok(uid.to_string())
+}
+
+/// A dispute's checks, added to `report`: the provider's openings of the
+/// period's days (`slaproof log open-days`) against the bundle's anchored
+/// commitments, and each day recounted from the log days exported with
+/// `slaproof log export`, every one first rebuilt to its head signed by
+/// `verifier_key`.
+pub fn dispute_checks(
+    report: &mut Report,
+    dir: &Path,
+    openings: &Path,
+    log_days: &[PathBuf],
+    verifier_key: Option<&str>,
+) {
+    let read = || -> Result<(StatementFile, Openings), String> {
+        let statement = StatementFile::read(dir).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(openings)
+            .map_err(|e| format!("reading {}: {e}", openings.display()))?;
+        let openings = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a period's openings: {e}", openings.display()))?;
+        Ok((statement, openings))
+    };
+    let (statement, openings) = match read() {
+        Ok(files) => files,
+        Err(why) => {
+            report.check("day openings", Err(why));
+            return;
+        }
+    };
+    let opened = report.check("day openings", check_openings(&statement, &openings));
+    if log_days.is_empty() {
+        report.skip(
+            "day recount",
+            "no --log-day: give every log day the period's events may be logged in",
+        );
+        return;
+    }
+    if !opened {
+        report.skip(
+            "day recount",
+            "the openings are not the anchored commitments",
+        );
+        return;
+    }
+    let Some(key) = verifier_key else {
+        report.check(
+            "day recount",
+            Err("--log-verifier-key is needed to check the exported log days".into()),
+        );
+        return;
+    };
+    let mut log = Vec::with_capacity(log_days.len());
+    for path in log_days {
+        match logged_day(path, key) {
+            Ok(day) => log.push(day),
+            Err(why) => {
+                report.check("day recount", Err(why));
+                return;
+            }
+        }
+    }
+    match check_recount(&openings, &log) {
+        Recount::Agrees(detail) => report.check("day recount", Ok(detail)),
+        Recount::Disagrees(why) => report.check("day recount", Err(why)),
+        Recount::NotPossible(why) => {
+            report.skip("day recount", why);
+            false
+        }
+    };
+}
+
+/// An exported log day rebuilt to its signed head, and its leaves.
+fn logged_day(path: &Path, verifier_key: &str) -> Result<LoggedDay, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let export: DayExport = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a day's export: {e}", path.display()))?;
+    let audit = audit_day(&export, verifier_key);
+    if !audit.problems.is_empty() {
+        return Err(format!(
+            "the log day {} does not rebuild its signed head: {}",
+            export.day,
+            audit.problems.join("; ")
+        ));
+    }
+    let leaves = export
+        .leaves
+        .iter()
+        .flatten()
+        .map(|bytes| Leaf::parse(bytes.as_bytes()).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    Ok(LoggedDay {
+        day: export.day,
+        starts_log: export.head.first_index == 0,
+        leaves,
+    })
 }

@@ -1,0 +1,280 @@
+//! An auditor's recount of a day's measurement from the log's leaves: the
+//! events of the day an SLA counts, judged by the same domain rules the
+//! evaluator's rollups judge by ([`Objective::classify`],
+//! [`SlaDefinition::arrival`], maintenance by [`in_any`]), so that the
+//! weights a day's commitment opens to can be checked against the logged
+//! events with nothing but exported files (`docs/TRANSPARENCY.md`).
+//!
+//! Event objectives (ratio and threshold) are recounted. Time slices and
+//! gauges are not: a slice's verdict needs the slices without events
+//! (no-data policy) and a gauge's values are not logged.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::Leaf;
+use crate::budget::Tally;
+use crate::event::{EventFields, EventSource};
+use crate::filter::{Comparison, Expr, Field};
+use crate::objective::{EventVerdict, MeasuredField, Objective, RatioCount, Sli};
+use crate::sla::SlaDefinition;
+use crate::window::{Period, in_any};
+
+/// What a day was counted under, as the provider opens it.
+#[derive(Debug, Clone, Copy)]
+pub struct DayRules<'a> {
+    /// The SLA version's definition (its service, window, policy and
+    /// objectives).
+    pub definition: &'a SlaDefinition,
+    /// The maintenance excluded, merged and sorted.
+    pub maintenance: &'a [Period],
+    /// The platform's late grace, which an SLA without its own uses.
+    pub default_grace: Duration,
+    /// The evaluator's watermark the day was counted at: every event
+    /// received before it, none after.
+    pub counted_to: DateTime<Utc>,
+}
+
+/// Whether the recount can rebuild `objective`'s days from leaves; why
+/// not otherwise.
+pub fn recountable(objective: &Objective) -> Result<(), String> {
+    let filters = match &objective.sli {
+        Sli::Ratio(r) => {
+            let count = match &r.count {
+                RatioCount::Good(f) | RatioCount::Bad(f) => f,
+            };
+            vec![Some(count), r.total.as_ref()]
+        }
+        Sli::Threshold(t) => {
+            if let MeasuredField::Attr(name) = &t.field {
+                return Err(format!(
+                    "it measures attr.{name}, which the log does not carry"
+                ));
+            }
+            vec![t.filter.as_ref()]
+        }
+        Sli::TimeSlices(_) => {
+            return Err(
+                "a time-slice objective is judged on slices, which the recount \
+                        does not rebuild"
+                    .into(),
+            );
+        }
+        Sli::Gauge(_) => return Err("a gauge's values are not in the log".into()),
+    };
+    for filter in filters.into_iter().flatten() {
+        if let Some(name) = attribute(filter.expr()) {
+            return Err(format!(
+                "its filter reads attr.{name}, which the log does not carry"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first free attribute an expression reads.
+fn attribute(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Or(items) | Expr::And(items) => items.iter().find_map(attribute),
+        Expr::Not(inner) => attribute(inner),
+        Expr::Test(Comparison::Compare { field, .. } | Comparison::In { field, .. }) => match field
+        {
+            Field::Attr(name) => Some(name),
+            _ => None,
+        },
+    }
+}
+
+/// The tally of `objective` over `day` from `leaves` (any order; an event
+/// logged twice is a problem the caller reports, not counted twice here:
+/// pass each event once).
+pub fn recount_day<'l>(
+    rules: &DayRules<'_>,
+    objective: &Objective,
+    day: Period,
+    leaves: impl IntoIterator<Item = &'l Leaf>,
+) -> Result<Tally, String> {
+    recountable(objective)?;
+    let mut tally = Tally::default();
+    for leaf in leaves {
+        let (Some(occurred), Some(received)) = (
+            DateTime::from_timestamp_micros(leaf.occurred_at_us),
+            DateTime::from_timestamp_micros(leaf.received_at_us),
+        ) else {
+            continue;
+        };
+        // The evaluator's scope (`TrackedSla::scopes`): the version's
+        // service (days are measured only in periods the version judges
+        // whole, all after it began counting); received before the
+        // watermark.
+        if !day.contains(occurred)
+            || leaf.service != rules.definition.service
+            || received >= rules.counted_to
+            || in_any(rules.maintenance, occurred)
+            || !rules
+                .definition
+                .arrival(occurred, received, rules.default_grace)
+                .counts()
+        {
+            continue;
+        }
+        match objective.classify(leaf) {
+            EventVerdict::NotCounted => {}
+            verdict => {
+                tally.total += 1;
+                tally.good += u64::from(verdict == EventVerdict::Good);
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// A leaf's fields as filters read them; the log carries no free
+/// attributes (see [`recountable`]).
+impl EventFields for Leaf {
+    fn service(&self) -> Option<&str> {
+        Some(&self.service)
+    }
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+    fn status(&self) -> Option<u16> {
+        self.status.and_then(|s| u16::try_from(s).ok())
+    }
+    fn error_class(&self) -> Option<&str> {
+        self.error_class.as_deref()
+    }
+    fn source(&self) -> Option<EventSource> {
+        self.source.parse().ok()
+    }
+    fn streaming(&self) -> Option<bool> {
+        self.streaming
+    }
+    fn latency_us(&self) -> Option<u64> {
+        self.latency_us.and_then(|v| u64::try_from(v).ok())
+    }
+    fn ttft_us(&self) -> Option<u64> {
+        self.ttft_us.and_then(|v| u64::try_from(v).ok())
+    }
+    fn tpot_us(&self) -> Option<u64> {
+        self.tpot_us.and_then(|v| u64::try_from(v).ok())
+    }
+    fn input_tokens(&self) -> Option<u64> {
+        self.input_tokens.and_then(|v| u64::try_from(v).ok())
+    }
+    fn output_tokens(&self) -> Option<u64> {
+        self.output_tokens.and_then(|v| u64::try_from(v).ok())
+    }
+    fn attr(&self, _name: &str) -> Option<f64> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definition() -> SlaDefinition {
+        let doc = "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: acme}\nspec:\n  service: chat\n  \
+                   window: {calendar: month, timeZone: UTC}\n  objectives:\n    \
+                   - {name: ok, target: 99%, ratio: {good: \"status < 500\"}}\n    \
+                   - {name: fast, target: 95%, threshold: {field: latency_ms, op: lte, value: 800ms}}\n    \
+                   - {name: cached, target: 95%, ratio: {good: \"attr.cache_hit == 1\"}}\n";
+        SlaDefinition::from_document(doc).unwrap()
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn leaf(occurred: &str, received: &str, status: i32, latency_ms: i64) -> Leaf {
+        Leaf {
+            v: 1,
+            salt: "00".repeat(32),
+            event: "evt_1".into(),
+            request_id: None,
+            source: "provider".into(),
+            service: "chat".into(),
+            model: None,
+            occurred_at_us: at(occurred).timestamp_micros(),
+            received_at_us: at(received).timestamp_micros(),
+            late: false,
+            status: Some(status),
+            error_class: None,
+            latency_us: Some(latency_ms * 1000),
+            ttft_us: None,
+            tpot_us: None,
+            input_tokens: None,
+            output_tokens: None,
+            streaming: None,
+        }
+    }
+
+    #[test]
+    fn a_day_is_recounted_as_the_evaluator_counts_it() {
+        let d = definition();
+        let maintenance = [Period {
+            start: at("2026-11-10T12:00:00Z"),
+            end: at("2026-11-10T13:00:00Z"),
+        }];
+        let rules = DayRules {
+            definition: &d,
+            maintenance: &maintenance,
+            default_grace: Duration::hours(1),
+            counted_to: at("2026-11-12T00:00:00Z"),
+        };
+        let day = Period {
+            start: at("2026-11-10T00:00:00Z"),
+            end: at("2026-11-11T00:00:00Z"),
+        };
+        let mut other = leaf("2026-11-10T01:00:00Z", "2026-11-10T01:00:00Z", 200, 100);
+        other.service = "embed".into();
+        let leaves = [
+            leaf("2026-11-10T01:00:00Z", "2026-11-10T01:00:00Z", 200, 100),
+            leaf("2026-11-10T02:00:00Z", "2026-11-10T02:00:00Z", 503, 900),
+            // Under maintenance.
+            leaf("2026-11-10T12:30:00Z", "2026-11-10T12:30:00Z", 503, 900),
+            // Another day.
+            leaf("2026-11-11T00:00:00Z", "2026-11-11T00:00:00Z", 503, 900),
+            // Received after the watermark.
+            leaf("2026-11-10T03:00:00Z", "2026-11-12T00:00:00Z", 503, 900),
+            other,
+        ];
+        let ok = d.objective("ok").unwrap();
+        let fast = d.objective("fast").unwrap();
+        assert_eq!(
+            recount_day(&rules, ok, day, &leaves).unwrap(),
+            Tally { good: 1, total: 2 }
+        );
+        assert_eq!(
+            recount_day(&rules, fast, day, &leaves).unwrap(),
+            Tally { good: 1, total: 2 }
+        );
+        let cached = d.objective("cached").unwrap();
+        let why = recount_day(&rules, cached, day, &leaves).unwrap_err();
+        assert!(why.contains("attr.cache_hit"), "{why}");
+    }
+
+    #[test]
+    fn an_event_past_its_periods_close_is_not_counted() {
+        let d = definition();
+        let rules = DayRules {
+            definition: &d,
+            maintenance: &[],
+            default_grace: Duration::hours(1),
+            counted_to: at("2026-12-20T00:00:00Z"),
+        };
+        let day = Period {
+            start: at("2026-11-30T00:00:00Z"),
+            end: at("2026-12-01T00:00:00Z"),
+        };
+        let leaves = [
+            leaf("2026-11-30T10:00:00Z", "2026-12-01T00:30:00Z", 503, 1),
+            leaf("2026-11-30T11:00:00Z", "2026-12-01T01:30:00Z", 503, 1),
+        ];
+        let ok = d.objective("ok").unwrap();
+        assert_eq!(
+            recount_day(&rules, ok, day, &leaves).unwrap(),
+            Tally { good: 0, total: 1 }
+        );
+    }
+}
