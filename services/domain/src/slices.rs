@@ -26,10 +26,16 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
+
 use num_bigint::BigUint;
 use num_integer::Integer;
 
 use crate::budget::Tally;
+use crate::objective::{SliceBudgeting, TimeSlicesSli};
+use crate::policy::NoDataSlices;
+use crate::slice_grid::SliceGrid;
+use crate::window::Period;
 
 const MICRO: u128 = 1_000_000;
 
@@ -116,6 +122,59 @@ fn floor_of_fractions(fractions: &[(u128, u128)]) -> u128 {
     } else {
         low
     }
+}
+
+/// The tally of a time-slice objective over `[from, to)` from its slices'
+/// counts (`slices`, by slice start on `grid`, maintenance already taken
+/// out): each slice judged by [`TimeSlicesSli::slice_is_good`] or, for
+/// `RatioTimeslices`, its ratio; and each whole slice in the range with no
+/// counted event and not wholly in maintenance (`windows`) counted as the
+/// SLA's `policy.noData.slices` says (the one still running at `to` is not
+/// judged yet). The one rule the evaluator's close and an auditor's recount
+/// from the log judge slices by.
+pub fn slice_objective_tally(
+    sli: &TimeSlicesSli,
+    no_data: NoDataSlices,
+    grid: &SliceGrid,
+    windows: &[Period],
+    range: Period,
+    slices: &BTreeMap<DateTime<Utc>, Tally>,
+) -> Tally {
+    let mut missing = 0u64;
+    if no_data != NoDataSlices::Ignored {
+        let mut slice = grid.slice_containing(range.start);
+        while slice.start < range.end && slice.end <= range.end {
+            let empty = slices.get(&slice.start).is_none_or(|t| t.total == 0);
+            let maintained = windows
+                .iter()
+                .any(|w| w.start <= slice.start && w.end >= slice.end);
+            if empty && !maintained {
+                missing += 1;
+            }
+            slice = grid.slice_containing(slice.end);
+        }
+    }
+    let missing_good = u64::from(no_data == NoDataSlices::Good);
+    if sli.budgeting == SliceBudgeting::RatioTimeslices {
+        let mut ratios = SliceRatios::default();
+        for t in slices.values() {
+            ratios.add(t.good, t.total);
+        }
+        for _ in 0..missing {
+            ratios.add(missing_good, 1);
+        }
+        return ratios.tally();
+    }
+    let mut tally = Tally::default();
+    for t in slices.values() {
+        if let Some(good) = sli.slice_is_good(t.good, t.total) {
+            tally.total += 1;
+            tally.good += u64::from(good);
+        }
+    }
+    tally.total += missing;
+    tally.good += missing * missing_good;
+    tally
 }
 
 #[cfg(test)]

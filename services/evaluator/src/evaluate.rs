@@ -13,10 +13,9 @@ use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
 use slaproof_domain::minute::{ceil_hour, floor_hour, floor_minute, maintenance_minutes};
-use slaproof_domain::objective::{Objective, Sli, SliceBudgeting, TimeSlicesSli};
-use slaproof_domain::policy::NoDataSlices;
+use slaproof_domain::objective::{Objective, Sli, TimeSlicesSli};
 use slaproof_domain::risk::{DegradeLevel, Outlook};
-use slaproof_domain::slices::SliceRatios;
+use slaproof_domain::slices::slice_objective_tally;
 use slaproof_domain::window::Period;
 use slaproof_store::{TenantTx, maintenance};
 
@@ -285,45 +284,17 @@ pub async fn slice_tally(
             }
         }
     }
-    // Slices without data count as the SLA's `policy.noData.slices` says:
-    // each whole slice in the range with no counted event and not wholly
-    // in maintenance (the one still running at `to` is not judged yet).
-    let no_data = sla.definition.policy.no_data.slices;
-    let mut missing = 0u64;
-    if no_data != NoDataSlices::Ignored {
-        let mut slice = grid.slice_containing(from);
-        while slice.start < to && slice.end <= to {
-            let empty = slices.get(&slice.start).is_none_or(|t| t.total == 0);
-            let maintained = windows
-                .iter()
-                .any(|w| w.start <= slice.start && w.end >= slice.end);
-            if empty && !maintained {
-                missing += 1;
-            }
-            slice = grid.slice_containing(slice.end);
-        }
-    }
-    let missing_good = u64::from(no_data == NoDataSlices::Good);
-    if sli.budgeting == SliceBudgeting::RatioTimeslices {
-        let mut ratios = SliceRatios::default();
-        for t in slices.values() {
-            ratios.add(t.good, t.total);
-        }
-        for _ in 0..missing {
-            ratios.add(missing_good, 1);
-        }
-        return Ok(ratios.tally());
-    }
-    let mut tally = Tally::default();
-    for t in slices.values() {
-        if let Some(good) = sli.slice_is_good(t.good, t.total) {
-            tally.total += 1;
-            tally.good += u64::from(good);
-        }
-    }
-    tally.total += missing;
-    tally.good += missing * missing_good;
-    Ok(tally)
+    Ok(slice_objective_tally(
+        sli,
+        sla.definition.policy.no_data.slices,
+        &grid,
+        windows,
+        Period {
+            start: from,
+            end: to,
+        },
+        &slices,
+    ))
 }
 
 /// Evaluates every event-count objective of one SLA as of `as_of` (a

@@ -5,9 +5,13 @@
 //! weights a day's commitment opens to can be checked against the logged
 //! events with nothing but exported files (`docs/TRANSPARENCY.md`).
 //!
-//! Event objectives (ratio and threshold) are recounted. Time slices and
-//! gauges are not: a slice's verdict needs the slices without events
-//! (no-data policy) and a gauge's values are not logged.
+//! Event objectives (ratio and threshold) are recounted event by event;
+//! time-slice objectives slice by slice, each slice's events judged by the
+//! same indicator and the slices then by [`slice_objective_tally`], the
+//! rule the evaluator's close uses. Gauges are not: their values are not
+//! logged.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -15,8 +19,12 @@ use super::Leaf;
 use crate::budget::Tally;
 use crate::event::{EventFields, EventSource};
 use crate::filter::{Comparison, Expr, Field};
-use crate::objective::{EventVerdict, MeasuredField, Objective, RatioCount, Sli};
+use crate::objective::{
+    EventVerdict, MeasuredField, Objective, RatioCount, RatioSli, Sli, SliceIndicator, ThresholdSli,
+};
 use crate::sla::SlaDefinition;
+use crate::slice_grid::SliceGrid;
+use crate::slices::slice_objective_tally;
 use crate::window::{Period, in_any};
 
 /// What a day was counted under, as the provider opens it.
@@ -37,38 +45,45 @@ pub struct DayRules<'a> {
 /// Whether the recount can rebuild `objective`'s days from leaves; why
 /// not otherwise.
 pub fn recountable(objective: &Objective) -> Result<(), String> {
-    let filters = match &objective.sli {
-        Sli::Ratio(r) => {
-            let count = match &r.count {
-                RatioCount::Good(f) | RatioCount::Bad(f) => f,
-            };
-            vec![Some(count), r.total.as_ref()]
-        }
-        Sli::Threshold(t) => {
-            if let MeasuredField::Attr(name) = &t.field {
-                return Err(format!(
-                    "it measures attr.{name}, which the log does not carry"
-                ));
-            }
-            vec![t.filter.as_ref()]
-        }
-        Sli::TimeSlices(_) => {
-            return Err(
-                "a time-slice objective is judged on slices, which the recount \
-                        does not rebuild"
-                    .into(),
-            );
-        }
-        Sli::Gauge(_) => return Err("a gauge's values are not in the log".into()),
-    };
-    for filter in filters.into_iter().flatten() {
-        if let Some(name) = attribute(filter.expr()) {
-            return Err(format!(
-                "its filter reads attr.{name}, which the log does not carry"
-            ));
-        }
+    match &objective.sli {
+        Sli::Ratio(r) => ratio_reads_only_logged_fields(r),
+        Sli::Threshold(t) => threshold_reads_only_logged_fields(t),
+        Sli::TimeSlices(t) => match &t.indicator {
+            SliceIndicator::Ratio(r) => ratio_reads_only_logged_fields(r),
+            SliceIndicator::Threshold(th) => threshold_reads_only_logged_fields(th),
+        },
+        Sli::Gauge(_) => Err("a gauge's values are not in the log".into()),
     }
-    Ok(())
+}
+
+fn ratio_reads_only_logged_fields(r: &RatioSli) -> Result<(), String> {
+    let count = match &r.count {
+        RatioCount::Good(f) | RatioCount::Bad(f) => f,
+    };
+    [Some(count), r.total.as_ref()]
+        .into_iter()
+        .flatten()
+        .try_for_each(|f| filter_reads_only_logged_fields(f.expr()))
+}
+
+fn threshold_reads_only_logged_fields(t: &ThresholdSli) -> Result<(), String> {
+    if let MeasuredField::Attr(name) = &t.field {
+        return Err(format!(
+            "it measures attr.{name}, which the log does not carry"
+        ));
+    }
+    t.filter
+        .as_ref()
+        .map_or(Ok(()), |f| filter_reads_only_logged_fields(f.expr()))
+}
+
+fn filter_reads_only_logged_fields(expr: &Expr) -> Result<(), String> {
+    match attribute(expr) {
+        Some(name) => Err(format!(
+            "its filter reads attr.{name}, which the log does not carry"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The first free attribute an expression reads.
@@ -94,7 +109,15 @@ pub fn recount_day<'l>(
     leaves: impl IntoIterator<Item = &'l Leaf>,
 ) -> Result<Tally, String> {
     recountable(objective)?;
+    let slicing = match &objective.sli {
+        Sli::TimeSlices(sli) => Some((
+            sli,
+            SliceGrid::new(sli.slice_length, &rules.definition.window),
+        )),
+        _ => None,
+    };
     let mut tally = Tally::default();
+    let mut slices: BTreeMap<DateTime<Utc>, Tally> = BTreeMap::new();
     for leaf in leaves {
         let (Some(occurred), Some(received)) = (
             DateTime::from_timestamp_micros(leaf.occurred_at_us),
@@ -117,15 +140,30 @@ pub fn recount_day<'l>(
         {
             continue;
         }
-        match objective.classify(leaf) {
-            EventVerdict::NotCounted => {}
-            verdict => {
-                tally.total += 1;
-                tally.good += u64::from(verdict == EventVerdict::Good);
-            }
+        let verdict = objective.classify(leaf);
+        if verdict == EventVerdict::NotCounted {
+            continue;
         }
+        let t = match &slicing {
+            Some((_, grid)) => slices
+                .entry(grid.slice_containing(occurred).start)
+                .or_default(),
+            None => &mut tally,
+        };
+        t.total += 1;
+        t.good += u64::from(verdict == EventVerdict::Good);
     }
-    Ok(tally)
+    Ok(match slicing {
+        Some((sli, grid)) => slice_objective_tally(
+            sli,
+            rules.definition.policy.no_data.slices,
+            &grid,
+            rules.maintenance,
+            day,
+            &slices,
+        ),
+        None => tally,
+    })
 }
 
 /// A leaf's fields as filters read them; the log carries no free
@@ -275,6 +313,43 @@ mod tests {
         assert_eq!(
             recount_day(&rules, ok, day, &leaves).unwrap(),
             Tally { good: 0, total: 1 }
+        );
+    }
+
+    #[test]
+    fn slices_are_recounted_with_empty_ones_judged_by_the_no_data_policy() {
+        let doc = "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: acme}\nspec:\n  service: chat\n  \
+                   window: {calendar: month, timeZone: UTC}\n  policy: {noData: {slices: bad}}\n  objectives:\n    \
+                   - name: hours\n      target: 99%\n      timeSlices: {sliceLength: 1h, budgeting: Timeslices, \
+                   sliceTarget: 50%, ratio: {good: \"status < 500\"}}\n";
+        let d = SlaDefinition::from_document(doc).unwrap();
+        let maintenance = [Period {
+            start: at("2026-11-10T05:00:00Z"),
+            end: at("2026-11-10T07:00:00Z"),
+        }];
+        let rules = DayRules {
+            definition: &d,
+            maintenance: &maintenance,
+            default_grace: Duration::hours(1),
+            counted_to: at("2026-11-12T00:00:00Z"),
+        };
+        let day = Period {
+            start: at("2026-11-10T00:00:00Z"),
+            end: at("2026-11-11T00:00:00Z"),
+        };
+        let leaves = [
+            // 01h: one good of two (50%, good); 02h: one bad (bad).
+            leaf("2026-11-10T01:00:00Z", "2026-11-10T01:00:00Z", 200, 1),
+            leaf("2026-11-10T01:30:00Z", "2026-11-10T01:30:00Z", 503, 1),
+            leaf("2026-11-10T02:10:00Z", "2026-11-10T02:10:00Z", 503, 1),
+            // Under maintenance: its hour is neither judged nor missing.
+            leaf("2026-11-10T05:10:00Z", "2026-11-10T05:10:00Z", 503, 1),
+        ];
+        let hours = d.objective("hours").unwrap();
+        // 24 hours: 1 good, 1 bad, 2 maintained, 20 without data (bad).
+        assert_eq!(
+            recount_day(&rules, hours, day, &leaves).unwrap(),
+            Tally { good: 1, total: 22 }
         );
     }
 }
