@@ -22,7 +22,7 @@ use crate::attestation::{
 };
 
 /// The November SLA, anchored on `path`.
-fn sla_on(path: &str) -> String {
+pub(crate) fn sla_on(path: &str) -> String {
     let doc = SLA.replace(
         "  customer: acme-corp\n",
         &format!("  customer: acme-corp\n  attestation: {{anchor: {path}}}\n"),
@@ -32,7 +32,7 @@ fn sla_on(path: &str) -> String {
 }
 
 /// Runs the worker until every provable attestation is anchored, for at most `secs`.
-async fn until_anchored(s: &Scenario, w: &Worker, secs: u64) -> Vec<Attestation> {
+pub(crate) async fn until_anchored(s: &Scenario, w: &Worker, secs: u64) -> Vec<Attestation> {
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);
     loop {
         w.work_due().await.unwrap();

@@ -20,7 +20,10 @@ use slaproof_domain::window::Period;
 use slaproof_store::attestations::{self, Attestation};
 use slaproof_tests::scenario::{Request, Scenario, at};
 
+use slaproof_attestation::verifiers::{SolcJs, register_missing};
+
 use crate::attestation::{SLA, anvil_binary, attestations_of, chain_on, keys_64, provable};
+use crate::attestation_paths::{sla_on, until_anchored};
 
 /// The daily circuit's 32-day keys, made once per test binary.
 fn daily_keys() -> CircuitKeys {
@@ -382,4 +385,65 @@ async fn disputed(s: &Scenario, rows: &[Attestation], bundles: &[tempfile::TempD
         "{}",
         report.render()
     );
+}
+
+/// The verified path with the daily circuit: the daily key's verifier is
+/// generated, compiled, deployed and registered like the threshold
+/// circuit's, and the resolver verifies each month's proof over its
+/// anchored days on chain before it is attested.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_month_over_its_days_is_verified_on_chain_on_the_verified_path() {
+    let Some(binary) = anvil_binary() else {
+        return;
+    };
+    let Some(solc) = SolcJs::find(&slaproof_tests::chain::contracts_dir()) else {
+        assert!(
+            !slaproof_tests::chain::in_ci(),
+            "solc-js is missing under CI"
+        );
+        eprintln!("\n!!! SKIPPED: no solc-js; npm ci --prefix contracts !!!\n");
+        return;
+    };
+    let s = Scenario::new(&sla_on("verified"), "2026-11-01", "2026-12-02").await;
+    s.run("2026-11-01T00:00:00Z").await;
+    let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
+    let (chain, deployment) = chain_on(&node, 30).await;
+    let daily = daily_keys();
+    let w = Worker {
+        db: s.db.clone(),
+        settings: Settings::default(),
+        prover: Prover::new(vec![keys_64(), daily.clone()], 1),
+        anchoring: Some(Anchoring {
+            chain: chain.clone(),
+            deployment: deployment.clone(),
+        }),
+        name: "daily-verified-test".into(),
+    };
+    s.insert(&requests("2026-11-10T00:00:00Z", 2880, 1500..1512))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    assert_eq!(build_log(&s, "2026-12-01T02:00:00Z").await, 21);
+    assert_eq!(w.anchor_logs_due().await.unwrap(), 21);
+
+    let keys = vec![(32, daily.verifier().clone())];
+    let done = register_missing(&chain, &deployment, &keys, &solc)
+        .await
+        .unwrap();
+    assert!(done.len() == 1 && done[0].new, "{done:?}");
+    attest_jobs_due_now(&s).await;
+    let rows = until_anchored(&s, &w, 120).await;
+    assert_eq!(rows.len(), 3);
+    let pins = Pins {
+        vk_sha256: rows[0].vk_sha256.clone(),
+        eas: Some(deployment.eas),
+        attester: Some(chain.address()),
+    };
+    for row in &rows {
+        assert_eq!(row.circuit, "daily", "{row:?}");
+        assert_eq!(row.anchor.as_ref().unwrap()["path"], "verified");
+        let (_dir, report) = crate::attestation_paths::audited(&s, row, &node, &pins).await;
+        let text = report.render();
+        assert!(report.failed().is_empty(), "{text}");
+        assert!(text.contains("aggregate of 30 daily commitments"), "{text}");
+    }
 }
