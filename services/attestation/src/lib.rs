@@ -3,7 +3,9 @@
 //! ([`audit`], `slaproof verify`).
 //!
 //! The [`worker`] proves each frozen period result over the vector the
-//! evaluator recorded with it, and anchors the proof on chain.
+//! evaluator recorded with it, and anchors the proof on chain. In a
+//! dispute, [`opening`] opens a period's daily commitments and recounts
+//! each day from the transparency log's exported leaves.
 
 mod anchor;
 pub mod audit;
