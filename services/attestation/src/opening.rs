@@ -293,6 +293,17 @@ pub fn check_recount(openings: &Openings, log: &[LoggedDay]) -> Recount {
     let Some(first) = openings.days.first() else {
         return Recount::NotPossible("no day is opened".into());
     };
+    // The evaluator's rule reads them sorted and disjoint, as stored.
+    if openings
+        .maintenance
+        .windows(2)
+        .any(|w| w[0].end > w[1].start)
+        || openings.maintenance.iter().any(|p| p.start >= p.end)
+    {
+        return Recount::NotPossible(
+            "the openings' maintenance periods are not sorted, disjoint and non-empty".into(),
+        );
+    }
     let Some(last) = openings.days.last() else {
         return Recount::NotPossible("no day is opened".into());
     };
@@ -405,4 +416,146 @@ fn day_label(start: i64) -> String {
     DateTime::from_timestamp(start, 0).map_or(start.to_string(), |t| {
         format!("the day from {}", t.format("%Y-%m-%d %H:%M UTC"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn openings(good: u64, bad: u64) -> Openings {
+        let doc = "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: acme}\nspec:\n  service: chat\n  \
+                   window: {calendar: month, timeZone: UTC}\n  objectives:\n    \
+                   - {name: ok, target: 99%, ratio: {good: \"status < 500\"}}\n";
+        Openings {
+            format: OPENINGS_FORMAT.into(),
+            attestation: uuid::Uuid::nil().to_string(),
+            claim: ClaimRecord {
+                tenant: "acme".into(),
+                sla: "acme".into(),
+                sla_version: 1,
+                objective: "ok".into(),
+                field: "ratio".into(),
+                unit: "verdict".into(),
+                operator: "<=".into(),
+                threshold: 0,
+                period_start: at("2026-11-01T00:00:00Z").timestamp(),
+                period_end: at("2026-12-01T00:00:00Z").timestamp(),
+                revision: 1,
+            },
+            sla: SlaDefinition::from_document(doc).unwrap().to_native_json(),
+            default_grace_secs: 300,
+            maintenance: Vec::new(),
+            days: vec![OpenedDay {
+                day_start: at("2026-11-10T00:00:00Z").timestamp(),
+                day_end: at("2026-11-11T00:00:00Z").timestamp(),
+                revision: 1,
+                good,
+                bad,
+                salt: "1".into(),
+                counted_to: Some(at("2026-11-12T00:00:00Z")),
+            }],
+        }
+    }
+
+    fn leaf(event: &str, occurred: &str, status: i32) -> Leaf {
+        let t = at(occurred).timestamp_micros();
+        Leaf {
+            v: 1,
+            salt: "00".repeat(32),
+            event: event.into(),
+            request_id: None,
+            source: "provider".into(),
+            service: "chat".into(),
+            model: None,
+            occurred_at_us: t,
+            received_at_us: t,
+            late: false,
+            status: Some(status),
+            error_class: None,
+            latency_us: None,
+            ttft_us: None,
+            tpot_us: None,
+            input_tokens: None,
+            output_tokens: None,
+            streaming: None,
+        }
+    }
+
+    fn day(date: &str, starts_log: bool, leaves: Vec<Leaf>) -> LoggedDay {
+        LoggedDay {
+            day: date.parse().unwrap(),
+            starts_log,
+            leaves,
+        }
+    }
+
+    #[test]
+    fn a_day_recounts_from_its_log_days_and_what_is_missing_is_named() {
+        let log = [day(
+            "2026-11-10",
+            false,
+            vec![
+                leaf("evt_1", "2026-11-10T01:00:00Z", 200),
+                leaf("evt_2", "2026-11-10T02:00:00Z", 503),
+            ],
+        )];
+        assert!(matches!(
+            check_recount(&openings(1, 1), &log),
+            Recount::Agrees(_)
+        ));
+        match check_recount(&openings(2, 0), &log) {
+            Recount::Disagrees(why) => assert!(
+                why.contains("the log's events count 1 good and 1 bad, the commitment opens to 2 good and 0 bad"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        match check_recount(&openings(1, 1), &[]) {
+            Recount::NotPossible(why) => assert!(why.contains("2026-11-10 are not given"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A day before the log began holds no events: nothing is missing.
+        let later = [day("2026-11-11", true, Vec::new())];
+        assert!(matches!(
+            check_recount(&openings(0, 0), &later),
+            Recount::Agrees(_)
+        ));
+    }
+
+    #[test]
+    fn an_event_logged_twice_differently_and_unsorted_maintenance_are_refused() {
+        let mut altered = leaf("evt_1", "2026-11-10T01:00:00Z", 503);
+        altered.late = true;
+        let log = [
+            day(
+                "2026-11-10",
+                false,
+                vec![leaf("evt_1", "2026-11-10T01:00:00Z", 200)],
+            ),
+            day("2026-11-11", false, vec![altered]),
+        ];
+        match check_recount(&openings(1, 0), &log) {
+            Recount::Disagrees(why) => assert!(why.contains("evt_1 is logged twice"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let mut unsorted = openings(1, 0);
+        unsorted.maintenance = vec![
+            Period {
+                start: at("2026-11-10T05:00:00Z"),
+                end: at("2026-11-10T06:00:00Z"),
+            },
+            Period {
+                start: at("2026-11-10T01:00:00Z"),
+                end: at("2026-11-10T02:00:00Z"),
+            },
+        ];
+        assert!(matches!(
+            check_recount(&unsorted, &log[..1]),
+            Recount::NotPossible(_)
+        ));
+    }
 }
