@@ -1,4 +1,4 @@
-//! The mean of time slices' good ratios (`RatioTimeslices` budgeting), exact, as a tally in millionths of a slice.
+//! Time slices judged: the mean of their good ratios (`RatioTimeslices` budgeting), exact, as a tally in millionths of a slice; and a time-slice objective's tally from its slices' counts ([`slice_objective_tally`]).
 //!
 //! An objective budgeted by `RatioTimeslices` promises that the mean of
 //! its slices' ratios `goodᵢ / totalᵢ` (empty slices left out) reaches the
@@ -124,7 +124,7 @@ fn floor_of_fractions(fractions: &[(u128, u128)]) -> u128 {
     }
 }
 
-/// The tally of a time-slice objective over `[from, to)` from its slices'
+/// The tally of a time-slice objective over `range` from its slices'
 /// counts (`slices`, by slice start on `grid`, maintenance already taken
 /// out): each slice judged by [`TimeSlicesSli::slice_is_good`] or, for
 /// `RatioTimeslices`, its ratio; and each whole slice in the range with no
