@@ -46,6 +46,7 @@ mod security;
 mod store;
 mod transparency;
 mod transparency_periods;
+mod transparency_recount;
 mod webhook_events;
 mod webhooks;
 mod webhooks_flow;
