@@ -155,4 +155,27 @@ async fn the_provider_proves_and_exports_and_anyone_checks_offline() {
         (&report["counts"]["included"], &report["counts"]["missing"]),
         (&serde_json::json!(1), &serde_json::json!(1))
     );
+
+    // A dispute's openings are of an attestation proven over its days; the
+    // auditor's recount needs the openings its log days are checked against.
+    let missing = cli(&[
+        "log",
+        "open-days",
+        "--tenant",
+        "acme-ai",
+        "00000000-0000-0000-0000-000000000001",
+    ]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains("no attestation 00000000-0000-0000-0000-000000000001"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let unopened = cli(&["verify", "--dir", ".", "--log-day", path]);
+    assert!(!unopened.status.success());
+    assert!(
+        text(&unopened.stderr).contains("--openings"),
+        "{}",
+        text(&unopened.stderr)
+    );
 }
