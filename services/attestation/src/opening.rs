@@ -75,7 +75,6 @@ pub async fn open_days(
     id: uuid::Uuid,
     default_grace: Duration,
 ) -> Result<Openings, AttestationError> {
-    let secret = salt_secret(db).await?;
     let mut tx = db.tenant_tx(tenant).await.map_err(store)?;
     let row = attestations::get(&mut tx, id)
         .await
@@ -117,6 +116,9 @@ pub async fn open_days(
     .await
     .map_err(store)?;
     tx.commit().await.map_err(store)?;
+    // Read only once the attestation is known to be opened: reading it
+    // makes the secret on a platform that has none yet.
+    let secret = salt_secret(db).await?;
     let mut opened = Vec::with_capacity(days.len());
     for day in &days {
         let m = revisions

@@ -96,6 +96,12 @@ impl SlaDefinition {
         self.policy.late_grace_or(default)
     }
 
+    /// Whether an event of `service` is one this SLA measures: the one
+    /// scoping rule the evaluator's rollups and the log's recount share.
+    pub fn measures_service(&self, service: Option<&str>) -> bool {
+        service == Some(self.service.as_str())
+    }
+
     /// When an event (or value) arrived, judged against the close of its
     /// period under this SLA's window and late grace (`default` when the
     /// SLA sets none): the one rule the evaluator's rollups and an

@@ -100,7 +100,7 @@ fn add(
 ) {
     for (i, sla) in tracked.iter().enumerate() {
         if only.is_some_and(|o| !o.contains(&i))
-            || sla.definition.service != v.service
+            || !sla.definition.measures_service(Some(&v.service))
             || v.occurred_at < sla.covers_from
         {
             continue;

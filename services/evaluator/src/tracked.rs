@@ -55,7 +55,9 @@ impl TrackedSla {
     /// the stretch its rollups cover.
     pub fn scopes(&self, event: &ReadEvent) -> bool {
         event.occurred_at >= self.covers_from
-            && event.fields.service.as_deref() == Some(self.definition.service.as_str())
+            && self
+                .definition
+                .measures_service(event.fields.service.as_deref())
     }
 
     /// How long after a period's end its late telemetry counts (and the

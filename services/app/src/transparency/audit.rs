@@ -123,7 +123,15 @@ pub struct DayAudit {
 /// day's leaves appended to it leading to the day's root, and each leaf
 /// in its day (late ones before it).
 pub fn audit_day(export: &DayExport, verifier_key: &str) -> DayAudit {
+    audit_and_read_day(export, verifier_key).0
+}
+
+/// [`audit_day`], and the leaves it read (those that parse), for a caller
+/// that goes on to use them (the recount of a disputed period's days):
+/// each leaf is parsed once.
+pub fn audit_and_read_day(export: &DayExport, verifier_key: &str) -> (DayAudit, Vec<Leaf>) {
     let mut problems = Vec::new();
+    let mut read = Vec::with_capacity(export.leaves.len());
     let mut late = 0;
     let head = match note::open(&export.head.checkpoint, verifier_key) {
         Ok(h) => Some(h),
@@ -178,6 +186,7 @@ pub fn audit_day(export: &DayExport, verifier_key: &str) -> DayAudit {
                         l.event
                     ));
                 }
+                read.push(l);
             }
             Err(err) => problems.push(format!("leaf {index}: not a leaf ({err})")),
         }
@@ -208,10 +217,11 @@ pub fn audit_day(export: &DayExport, verifier_key: &str) -> DayAudit {
         }
         Err(err) => problems.push(format!("the edge is incomplete: {err}")),
     }
-    DayAudit {
+    let audit = DayAudit {
         day: export.day,
         leaves: export.leaves.len() as u64,
         late,
         problems,
-    }
+    };
+    (audit, read)
 }

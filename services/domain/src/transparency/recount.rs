@@ -130,7 +130,7 @@ pub fn recount_day<'l>(
         // whole, all after it began counting); received before the
         // watermark.
         if !day.contains(occurred)
-            || leaf.service != rules.definition.service
+            || !rules.definition.measures_service(Some(&leaf.service))
             || received >= rules.counted_to
             || in_any(rules.maintenance, occurred)
             || !rules
@@ -224,6 +224,27 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// An hour's grace on the platform's side.
+    fn rules<'a>(
+        definition: &'a SlaDefinition,
+        maintenance: &'a [Period],
+        counted_to: &str,
+    ) -> DayRules<'a> {
+        DayRules {
+            definition,
+            maintenance,
+            default_grace: Duration::hours(1),
+            counted_to: at(counted_to),
+        }
+    }
+
+    fn period(start: &str, end: &str) -> Period {
+        Period {
+            start: at(start),
+            end: at(end),
+        }
+    }
+
     fn leaf(occurred: &str, received: &str, status: i32, latency_ms: i64) -> Leaf {
         Leaf {
             v: 1,
@@ -250,20 +271,9 @@ mod tests {
     #[test]
     fn a_day_is_recounted_as_the_evaluator_counts_it() {
         let d = definition();
-        let maintenance = [Period {
-            start: at("2026-11-10T12:00:00Z"),
-            end: at("2026-11-10T13:00:00Z"),
-        }];
-        let rules = DayRules {
-            definition: &d,
-            maintenance: &maintenance,
-            default_grace: Duration::hours(1),
-            counted_to: at("2026-11-12T00:00:00Z"),
-        };
-        let day = Period {
-            start: at("2026-11-10T00:00:00Z"),
-            end: at("2026-11-11T00:00:00Z"),
-        };
+        let maintenance = [period("2026-11-10T12:00:00Z", "2026-11-10T13:00:00Z")];
+        let rules = rules(&d, &maintenance, "2026-11-12T00:00:00Z");
+        let day = period("2026-11-10T00:00:00Z", "2026-11-11T00:00:00Z");
         let mut other = leaf("2026-11-10T01:00:00Z", "2026-11-10T01:00:00Z", 200, 100);
         other.service = "embed".into();
         let leaves = [
@@ -295,16 +305,8 @@ mod tests {
     #[test]
     fn an_event_past_its_periods_close_is_not_counted() {
         let d = definition();
-        let rules = DayRules {
-            definition: &d,
-            maintenance: &[],
-            default_grace: Duration::hours(1),
-            counted_to: at("2026-12-20T00:00:00Z"),
-        };
-        let day = Period {
-            start: at("2026-11-30T00:00:00Z"),
-            end: at("2026-12-01T00:00:00Z"),
-        };
+        let rules = rules(&d, &[], "2026-12-20T00:00:00Z");
+        let day = period("2026-11-30T00:00:00Z", "2026-12-01T00:00:00Z");
         let leaves = [
             leaf("2026-11-30T10:00:00Z", "2026-12-01T00:30:00Z", 503, 1),
             leaf("2026-11-30T11:00:00Z", "2026-12-01T01:30:00Z", 503, 1),
@@ -323,20 +325,9 @@ mod tests {
                    - name: hours\n      target: 99%\n      timeSlices: {sliceLength: 1h, budgeting: Timeslices, \
                    sliceTarget: 50%, ratio: {good: \"status < 500\"}}\n";
         let d = SlaDefinition::from_document(doc).unwrap();
-        let maintenance = [Period {
-            start: at("2026-11-10T05:00:00Z"),
-            end: at("2026-11-10T07:00:00Z"),
-        }];
-        let rules = DayRules {
-            definition: &d,
-            maintenance: &maintenance,
-            default_grace: Duration::hours(1),
-            counted_to: at("2026-11-12T00:00:00Z"),
-        };
-        let day = Period {
-            start: at("2026-11-10T00:00:00Z"),
-            end: at("2026-11-11T00:00:00Z"),
-        };
+        let maintenance = [period("2026-11-10T05:00:00Z", "2026-11-10T07:00:00Z")];
+        let rules = rules(&d, &maintenance, "2026-11-12T00:00:00Z");
+        let day = period("2026-11-10T00:00:00Z", "2026-11-11T00:00:00Z");
         let leaves = [
             // 01h: one good of two (50%, good); 02h: one bad (bad).
             leaf("2026-11-10T01:00:00Z", "2026-11-10T01:00:00Z", 200, 1),

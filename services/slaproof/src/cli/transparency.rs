@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use chrono::NaiveDate;
 use clap::Subcommand;
-use slaproof_app::transparency::audit::{DayExport, audit_day};
+use slaproof_app::transparency::audit::{DayExport, audit_and_read_day, audit_day};
 use slaproof_app::transparency::requests::{CheckRequestsIn, RequestProof};
 use slaproof_attestation::audit::Report;
 use slaproof_attestation::bundle::StatementFile;
@@ -402,7 +402,7 @@ fn logged_day(path: &Path, verifier_key: &str) -> Result<LoggedDay, String> {
         std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let export: DayExport = serde_json::from_str(&text)
         .map_err(|e| format!("{} is not a day's export: {e}", path.display()))?;
-    let audit = audit_day(&export, verifier_key);
+    let (audit, leaves) = audit_and_read_day(&export, verifier_key);
     if !audit.problems.is_empty() {
         return Err(format!(
             "the log day {} does not rebuild its signed head: {}",
@@ -410,12 +410,6 @@ fn logged_day(path: &Path, verifier_key: &str) -> Result<LoggedDay, String> {
             audit.problems.join("; ")
         ));
     }
-    let leaves = export
-        .leaves
-        .iter()
-        .flatten()
-        .map(|bytes| Leaf::parse(bytes.as_bytes()).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
     Ok(LoggedDay {
         day: export.day,
         starts_log: export.head.first_index == 0,
