@@ -77,6 +77,21 @@ pub(crate) fn anvil_binary() -> Option<std::path::PathBuf> {
     binary
 }
 
+/// solc-js from the contracts' npm tools, or `None` (and a loud skip)
+/// where they are not installed; under CI their absence fails the test.
+pub(crate) fn solc_js() -> Option<slaproof_attestation::verifiers::SolcJs> {
+    let solc =
+        slaproof_attestation::verifiers::SolcJs::find(&slaproof_tests::chain::contracts_dir());
+    if solc.is_none() {
+        assert!(
+            !slaproof_tests::chain::in_ci(),
+            "solc-js is missing under CI"
+        );
+        eprintln!("\n!!! SKIPPED: no solc-js; npm ci --prefix contracts !!!\n");
+    }
+    solc
+}
+
 /// The 64-slot keys, made once per test binary: a setup takes seconds.
 fn keys() -> CircuitKeys {
     static KEYS: std::sync::OnceLock<CircuitKeys> = std::sync::OnceLock::new();

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use slaproof_attestation::audit::{Pins, audit};
-use slaproof_attestation::verifiers::{SolcJs, register_missing};
+use slaproof_attestation::verifiers::register_missing;
 use slaproof_attestation::worker::Worker;
 use slaproof_chain::anvil::Anvil;
 use slaproof_store::attestations::{self, Attestation};
@@ -18,7 +18,7 @@ use slaproof_tests::scenario::Scenario;
 
 use crate::attestation::{
     SLA, anchored_worker, anchors_under, anvil_binary, attestations_of, chain_on,
-    closed_november_under, keys_64, provable,
+    closed_november_under, keys_64, provable, solc_js,
 };
 
 /// The November SLA, anchored on `path`.
@@ -72,12 +72,7 @@ async fn the_verified_path_waits_for_the_keys_verifier_then_the_chain_verifies_e
     let Some(binary) = anvil_binary() else {
         return;
     };
-    let Some(solc) = SolcJs::find(&slaproof_tests::chain::contracts_dir()) else {
-        assert!(
-            !slaproof_tests::chain::in_ci(),
-            "solc-js is missing under CI"
-        );
-        eprintln!("\n!!! SKIPPED: no solc-js; npm ci --prefix contracts !!!\n");
+    let Some(solc) = solc_js() else {
         return;
     };
     let s = closed_november_under(&sla_on("verified")).await;

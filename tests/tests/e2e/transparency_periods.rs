@@ -8,21 +8,25 @@
 //! ones, or do not tile the period, fails. In a dispute the provider opens
 //! the days and the auditor recounts each from the exported log.
 
+use std::sync::Arc;
+
 use chrono::{Duration as Span, NaiveDate};
 use slaproof::cli::dispute_checks;
 use slaproof_app::transparency::TransparencySettings;
 use slaproof_attestation::audit::{Pins, Report, audit};
 use slaproof_attestation::daily::DayAnchor;
 use slaproof_attestation::opening::{Openings, open_days};
-use slaproof_attestation::worker::{Anchoring, Prover, Settings, Worker};
+use slaproof_attestation::verifiers::register_missing;
+use slaproof_attestation::worker::{Prover, Worker};
+use slaproof_chain::{Chain, Deployment};
 use slaproof_circuits::{Circuit, CircuitKeys};
 use slaproof_domain::window::Period;
 use slaproof_store::attestations::{self, Attestation};
 use slaproof_tests::scenario::{Request, Scenario, at};
 
-use slaproof_attestation::verifiers::{SolcJs, register_missing};
-
-use crate::attestation::{SLA, anvil_binary, attestations_of, chain_on, keys_64, provable};
+use crate::attestation::{
+    SLA, anchored_worker, anvil_binary, attestations_of, chain_on, keys_64, provable, solc_js,
+};
 use crate::attestation_paths::{sla_on, until_anchored};
 
 /// The daily circuit's 32-day keys, made once per test binary.
@@ -30,6 +34,15 @@ fn daily_keys() -> CircuitKeys {
     static KEYS: std::sync::OnceLock<CircuitKeys> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| CircuitKeys::setup_of(Circuit::Daily, 32).expect("a setup"))
         .clone()
+}
+
+/// The anchoring worker with both circuits' keys: the 64-slot threshold
+/// keys and the 32-day daily keys.
+async fn daily_worker(s: &Scenario, chain: &Arc<Chain>, deployment: &Deployment) -> Worker {
+    Worker {
+        prover: Prover::new(vec![keys_64(), daily_keys()], 1),
+        ..anchored_worker(s, chain, deployment).await
+    }
 }
 
 /// A request a minute for `minutes` from `from`, those in `bad` answered 500.
@@ -84,16 +97,7 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
     s.run("2026-11-01T00:00:00Z").await;
     let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let w = Worker {
-        db: s.db.clone(),
-        settings: Settings::default(),
-        prover: Prover::new(vec![keys_64(), daily_keys()], 1),
-        anchoring: Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-        name: "daily-test".into(),
-    };
+    let w = daily_worker(&s, &chain, &deployment).await;
 
     // Mid-month: the 10th and 11th had traffic (12 errors on the 11th).
     s.insert(&requests("2026-11-10T00:00:00Z", 2880, 1500..1512))
@@ -396,36 +400,21 @@ async fn a_month_over_its_days_is_verified_on_chain_on_the_verified_path() {
     let Some(binary) = anvil_binary() else {
         return;
     };
-    let Some(solc) = SolcJs::find(&slaproof_tests::chain::contracts_dir()) else {
-        assert!(
-            !slaproof_tests::chain::in_ci(),
-            "solc-js is missing under CI"
-        );
-        eprintln!("\n!!! SKIPPED: no solc-js; npm ci --prefix contracts !!!\n");
+    let Some(solc) = solc_js() else {
         return;
     };
     let s = Scenario::new(&sla_on("verified"), "2026-11-01", "2026-12-02").await;
     s.run("2026-11-01T00:00:00Z").await;
     let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
-    let daily = daily_keys();
-    let w = Worker {
-        db: s.db.clone(),
-        settings: Settings::default(),
-        prover: Prover::new(vec![keys_64(), daily.clone()], 1),
-        anchoring: Some(Anchoring {
-            chain: chain.clone(),
-            deployment: deployment.clone(),
-        }),
-        name: "daily-verified-test".into(),
-    };
+    let w = daily_worker(&s, &chain, &deployment).await;
     s.insert(&requests("2026-11-10T00:00:00Z", 2880, 1500..1512))
         .await;
     s.run("2026-12-01T01:00:00Z").await;
     assert_eq!(build_log(&s, "2026-12-01T02:00:00Z").await, 21);
     assert_eq!(w.anchor_logs_due().await.unwrap(), 21);
 
-    let keys = vec![(32, daily.verifier().clone())];
+    let keys = vec![(32, daily_keys().verifier().clone())];
     let done = register_missing(&chain, &deployment, &keys, &solc)
         .await
         .unwrap();
