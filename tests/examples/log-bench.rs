@@ -58,6 +58,7 @@ fn in_memory(leaves: u64) {
             received_at: base + Duration::microseconds(i as i64 * 8_640 + 500_000),
             source: "provider".into(),
             service: "chat-completions".into(),
+            customer: None,
             model: Some("llama-3.1-70b".into()),
             request_id: Some(format!("req-{i:012}")),
             status: Some(200),

@@ -143,6 +143,7 @@ async fn ingest(replicas: usize, events: u64) -> anyhow::Result<f64> {
         connections: 8 / replicas,
         incident: None,
         diurnal: false,
+        customers: std::sync::Arc::new(slaproof_ingest::loadgen::Customers::demo()),
     };
     // Warm-up: connections, caches, the first partition pages.
     let warm: Vec<_> = servers

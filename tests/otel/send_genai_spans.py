@@ -28,7 +28,11 @@ class CheckedExporter(OTLPSpanExporter):
 
 def main() -> int:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    provider = TracerProvider(resource=Resource.create({"service.name": "py-gateway"}))
+    # The resource names the customer its spans served unless a span says
+    # otherwise (a gateway serving many customers sets it per request).
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "py-gateway", "slaproof.customer": "globex"})
+    )
     provider.add_span_processor(SimpleSpanProcessor(CheckedExporter()))
     tracer = provider.get_tracer("slaproof-test")
     for i in range(count):
@@ -41,6 +45,8 @@ def main() -> int:
             span.set_attribute("gen_ai.server.time_to_first_token", 0.05)
             span.set_attribute("gen_ai.request.stream", True)
             span.set_attribute("http.response.status_code", 200)
+            if i % 2 == 0:
+                span.set_attribute("slaproof.customer", "acme-corp")
             # Not a GenAI span: accepted, not stored.
             with tracer.start_as_current_span("db.query"):
                 pass

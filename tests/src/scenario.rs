@@ -78,6 +78,24 @@ impl Scenario {
         }
     }
 
+    /// Registers more customers, by reference.
+    pub async fn customers(&self, refs: &[&str]) {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        for r in refs {
+            customers::create(&mut tx, r, r).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+
+    /// Applies another SLA document (its customer must exist).
+    pub async fn apply(&self, document: &str) {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        slas::apply(&mut tx, &SlaDefinition::from_document(document).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
     /// The platform running over this scenario's database (every service
     /// but attestation, see [`crate::spawn_app_on`]): what it stored is
     /// read through the real HTTP API.
@@ -89,8 +107,15 @@ impl Scenario {
         (crate::spawn_app_on(self._database, adjust).await, tenant)
     }
 
-    /// Stores `chat` requests of model `big` (latency 1 ms).
+    /// Stores `chat` requests of model `big` (latency 1 ms) that served
+    /// the customer `acme-corp`.
     pub async fn insert(&self, requests: &[Request]) {
+        self.insert_of(Some("acme-corp"), requests).await;
+    }
+
+    /// Stores `chat` requests of model `big` (latency 1 ms) that served
+    /// `customer` (by reference; none when `None`).
+    pub async fn insert_of(&self, customer: Option<&str>, requests: &[Request]) {
         let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
         for chunk in requests.chunks(10_000) {
             let occurred: Vec<_> = chunk.iter().map(|r| r.occurred_at).collect();
@@ -98,8 +123,8 @@ impl Scenario {
             let status: Vec<_> = chunk.iter().map(|r| r.status).collect();
             let ids: Vec<_> = chunk.iter().map(|_| uuid::Uuid::now_v7()).collect();
             sqlx::query(
-                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us) \
-                 SELECT $1, o, i, r, 'provider', 'chat', 'big', s, 1000 \
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us, customer) \
+                 SELECT $1, o, i, r, 'provider', 'chat', 'big', s, 1000, $6 \
                  FROM UNNEST($2::timestamptz[], $3::uuid[], $4::timestamptz[], $5::int4[]) AS t(o, i, r, s)",
             )
             .bind(self.tenant.uuid())
@@ -107,6 +132,7 @@ impl Scenario {
             .bind(&ids)
             .bind(&received)
             .bind(&status)
+            .bind(customer)
             .execute(&mut *tx)
             .await
             .unwrap();
@@ -133,12 +159,12 @@ impl Scenario {
             sqlx::query(
                 "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, \
                      request_id, status, error_class, latency_us, ttft_us, tpot_us, input_tokens, \
-                     output_tokens, streaming, attributes) \
-                 SELECT $1, o, i, r, src, svc, m, rid, s::int4, ec, l, tt, tp, it::int4, ot::int4, st, a \
+                     output_tokens, streaming, attributes, customer) \
+                 SELECT $1, o, i, r, src, svc, m, rid, s::int4, ec, l, tt, tp, it::int4, ot::int4, st, a, c \
                  FROM UNNEST($2::timestamptz[], $3::uuid[], $4::timestamptz[], $5::text[], $6::text[], \
                      $7::text[], $8::text[], $9::int8[], $10::text[], $11::int8[], $12::int8[], \
-                     $13::int8[], $14::int8[], $15::int8[], $16::bool[], $17::jsonb[]) \
-                     AS t(o, i, r, src, svc, m, rid, s, ec, l, tt, tp, it, ot, st, a)",
+                     $13::int8[], $14::int8[], $15::int8[], $16::bool[], $17::jsonb[], $18::text[]) \
+                     AS t(o, i, r, src, svc, m, rid, s, ec, l, tt, tp, it, ot, st, a, c)",
             )
             .bind(self.tenant.uuid())
             .bind(chunk.iter().map(|(e, _)| e.occurred_at).collect::<Vec<_>>())
@@ -157,6 +183,7 @@ impl Scenario {
             .bind(column(&|e| e.output_tokens.map(i64::from)))
             .bind(chunk.iter().map(|(e, _)| e.streaming).collect::<Vec<_>>())
             .bind(chunk.iter().map(|(e, _)| e.attributes.clone()).collect::<Vec<_>>())
+            .bind(text(&|e| e.customer.clone()))
             .execute(&mut *tx)
             .await
             .unwrap();

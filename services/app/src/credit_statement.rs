@@ -110,6 +110,14 @@ fn entry_section(page: &mut String, n: usize, entry: &Credit) {
             row(page, "Kind", &steps.kind);
             row(page, "Formula", &steps.formula);
             row(page, "Fee for the period", &money(steps.fee.as_ref()));
+            row(
+                page,
+                "Requests priced on",
+                &record.inputs.priced_on.as_ref().map_or_else(
+                    || "not recorded (a credit computed before SLAs had scopes: every request of the service)".to_owned(),
+                    slaproof_domain::credit::PricedOn::describe,
+                ),
+            );
             page.push_str("</table>\n");
             computation_steps(page, steps, &entry.currency);
         }

@@ -67,6 +67,10 @@ pub struct DashboardView {
     /// absent for a rolling window. Instants are UTC throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    /// Whose requests the SLA is judged on: `customer` (its customer's
+    /// own) or `service` (every request of the service, the same promise
+    /// to everyone).
+    pub scope: SlaScopeView,
     pub objectives: Vec<ObjectiveDashboard>,
     /// Latency, TTFT and TPOT percentiles of the SLA's service per minute
     /// with events, from the evaluator's chart sketches (each within 1%);
@@ -86,6 +90,25 @@ pub struct DashboardView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits: Option<Vec<PeriodCredit>>,
     pub redacted: Vec<Redaction>,
+}
+
+/// Whose requests an SLA is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SlaScopeView {
+    /// The requests of the SLA's customer only.
+    Customer,
+    /// Every request of the service.
+    Service,
+}
+
+impl From<slaproof_domain::SlaScope> for SlaScopeView {
+    fn from(scope: slaproof_domain::SlaScope) -> Self {
+        match scope {
+            slaproof_domain::SlaScope::Customer => Self::Customer,
+            slaproof_domain::SlaScope::Service => Self::Service,
+        }
+    }
 }
 
 /// A closed period's credit as it stands.
@@ -291,6 +314,7 @@ impl App {
         };
         let periods =
             maintenance::periods(&mut tx, stored.id, &stored.definition, from, to).await?;
+        let scope = SlaScopeView::from(stored.definition.scope);
         let time_zone = match stored.definition.window {
             slaproof_domain::window::TimeWindow::Calendar { time_zone, .. } => {
                 Some(time_zone.name().to_owned())
@@ -443,6 +467,7 @@ impl App {
             to,
             step_secs: step.num_seconds(),
             time_zone,
+            scope,
             objectives,
             percentiles,
             maintenance,

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use slaproof_store::customers;
 use slaproof_store::evaluation_failures::{self, FailingSla};
 use slaproof_store::jobs::{self, JobState};
 
@@ -82,7 +83,31 @@ pub struct EvaluationStatus {
     pub job: Option<EvaluationJobView>,
     /// By name; empty when every SLA was evaluated.
     pub failing_slas: Vec<FailingSlaView>,
+    /// Customer references the tenant's events named that no customer has
+    /// (`slaproof customer create REF` registers one, its history intact):
+    /// how many, in all.
+    pub unknown_customer_count: i64,
+    /// The first of them by events, at most 100.
+    pub unknown_customers: Vec<UnknownCustomerView>,
 }
+
+/// A customer reference named by events that no customer of the tenant
+/// has. Its events are kept, and count for an SLA of that customer once
+/// one is applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct UnknownCustomerView {
+    /// The reference as the events named it.
+    pub customer: String,
+    /// Events read by the evaluator that named it.
+    pub events: i64,
+    /// When the first of them arrived.
+    pub first_seen_at: DateTime<Utc>,
+    /// When the latest arrived.
+    pub last_seen_at: DateTime<Utc>,
+}
+
+/// Unknown references listed in a status.
+const UNKNOWN_LISTED: i64 = 100;
 
 fn job_view(state: JobState) -> EvaluationJobView {
     let health = if state.stuck_since.is_some() {
@@ -128,9 +153,21 @@ impl App {
         self.in_tx(caller, async |tx| {
             let job = jobs::state(tx, jobs::EVALUATE).await?;
             let failing = evaluation_failures::failing_slas(tx).await?;
+            let (unknown, unknown_count) =
+                customers::unknown_references(tx, UNKNOWN_LISTED).await?;
             Ok(EvaluationStatus {
                 job: job.map(job_view),
                 failing_slas: failing.into_iter().map(failing_view).collect(),
+                unknown_customer_count: unknown_count,
+                unknown_customers: unknown
+                    .into_iter()
+                    .map(|u| UnknownCustomerView {
+                        customer: u.external_ref,
+                        events: u.events,
+                        first_seen_at: u.first_seen_at,
+                        last_seen_at: u.last_seen_at,
+                    })
+                    .collect(),
             })
         })
         .await

@@ -130,6 +130,14 @@ fn merge(
             .or_else(|| current.display_name.clone()),
         description: document.description.or_else(|| current.description.clone()),
         service: current.service.clone(),
+        // A document that names a customer says whose requests it means
+        // (its scope annotation, or the customer's by default); one that
+        // names none keeps the SLA's.
+        scope: if document.customer.is_some() {
+            document.scope
+        } else {
+            current.scope
+        },
         customer: document.customer.or_else(|| current.customer.clone()),
         window: current.window,
         objectives,

@@ -472,6 +472,7 @@ mod tests {
             request_id: None,
             source: "provider".into(),
             service: "chat".into(),
+            customer: None,
             model: None,
             occurred_at_us: t,
             received_at_us: t,

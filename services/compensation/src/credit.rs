@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use slaproof_domain::credit::ledger::{Standing, Step, next_step};
 use slaproof_domain::credit::{
     CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, CreditRecord,
-    Incident, Money, ObjectiveOutcome, compute,
+    Incident, Money, ObjectiveOutcome, PricedOn, compute,
 };
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_domain::objective::ObjectiveName;
@@ -121,6 +121,12 @@ pub async fn credit_period(
             .as_ref()
             .map(|c| CompositeOutcome::of_consumed(c.consumed_pico, c.met.unwrap_or(true))),
         incidents,
+        // The rollups the incidents' requests come from count what the
+        // SLA's scope counts: its customer's requests, or the service's.
+        priced_on: Some(PricedOn {
+            service: stored.definition.service.clone(),
+            customer: stored.definition.measured_customer().map(str::to_owned),
+        }),
     };
     let name = stored.definition.name.to_string();
     let computation = match compute(policy, &inputs) {

@@ -45,5 +45,5 @@ pub use objective::{
 };
 pub use policy::{DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy};
 pub use quantity::{CompositeWeight, Micros, QuantityError, SliceTarget, Span, TargetPpm};
-pub use sla::{SlaDefinition, SlaName};
+pub use sla::{SlaDefinition, SlaName, SlaScope};
 pub use window::{CalendarUnit, Period, TimeWindow};

@@ -32,6 +32,9 @@ pub struct SlaDefinition {
     /// The customer's reference in the provider's own system, when the SLA
     /// is for one customer.
     pub customer: Option<String>,
+    /// Whose requests the SLA is judged on (`spec.scope`): the customer's
+    /// own, or the whole service's.
+    pub scope: SlaScope,
     pub window: TimeWindow,
     /// At least one, with unique names.
     pub objectives: Vec<Objective>,
@@ -42,6 +45,58 @@ pub struct SlaDefinition {
     pub credits: Option<CreditPolicy>,
     /// Where its period proofs are anchored (`spec.attestation`).
     pub attestation: AttestationPolicy,
+}
+
+/// Whose requests an SLA is judged on.
+///
+/// An SLA with a customer measures that customer's requests unless its
+/// document says `scope: service`: a promise that is the same for every
+/// customer of a service (a public SLA) and is judged on all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SlaScope {
+    /// Only the events attributed to the SLA's customer (`customer` at
+    /// ingest). Needs a customer.
+    Customer,
+    /// Every event of the service, whoever it served.
+    #[default]
+    Service,
+}
+
+impl SlaScope {
+    /// The name used in documents and APIs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Customer => "customer",
+            Self::Service => "service",
+        }
+    }
+
+    /// Reads a document's `scope`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "customer" => Ok(Self::Customer),
+            "service" => Ok(Self::Service),
+            other => Err(format!(
+                "must be \"customer\" (the SLA's customer's own requests) or \"service\" (every request of the service), got {other:?}"
+            )),
+        }
+    }
+
+    /// The scope a document that names none means: its customer's own
+    /// requests when it has a customer, else the service's.
+    pub fn default_for(customer: Option<&str>) -> Self {
+        if customer.is_some() {
+            Self::Customer
+        } else {
+            Self::Service
+        }
+    }
+}
+
+impl std::fmt::Display for SlaScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The format a document was written in, which decides how it applies to
@@ -96,10 +151,27 @@ impl SlaDefinition {
         self.policy.late_grace_or(default)
     }
 
-    /// Whether an event of `service` is one this SLA measures: the one
-    /// scoping rule the evaluator's rollups and the log's recount share.
-    pub fn measures_service(&self, service: Option<&str>) -> bool {
+    /// Whether an event of `service` that served `customer` (the
+    /// provider's reference, `None` when the event names none) is one this
+    /// SLA measures: the one scoping rule the evaluator's rollups, its
+    /// gauges and the log's recount share. A customer-scoped SLA counts its
+    /// customer's requests only; events that name no customer count for
+    /// service-wide SLAs only.
+    pub fn measures(&self, service: Option<&str>, customer: Option<&str>) -> bool {
         service == Some(self.service.as_str())
+            && match self.scope {
+                SlaScope::Service => true,
+                SlaScope::Customer => customer.is_some() && customer == self.customer.as_deref(),
+            }
+    }
+
+    /// The customer whose requests this SLA counts, when it counts one
+    /// customer's only.
+    pub fn measured_customer(&self) -> Option<&str> {
+        match self.scope {
+            SlaScope::Customer => self.customer.as_deref(),
+            SlaScope::Service => None,
+        }
     }
 
     /// When an event (or value) arrived, judged against the close of its

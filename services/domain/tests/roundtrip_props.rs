@@ -8,9 +8,9 @@ use slaproof_domain::policy::{
 use slaproof_domain::quantity::SpanUnit;
 use slaproof_domain::{
     CalendarUnit, CompositeWeight, EventFilter, GaugeName, GaugeSli, MeasuredField, Micros,
-    Objective, ObjectiveName, RatioCount, RatioSli, SlaDefinition, SlaName, Sli, SliceBudgeting,
-    SliceIndicator, SliceTarget, Span, TargetPpm, ThresholdOp, ThresholdSli, ThresholdValue,
-    TimeSlicesSli, TimeWindow,
+    Objective, ObjectiveName, RatioCount, RatioSli, SlaDefinition, SlaName, SlaScope, Sli,
+    SliceBudgeting, SliceIndicator, SliceTarget, Span, TargetPpm, ThresholdOp, ThresholdSli,
+    ThresholdValue, TimeSlicesSli, TimeWindow,
 };
 
 const FILTERS: &[&str] = &[
@@ -181,6 +181,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         objectives,
         policy(),
         proptest::sample::select(AnchorPath::ALL.to_vec()),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -193,13 +194,22 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                 objectives,
                 policy,
                 anchor,
+                service_wide,
             )| {
+                // A customer's SLA may be its customer's or the service's;
+                // one without a customer is the service's.
+                let scope = if service_wide || customer.is_none() {
+                    SlaScope::Service
+                } else {
+                    SlaScope::Customer
+                };
                 SlaDefinition {
                     name: SlaName::parse(&name).unwrap(),
                     display_name,
                     description,
                     service,
                     customer,
+                    scope,
                     window,
                     objectives,
                     policy,

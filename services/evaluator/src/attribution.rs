@@ -1,4 +1,4 @@
-//! Attribution: which values of a dimension (model, status, an event attribute such as region) contributed the most bad events to an objective over a stretch, computed on demand from the raw events.
+//! Attribution: which values of a dimension (model, status, customer, an event attribute such as region) contributed the most bad events to an objective over a stretch, computed on demand from the raw events.
 
 use std::collections::HashMap;
 
@@ -20,13 +20,16 @@ pub enum Dimension {
     ErrorClass,
     Source,
     Streaming,
+    /// The customer the request served (its reference): on a service-wide
+    /// SLA, which customers' requests went bad. The provider's to see.
+    Customer,
     /// A free attribute of the event (`attr.region`), numeric or text.
     Attr(String),
 }
 
 impl Dimension {
-    /// Reads `model`, `status`, `error_class`, `source`, `streaming` or
-    /// `attr.<name>` (`<name>`: letters, digits, `_`, `-`, `.`, at most 64).
+    /// Reads `model`, `status`, `error_class`, `source`, `streaming`,
+    /// `customer` or `attr.<name>` (`<name>`: letters, digits, `_`, `-`, `.`, at most 64).
     pub fn parse(text: &str) -> Result<Self, String> {
         Ok(match text {
             "model" => Self::Model,
@@ -34,6 +37,7 @@ impl Dimension {
             "error_class" => Self::ErrorClass,
             "source" => Self::Source,
             "streaming" => Self::Streaming,
+            "customer" => Self::Customer,
             _ => match text.strip_prefix("attr.") {
                 Some(name)
                     if !name.is_empty()
@@ -46,7 +50,7 @@ impl Dimension {
                 }
                 _ => {
                     return Err(format!(
-                        "must be one of model, status, error_class, source, streaming or attr.<name>, got {text:?}"
+                        "must be one of model, status, error_class, source, streaming, customer or attr.<name>, got {text:?}"
                     ));
                 }
             },
@@ -62,6 +66,7 @@ impl Dimension {
             Self::ErrorClass => "error_class",
             Self::Source => "source",
             Self::Streaming => "streaming::text",
+            Self::Customer => "customer",
             Self::Attr(_) => "attributes ->> $5::text",
         }
     }

@@ -14,11 +14,14 @@ pub struct ReadEvent {
     /// The request the event is about, if the sender named one (gauge
     /// values are placed by it, see [`crate::gauge`]).
     pub request_id: Option<String>,
+    /// The customer the request served, by the provider's reference: what
+    /// decides which customer SLAs count it (`TrackedSla::scopes`).
+    pub customer: Option<String>,
     pub fields: EventView,
 }
 
 /// The columns [`EventRow`] reads, in its order.
-pub(crate) const EVENT_COLUMNS: &str = "occurred_at, received_at, request_id, source, service, model, \
+pub(crate) const EVENT_COLUMNS: &str = "occurred_at, received_at, request_id, customer, source, service, model, \
      status, error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes";
 
 #[derive(Debug, sqlx::FromRow)]
@@ -26,6 +29,7 @@ pub(crate) struct EventRow {
     occurred_at: DateTime<Utc>,
     received_at: DateTime<Utc>,
     request_id: Option<String>,
+    customer: Option<String>,
     source: String,
     service: String,
     model: Option<String>,
@@ -56,6 +60,7 @@ impl From<EventRow> for ReadEvent {
             occurred_at: r.occurred_at,
             received_at: r.received_at,
             request_id: r.request_id,
+            customer: r.customer,
             fields: EventView {
                 service: Some(r.service),
                 model: r.model,

@@ -81,6 +81,9 @@ pub fn gauge_sli(sli: &Sli) -> Option<&GaugeSli> {
 pub struct PlacedValue {
     pub metric: String,
     pub service: String,
+    /// The customer of the value's request (its first event's), which
+    /// decides the customer SLAs it counts for.
+    pub customer: Option<String>,
     pub value: f64,
     pub occurred_at: DateTime<Utc>,
     pub arrived_at: DateTime<Utc>,
@@ -100,7 +103,9 @@ fn add(
 ) {
     for (i, sla) in tracked.iter().enumerate() {
         if only.is_some_and(|o| !o.contains(&i))
-            || !sla.definition.measures_service(Some(&v.service))
+            || !sla
+                .definition
+                .measures(Some(&v.service), v.customer.as_deref())
             || v.occurred_at < sla.covers_from
         {
             continue;
@@ -168,8 +173,9 @@ fn gauge_scope(tracked: &[TrackedSla]) -> Option<(DateTime<Utc>, BTreeSet<String
 #[derive(Debug, Default)]
 pub struct Requests {
     scope: Option<(DateTime<Utc>, BTreeSet<String>)>,
-    /// (service, request id) → (occurred_at, received_at) of its first event.
-    first: HashMap<(String, String), (DateTime<Utc>, DateTime<Utc>)>,
+    /// (service, request id) → (occurred_at, received_at, customer) of its
+    /// first event.
+    first: HashMap<(String, String), (DateTime<Utc>, DateTime<Utc>, Option<String>)>,
 }
 
 impl Requests {
@@ -194,10 +200,14 @@ impl Requests {
         if event.occurred_at < *since || !services.contains(service) {
             return;
         }
-        let seen = (event.occurred_at, event.received_at);
+        let seen = (event.occurred_at, event.received_at, event.customer.clone());
         self.first
             .entry((service.to_owned(), request_id.to_owned()))
-            .and_modify(|first| *first = (*first).min(seen))
+            .and_modify(|first| {
+                if (seen.0, seen.1) < (first.0, first.1) {
+                    *first = seen.clone();
+                }
+            })
             .or_insert(seen);
     }
 
@@ -215,7 +225,7 @@ impl Requests {
 /// The upsert of `gauge_requests` rows: on conflict the earlier event
 /// (by occurred_at, then received_at) stays.
 const KEEP_FIRST: &str = "ON CONFLICT (tenant_id, service, request_id) DO UPDATE \
-     SET occurred_at = EXCLUDED.occurred_at, received_at = EXCLUDED.received_at \
+     SET occurred_at = EXCLUDED.occurred_at, received_at = EXCLUDED.received_at, customer = EXCLUDED.customer \
      WHERE (EXCLUDED.occurred_at, EXCLUDED.received_at) \
          < (gauge_requests.occurred_at, gauge_requests.received_at)";
 
@@ -234,8 +244,8 @@ pub async fn record_requests(
     const BATCH: usize = 5_000;
     let tenant = tx.tenant().uuid();
     let sql = format!(
-        "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
-         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) {KEEP_FIRST}"
+        "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at, customer) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[]) {KEEP_FIRST}"
     );
     let rows: Vec<_> = requests.first.into_iter().collect();
     for chunk in rows.chunks(BATCH) {
@@ -243,11 +253,13 @@ pub async fn record_requests(
         let mut request_id = Vec::with_capacity(chunk.len());
         let mut occurred_at = Vec::with_capacity(chunk.len());
         let mut received_at = Vec::with_capacity(chunk.len());
-        for ((s, r), (o, at)) in chunk {
+        let mut customer = Vec::with_capacity(chunk.len());
+        for ((s, r), (o, at, c)) in chunk {
             service.push(s.as_str());
             request_id.push(r.as_str());
             occurred_at.push(*o);
             received_at.push(*at);
+            customer.push(c.as_deref());
         }
         sqlx::query(&sql)
             .bind(tenant)
@@ -255,6 +267,7 @@ pub async fn record_requests(
             .bind(&request_id)
             .bind(&occurred_at)
             .bind(&received_at)
+            .bind(&customer)
             .execute(&mut **tx)
             .await
             .doing("recording gauge requests")?;
@@ -273,8 +286,8 @@ pub async fn record_requests(
     if let Some((since, services)) = gauge_scope(tracked).filter(|_| gauge_is_new) {
         let services: Vec<String> = services.into_iter().collect();
         let sql = format!(
-            "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at) \
-             SELECT DISTINCT ON (service, request_id) $1, service, request_id, occurred_at, received_at \
+            "INSERT INTO gauge_requests (tenant_id, service, request_id, occurred_at, received_at, customer) \
+             SELECT DISTINCT ON (service, request_id) $1, service, request_id, occurred_at, received_at, customer \
              FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND received_at < $3 \
                AND service = ANY($4) AND request_id IS NOT NULL \
              ORDER BY service, request_id, occurred_at, received_at {KEEP_FIRST}"
@@ -328,7 +341,7 @@ pub async fn attribute(
     // Backfill first, while only earlier rounds' values are attributed.
     if let Some(since) = earliest_coverage(tracked, Some(new)) {
         let mut rows = sqlx::query_as::<_, PlacedValue>(
-            "SELECT metric, service, value, occurred_at, arrived_at FROM gauge_values \
+            "SELECT metric, service, customer, value, occurred_at, arrived_at FROM gauge_values \
              WHERE tenant_id = $1 AND occurred_at >= $2 AND attributed_at IS NOT NULL",
         )
         .bind(tenant)
@@ -366,7 +379,7 @@ pub async fn attribute(
     // ([`record_requests`] ran before, in this transaction).
     let placed: Vec<PlacedValue> = sqlx::query_as(
         "WITH found AS ( \
-             SELECT g.metric, g.service, g.request_id, r.occurred_at, \
+             SELECT g.metric, g.service, g.request_id, r.occurred_at, r.customer, \
                  greatest(g.received_at, r.received_at) AS arrived_at \
              FROM gauge_values g \
              JOIN gauge_requests r \
@@ -376,10 +389,11 @@ pub async fn attribute(
                AND g.received_at < $2 \
                AND g.received_at >= $4 \
                AND (g.service, g.metric) IN (SELECT * FROM UNNEST($5::text[], $6::text[]))) \
-         UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2 \
+         UPDATE gauge_values g SET occurred_at = f.occurred_at, arrived_at = f.arrived_at, attributed_at = $2, \
+             customer = f.customer \
          FROM found f \
          WHERE g.tenant_id = $1 AND g.metric = f.metric AND g.service = f.service AND g.request_id = f.request_id \
-         RETURNING g.metric, g.service, g.value, g.occurred_at, g.arrived_at",
+         RETURNING g.metric, g.service, g.customer, g.value, g.occurred_at, g.arrived_at",
     )
     .bind(tenant)
     .bind(as_of)
@@ -513,11 +527,11 @@ pub async fn recount(
     grace: Duration,
 ) -> Result<Recount, EvaluatorError> {
     let values: Vec<PlacedValue> = sqlx::query_as(
-        "SELECT g.metric, g.service, g.value, e.occurred_at, \
+        "SELECT g.metric, g.service, e.customer, g.value, e.occurred_at, \
              greatest(g.received_at, e.received_at) AS arrived_at \
          FROM gauge_values g \
          CROSS JOIN LATERAL ( \
-             SELECT occurred_at, received_at FROM events e \
+             SELECT occurred_at, received_at, customer FROM events e \
              WHERE e.tenant_id = g.tenant_id AND e.service = g.service AND e.request_id = g.request_id \
                AND e.received_at < $5 \
              ORDER BY e.occurred_at, e.received_at LIMIT 1) e \
@@ -536,6 +550,12 @@ pub async fn recount(
     .doing("recounting gauge values")?;
     let mut out = Recount::default();
     for v in values {
+        if !sla
+            .definition
+            .measures(Some(&v.service), v.customer.as_deref())
+        {
+            continue;
+        }
         let one = Tally {
             good: u64::from(sli.is_good(v.value)),
             total: 1,

@@ -16,6 +16,7 @@ mod nodata;
 mod proof_days;
 pub mod records;
 pub mod recount;
+pub mod references;
 mod removed;
 pub mod rollup;
 mod settings;

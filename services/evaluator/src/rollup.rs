@@ -20,7 +20,7 @@ use crate::error::{Doing, EvaluatorError};
 use crate::events::{EVENT_COLUMNS, EventRow, ReadEvent};
 use crate::failures::SlaFailure;
 use crate::settings::Settings;
-use crate::tracked::{Backfill, MinuteCounts, TrackedSla, coverage_start};
+use crate::tracked::{Backfill, MinuteCounts, Routes, TrackedSla, coverage_start};
 use crate::versions;
 use slaproof_domain::minute::{floor_hour, floor_minute};
 
@@ -39,20 +39,28 @@ struct Accumulator {
     /// Chart sketches per SLA and minute (see [`crate::sketch`]).
     sketches: crate::sketch::MinuteSketches,
     events: u64,
+    /// The customer references the round's new events named.
+    references: crate::references::Seen,
 }
 
 impl Accumulator {
     fn add(
         &mut self,
         tracked: &[TrackedSla],
+        routes: &Routes,
         only: Option<&[usize]>,
         event: &ReadEvent,
         grace: Duration,
     ) {
         self.events += 1;
         let minute = floor_minute(event.occurred_at);
-        for (i, sla) in tracked.iter().enumerate() {
-            if only.is_some_and(|o| !o.contains(&i)) || !sla.scopes(event) {
+        let candidates: Box<dyn Iterator<Item = usize>> = match only {
+            Some(only) => Box::new(only.iter().copied()),
+            None => Box::new(routes.candidates(event)),
+        };
+        for i in candidates {
+            let sla = &tracked[i];
+            if !sla.scopes(event) {
                 continue;
             }
             let arrival = sla.arrival(event.occurred_at, event.received_at, grace);
@@ -330,6 +338,7 @@ pub async fn advance_to(
     } = track_readable(tx, as_of, from, settings.grace()).await?;
     let grace = settings.grace();
     let mut acc = Accumulator::default();
+    let routes = Routes::new(&tracked);
 
     // New versions learn what arrived before they were first seen, a
     // bounded chunk a round.
@@ -340,7 +349,7 @@ pub async fn advance_to(
         }
         if let Some(backfill) = tracked[i].backfill {
             let (read, done) =
-                backfill_step(tx, &tracked, i, backfill, budget, grace, &mut acc).await?;
+                backfill_step(tx, &tracked, &routes, i, backfill, budget, grace, &mut acc).await?;
             budget = budget.saturating_sub(read);
             if done {
                 tracked[i].backfill = None;
@@ -362,7 +371,8 @@ pub async fn advance_to(
         while let Some(row) = rows.try_next().await.doing("reading new events")? {
             let event = ReadEvent::from(row);
             requests.note(&event);
-            acc.add(&tracked, None, &event, grace);
+            acc.references.note(&event);
+            acc.add(&tracked, &routes, None, &event, grace);
         }
     }
     crate::gauge::record_requests(tx, &tracked, &new, from, requests).await?;
@@ -377,6 +387,7 @@ pub async fn advance_to(
     let rollup_rows = acc.rows.len();
     write_rollups(tx, &tracked, acc.rows).await?;
     crate::sketch::write(tx, &tracked, acc.sketches).await?;
+    crate::references::write(tx, acc.references).await?;
     if as_of > from {
         sqlx::query(
             "UPDATE evaluator_watermarks SET received_before = $2, updated_at = now() WHERE tenant_id = $1",
@@ -418,6 +429,7 @@ struct BackfillRow {
 async fn backfill_step(
     tx: &mut TenantTx,
     tracked: &[TrackedSla],
+    routes: &Routes,
     i: usize,
     backfill: Backfill,
     limit: u64,
@@ -429,6 +441,7 @@ async fn backfill_step(
         "SELECT id, {EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND occurred_at >= $2 \
            AND received_at < $3 AND service = $4 \
            AND ($5::timestamptz IS NULL OR (occurred_at, id) > ($5, $6)) \
+           AND ($8::text IS NULL OR customer = $8) \
          ORDER BY occurred_at, id LIMIT $7"
     );
     let mut rows = sqlx::query_as::<_, BackfillRow>(&sql)
@@ -439,13 +452,14 @@ async fn backfill_step(
         .bind(backfill.cursor.map(|c| c.0))
         .bind(backfill.cursor.map(|c| c.1))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(sla.definition.measured_customer())
         .fetch(&mut **tx);
     let mut read = 0u64;
     let mut last = backfill.cursor;
     while let Some(row) = rows.try_next().await.doing("reading events to backfill")? {
         let event = ReadEvent::from(row.event);
         last = Some((event.occurred_at, row.id));
-        acc.add(tracked, Some(&[i]), &event, grace);
+        acc.add(tracked, routes, Some(&[i]), &event, grace);
         read += 1;
     }
     drop(rows);

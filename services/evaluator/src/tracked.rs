@@ -1,5 +1,7 @@
 //! What the evaluator tracks of each SLA version, and the counts it keeps of it: minute counts and recounts.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::budget::Tally;
 use slaproof_domain::burn::BurnRateAlertRule;
@@ -42,6 +44,55 @@ pub struct TrackedSla {
     pub dormant_until: Option<DateTime<Utc>>,
 }
 
+/// Which tracked SLAs may measure an event, found by its service and
+/// customer instead of asking every SLA: a provider has thousands of
+/// customer SLAs on one service, and each event concerns the service's
+/// service-wide SLAs and its own customer's only. [`TrackedSla::scopes`]
+/// still decides (coverage, and the same rule again); this only narrows
+/// whom to ask.
+#[derive(Debug, Default)]
+pub(crate) struct Routes {
+    /// service → indexes of its service-wide SLAs.
+    service: HashMap<String, Vec<usize>>,
+    /// (service, customer) → indexes of that customer's SLAs on it.
+    customer: HashMap<(String, String), Vec<usize>>,
+}
+
+impl Routes {
+    pub(crate) fn new(tracked: &[TrackedSla]) -> Self {
+        let mut routes = Self::default();
+        for (i, sla) in tracked.iter().enumerate() {
+            let service = sla.definition.service.clone();
+            match sla.definition.measured_customer() {
+                Some(customer) => routes
+                    .customer
+                    .entry((service, customer.to_owned()))
+                    .or_default()
+                    .push(i),
+                None => routes.service.entry(service).or_default().push(i),
+            }
+        }
+        routes
+    }
+
+    /// The indexes of the SLAs that may measure `event`, in no set order.
+    pub(crate) fn candidates<'a>(&'a self, event: &ReadEvent) -> impl Iterator<Item = usize> + 'a {
+        let service = event.fields.service.as_deref().unwrap_or_default();
+        let wide = self.service.get(service).map(Vec::as_slice);
+        let own = event.customer.as_deref().and_then(|customer| {
+            // A borrowed key cannot look up a tuple of Strings; the
+            // allocation is per event, not per SLA.
+            self.customer
+                .get(&(service.to_owned(), customer.to_owned()))
+                .map(Vec::as_slice)
+        });
+        wide.unwrap_or_default()
+            .iter()
+            .chain(own.unwrap_or_default())
+            .copied()
+    }
+}
+
 /// Where a version's backfill stands: events received before `before`,
 /// read in `(occurred_at, id)` order from after `cursor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,13 +102,14 @@ pub struct Backfill {
 }
 
 impl TrackedSla {
-    /// Whether this SLA measures the event at all: its service, and inside
-    /// the stretch its rollups cover.
+    /// Whether this SLA measures the event at all: its service (and its
+    /// customer, for a customer-scoped SLA), and inside the stretch its
+    /// rollups cover.
     pub fn scopes(&self, event: &ReadEvent) -> bool {
         event.occurred_at >= self.covers_from
             && self
                 .definition
-                .measures_service(event.fields.service.as_deref())
+                .measures(event.fields.service.as_deref(), event.customer.as_deref())
     }
 
     /// How long after a period's end its late telemetry counts (and the

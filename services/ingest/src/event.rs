@@ -35,6 +35,10 @@ pub struct EventIn {
     /// When the request started, RFC 3339.
     pub time: Option<String>,
     pub service: Option<String>,
+    /// The customer the request served, by the provider's own reference
+    /// (the `REF` of `slaproof customer create`). A reference not
+    /// registered yet is stored all the same and counts once it is.
+    pub customer: Option<String>,
     pub model: Option<String>,
     /// The provider's request id; without an `id`, it identifies the event
     /// for retries.
@@ -304,6 +308,22 @@ pub(crate) fn text(
     }
 }
 
+/// A customer reference as the store keeps it (the rule of
+/// `customers.external_ref`), so that registering the customer later finds
+/// every event that named it.
+pub fn customer_ref(
+    field: &str,
+    value: Option<String>,
+) -> Result<Option<String>, (String, String)> {
+    match value {
+        None => Ok(None),
+        Some(v) => match slaproof_domain::sla::check_customer_ref(&v) {
+            Ok(()) => Ok(Some(v)),
+            Err(e) => Err((field.into(), e.0)),
+        },
+    }
+}
+
 /// Milliseconds (fractions allowed) to whole microseconds.
 pub fn duration_us(field: &str, ms: Option<f64>) -> Result<Option<i64>, (String, String)> {
     match ms {
@@ -409,6 +429,7 @@ impl EventIn {
             .map_err(|r| ("time".to_owned(), r))?;
         let service = text("service", self.service)?
             .ok_or_else(|| ("service".to_owned(), "is required".to_owned()))?;
+        let customer = customer_ref("customer", self.customer)?;
         let model = text("model", self.model)?;
         let request_id = text("request_id", self.request_id)?;
         let error_class = text("error_class", self.error_class)?;
@@ -451,6 +472,7 @@ impl EventIn {
             streaming: self.streaming,
             attributes: serde_json::Value::Object(attributes(self.attributes)?),
             service,
+            customer,
             model,
             request_id,
             status,

@@ -5,17 +5,20 @@
 //! (by the hour of day, UTC), several models with their own speeds, a
 //! long-tailed (log-normal) time to first token and time per output token,
 //! streaming and non-streaming requests, log-normal token counts, a trickle
-//! of rate-limit and server errors (availability near 99.97%), and
-//! optionally an incident window: a quarter of the requests fail, first
-//! tokens are 5× and decoding 2× slower. [`requests`] draws the same
+//! of rate-limit and server errors (availability near 99.97%), spread
+//! over customers ([`Customers`]: the demo's three and a long tail, or
+//! thousands with Zipf-like shares), each with the models it uses, and
+//! optionally an incident window on one model ([`INCIDENT_MODEL`]): a
+//! quarter of its requests fail, first tokens are 5× and decoding 2×
+//! slower, so only the customers that use it are hit. [`requests`] draws the same
 //! traffic for a simulated stretch of time, deterministically from a seed,
 //! without sending it. Batches refused with 429 or 503 are
 //! sent again after `Retry-After`; every event carries a unique request id,
 //! so a retry is stored once.
 
 use std::f64::consts::PI;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, Timelike, Utc};
@@ -45,6 +48,8 @@ pub struct LoadPlan {
     pub incident: Option<(Duration, Duration)>,
     /// Apply the diurnal curve to `rate`.
     pub diurnal: bool,
+    /// Whose requests they are.
+    pub customers: Arc<Customers>,
 }
 
 /// What a run did.
@@ -106,6 +111,106 @@ const MODELS: &[Model] = &[
     },
 ];
 
+/// The model an incident hits: a shared pool of the 70B model goes down,
+/// so the customers that use it (acme-corp, in the demo) see it and the
+/// others do not.
+pub const INCIDENT_MODEL: &str = "llama-3.1-70b-instruct";
+
+/// The customers requests are drawn for, each with its share of the
+/// traffic and, optionally, the models it uses (else the fleet's mix).
+#[derive(Debug, Clone, Default)]
+pub struct Customers {
+    refs: Vec<String>,
+    /// Cumulative shares, ending at 1.
+    cumulative: Vec<f64>,
+    /// Per customer, the share of each of [`MODELS`]; `None`: the fleet's.
+    models: Vec<Option<[f64; 3]>>,
+}
+
+/// The demo's customers (`slaproof up --loadgen`): three with SLAs of their
+/// own and a tail of references the provider has not registered.
+const DEMO_CUSTOMERS: &[(&str, f64, Option<[f64; 3]>)] = &[
+    // Mostly the 70B model: the incident hits most of its requests.
+    ("acme-corp", 0.50, Some([0.30, 0.70, 0.0])),
+    // The 8B model only: the incident passes it by.
+    ("globex", 0.30, Some([1.0, 0.0, 0.0])),
+    ("initech", 0.15, Some([0.40, 0.0, 0.60])),
+];
+/// Unregistered references sharing the rest of the demo's traffic.
+const DEMO_TAIL: u32 = 5;
+
+impl Customers {
+    /// Requests that name no customer.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The demo's: acme-corp (half the traffic, mostly on
+    /// [`INCIDENT_MODEL`]), globex (8B only), initech, and a tail of
+    /// `trial-N` references no customer has.
+    pub fn demo() -> Self {
+        let mut refs = Vec::new();
+        let mut shares = Vec::new();
+        let mut models = Vec::new();
+        for (name, share, mix) in DEMO_CUSTOMERS {
+            refs.push((*name).to_owned());
+            shares.push(*share);
+            models.push(*mix);
+        }
+        let rest = 1.0 - shares.iter().sum::<f64>();
+        for i in 1..=DEMO_TAIL {
+            refs.push(format!("trial-{i}"));
+            shares.push(rest / f64::from(DEMO_TAIL));
+            models.push(None);
+        }
+        Self::from_shares(refs, &shares, models)
+    }
+
+    /// `n` customers `cust-00001`, `cust-00002`, … whose shares fall as
+    /// `1 / rank^exponent` (Zipf): a few large customers and a long tail.
+    pub fn zipf(n: u32, exponent: f64) -> Self {
+        let refs: Vec<String> = (1..=n).map(|i| format!("cust-{i:05}")).collect();
+        let shares: Vec<f64> = (1..=n).map(|i| f64::from(i).powf(-exponent)).collect();
+        let models = vec![None; refs.len()];
+        Self::from_shares(refs, &shares, models)
+    }
+
+    fn from_shares(refs: Vec<String>, shares: &[f64], models: Vec<Option<[f64; 3]>>) -> Self {
+        let total: f64 = shares.iter().sum();
+        let mut acc = 0.0;
+        let cumulative = shares
+            .iter()
+            .map(|s| {
+                acc += s / total;
+                acc
+            })
+            .collect();
+        Self {
+            refs,
+            cumulative,
+            models,
+        }
+    }
+
+    /// The references, in order of share (largest first for Zipf).
+    pub fn refs(&self) -> &[String] {
+        &self.refs
+    }
+
+    /// The index of a customer drawn by share, `None` when there is none.
+    fn pick(&self, rng: &mut impl Rng) -> Option<usize> {
+        if self.refs.is_empty() {
+            return None;
+        }
+        let u: f64 = rng.random();
+        let i = self.cumulative.partition_point(|c| *c <= u);
+        Some(i.min(self.refs.len() - 1))
+    }
+}
+
+/// The demo's customers, for callers that name none.
+static DEMO: LazyLock<Customers> = LazyLock::new(Customers::demo);
+
 /// Server errors (5xx) in normal operation: 3 in 10,000, so availability
 /// runs near 99.97%, well inside a 99.9% promise.
 const SERVER_ERRORS: f64 = 0.0003;
@@ -142,6 +247,8 @@ pub fn diurnal_factor(hour: f64) -> f64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyntheticRequest {
     pub started_at: DateTime<Utc>,
+    /// The customer's reference, when the traffic names customers.
+    pub customer: Option<String>,
     pub model: &'static str,
     pub status: u16,
     pub error_class: Option<&'static str>,
@@ -160,17 +267,37 @@ pub struct SyntheticRequest {
 }
 
 impl SyntheticRequest {
-    /// Draws one request started at `started_at`.
+    /// Draws one request of the demo's customers started at `started_at`.
     pub fn draw(rng: &mut impl Rng, started_at: DateTime<Utc>, in_incident: bool) -> Self {
+        Self::draw_for(rng, &DEMO, started_at, in_incident)
+    }
+
+    /// Draws one request of one of `customers` started at `started_at`;
+    /// `in_incident`: during the incident window, which hits the requests
+    /// on [`INCIDENT_MODEL`].
+    pub fn draw_for(
+        rng: &mut impl Rng,
+        customers: &Customers,
+        started_at: DateTime<Utc>,
+        in_incident: bool,
+    ) -> Self {
+        let customer = customers.pick(rng);
+        let weights = customer.and_then(|i| customers.models[i]).unwrap_or([
+            MODELS[0].weight,
+            MODELS[1].weight,
+            MODELS[2].weight,
+        ]);
         let pick: f64 = rng.random();
         let mut acc = 0.0;
         let model = MODELS
             .iter()
-            .find(|m| {
-                acc += m.weight;
+            .zip(weights)
+            .find(|(_, w)| {
+                acc += w;
                 pick < acc
             })
-            .unwrap_or(&MODELS[0]);
+            .map_or(&MODELS[0], |(m, _)| m);
+        let in_incident = in_incident && model.name == INCIDENT_MODEL;
         let streaming = rng.random_bool(0.7);
         let input_tokens = log_normal(rng, 600.0, 0.9).clamp(1.0, 32_000.0).round() as u64;
         let mut output_tokens = log_normal(rng, 180.0, 0.8).clamp(1.0, 4_096.0).round() as u64;
@@ -207,6 +334,7 @@ impl SyntheticRequest {
         };
         Self {
             started_at,
+            customer: customer.map(|i| customers.refs[i].clone()),
             model: model.name,
             status,
             error_class,
@@ -244,6 +372,9 @@ impl SyntheticRequest {
         if let Some(class) = self.error_class {
             event["error_class"] = class.into();
         }
+        if let Some(customer) = &self.customer {
+            event["customer"] = customer.as_str().into();
+        }
         if let Some(tpot) = self.tpot_ms {
             event["tpot_ms"] = ms(tpot).into();
         }
@@ -254,13 +385,25 @@ impl SyntheticRequest {
     }
 }
 
-/// One synthetic request that finished just now, as a native-API event.
+/// One synthetic request of the demo's customers that finished just now,
+/// as a native-API event.
 pub fn synthetic_event(
     rng: &mut impl Rng,
     request_id: &str,
     in_incident: bool,
 ) -> serde_json::Value {
-    let mut request = SyntheticRequest::draw(rng, Utc::now(), in_incident);
+    synthetic_event_for(rng, &DEMO, request_id, in_incident)
+}
+
+/// One synthetic request of one of `customers` that finished just now, as
+/// a native-API event.
+pub fn synthetic_event_for(
+    rng: &mut impl Rng,
+    customers: &Customers,
+    request_id: &str,
+    in_incident: bool,
+) -> serde_json::Value {
+    let mut request = SyntheticRequest::draw_for(rng, customers, Utc::now(), in_incident);
     request.started_at -= chrono::Duration::microseconds((request.latency_ms * 1000.0) as i64);
     request.to_event(request_id)
 }
@@ -278,6 +421,8 @@ pub struct Stretch {
     pub incident: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// The same seed draws the same requests.
     pub seed: u64,
+    /// Whose requests they are.
+    pub customers: Arc<Customers>,
 }
 
 /// The requests of a simulated stretch, in the order they started: Poisson
@@ -305,7 +450,12 @@ pub fn requests(stretch: &Stretch) -> Vec<SyntheticRequest> {
             return out;
         }
         let in_incident = stretch.incident.is_some_and(|(a, b)| t >= a && t < b);
-        out.push(SyntheticRequest::draw(&mut rng, t, in_incident));
+        out.push(SyntheticRequest::draw_for(
+            &mut rng,
+            &stretch.customers,
+            t,
+            in_incident,
+        ));
     }
 }
 
@@ -429,7 +579,12 @@ async fn send_loop(
             let mut body = Vec::with_capacity(size as usize * 400);
             for _ in 0..size {
                 seq += 1;
-                let event = synthetic_event(&mut rng, &format!("{prefix}-{seq}"), in_incident);
+                let event = synthetic_event_for(
+                    &mut rng,
+                    &plan.customers,
+                    &format!("{prefix}-{seq}"),
+                    in_incident,
+                );
                 // Serializing a Value cannot fail.
                 serde_json::to_writer(&mut body, &event).unwrap_or_default();
                 body.push(b'\n');
@@ -520,18 +675,93 @@ mod tests {
     }
 
     #[test]
-    fn an_incident_brings_errors_and_slow_first_tokens() {
+    fn an_incident_brings_errors_and_slow_first_tokens_on_its_model_only() {
         let mut rng = rand::rng();
-        let errors = (0..2_000)
-            .filter(|i| synthetic_event(&mut rng, &format!("r{i}"), true)["status"] != 200)
-            .count();
-        assert!(errors > 400, "{errors}");
         let at = Utc::now();
-        let slow = (0..2_000)
-            .filter_map(|_| SyntheticRequest::draw(&mut rng, at, true).ttft_ms)
+        let drawn: Vec<SyntheticRequest> = (0..4_000)
+            .map(|_| SyntheticRequest::draw(&mut rng, at, true))
+            .collect();
+        let (hit, spared): (Vec<_>, Vec<_>) = drawn.iter().partition(|r| r.model == INCIDENT_MODEL);
+        assert!(hit.iter().all(|r| r.in_incident));
+        assert!(spared.iter().all(|r| !r.in_incident));
+        let failed = |rs: &[&SyntheticRequest]| rs.iter().filter(|r| r.status != 200).count();
+        assert!(
+            failed(&hit) * 5 > hit.len(),
+            "{} of {}",
+            failed(&hit),
+            hit.len()
+        );
+        assert!(
+            failed(&spared) * 50 < spared.len(),
+            "{} of {}",
+            failed(&spared),
+            spared.len()
+        );
+        let slow = hit
+            .iter()
+            .filter_map(|r| r.ttft_ms)
             .filter(|ttft| *ttft > 800.0)
             .count();
-        assert!(slow > 400, "{slow}");
+        assert!(slow * 5 > hit.len(), "{slow} of {}", hit.len());
+    }
+
+    #[test]
+    fn the_demo_spreads_its_traffic_over_its_customers_and_their_models() {
+        let mut rng = rand::rng();
+        let at = Utc::now();
+        let drawn: Vec<SyntheticRequest> = (0..10_000)
+            .map(|_| SyntheticRequest::draw(&mut rng, at, false))
+            .collect();
+        let share = |name: &str| {
+            drawn
+                .iter()
+                .filter(|r| r.customer.as_deref() == Some(name))
+                .count() as f64
+                / 1e4
+        };
+        assert!(
+            (0.46..0.54).contains(&share("acme-corp")),
+            "{}",
+            share("acme-corp")
+        );
+        assert!(
+            (0.26..0.34).contains(&share("globex")),
+            "{}",
+            share("globex")
+        );
+        assert!(
+            (0.12..0.18).contains(&share("initech")),
+            "{}",
+            share("initech")
+        );
+        assert!(drawn.iter().all(|r| r.customer.is_some()));
+        // globex never uses the model the incident hits.
+        assert!(
+            drawn
+                .iter()
+                .filter(|r| r.customer.as_deref() == Some("globex"))
+                .all(|r| r.model != INCIDENT_MODEL)
+        );
+        let json = drawn[0].to_event("r");
+        assert_eq!(json["customer"], drawn[0].customer.as_deref().unwrap());
+    }
+
+    #[test]
+    fn zipf_customers_are_a_few_large_and_a_long_tail() {
+        let customers = Customers::zipf(10_000, 1.0);
+        assert_eq!(customers.refs().len(), 10_000);
+        assert_eq!(customers.refs()[0], "cust-00001");
+        let mut rng = StdRng::seed_from_u64(1);
+        let mut counts = std::collections::HashMap::<usize, u32>::new();
+        for _ in 0..100_000 {
+            *counts.entry(customers.pick(&mut rng).unwrap()).or_default() += 1;
+        }
+        // The largest customer has about 1/H(10,000) ≈ 10% of the traffic;
+        // thousands of customers are seen at all.
+        let first = counts.get(&0).copied().unwrap_or_default();
+        assert!((8_000..13_000).contains(&first), "{first}");
+        assert!(counts.len() > 3_000, "{}", counts.len());
+        assert!(Customers::none().pick(&mut rng).is_none());
     }
 
     #[test]
@@ -547,6 +777,7 @@ mod tests {
                 from + chrono::Duration::minutes(30),
             )),
             seed: 7,
+            customers: Arc::new(Customers::demo()),
         };
         let drawn = requests(&stretch);
         assert_eq!(drawn, requests(&stretch));
@@ -561,11 +792,8 @@ mod tests {
         assert!((35_000..37_000).contains(&drawn.len()), "{}", drawn.len());
         assert!(drawn.windows(2).all(|w| w[0].started_at < w[1].started_at));
         let (a, b) = stretch.incident.unwrap();
-        assert!(
-            drawn
-                .iter()
-                .all(|r| r.in_incident == (r.started_at >= a && r.started_at < b))
-        );
+        assert!(drawn.iter().all(|r| r.in_incident
+            == (r.model == INCIDENT_MODEL && r.started_at >= a && r.started_at < b)));
         assert!(
             requests(&Stretch {
                 rate: 0.0,

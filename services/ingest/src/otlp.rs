@@ -301,6 +301,9 @@ const OUTPUT_KEYS: &[&str] = &[
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.completion_tokens",
 ];
+/// The customer a span's request served, by the provider's reference: on
+/// the span, else on its resource.
+pub(crate) const CUSTOMER_KEYS: &[&str] = &["slaproof.customer"];
 /// Attributes mapped to columns; the other numeric ones become free
 /// attributes.
 const MAPPED_KEYS: &[&str] = &[
@@ -341,6 +344,7 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
             .map(|r| r.attributes.as_slice())
             .unwrap_or_default();
         let service = string(resource, &["service.name"]).unwrap_or("unknown_service");
+        let resource_customer = string(resource, CUSTOMER_KEYS);
         for scope_spans in &resource_spans.scope_spans {
             for span in &scope_spans.spans {
                 let this = index;
@@ -349,7 +353,7 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
                     continue;
                 }
                 mapped.spans += 1;
-                match map_span(span, service, bounds) {
+                match map_span(span, service, resource_customer, bounds) {
                     Ok(event) => mapped.events.push(event),
                     Err((field, reason)) => {
                         mapped.errors.push(EventError::new(this, field, reason))
@@ -365,9 +369,18 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
 pub(crate) fn map_span(
     span: &Span,
     service: &str,
+    resource_customer: Option<&str>,
     bounds: &TimeBounds,
 ) -> Result<StoredEvent, (String, String)> {
     let attrs = span.attributes.as_slice();
+    // The span's own attribute wins over its resource's: a gateway that
+    // serves many customers sets it per request.
+    let customer = event::customer_ref(
+        CUSTOMER_KEYS[0],
+        string(attrs, CUSTOMER_KEYS)
+            .or(resource_customer)
+            .map(str::to_owned),
+    )?;
     let start = i64::try_from(span.start_time_unix_nano)
         .ok()
         .filter(|n| *n > 0)
@@ -443,6 +456,7 @@ pub(crate) fn map_span(
         occurred_at,
         source: EventSource::Provider,
         service: clean(service),
+        customer,
         model,
         request_id,
         status,

@@ -32,16 +32,18 @@ const QUIET: &str = "SET LOCAL client_min_messages = warning";
 const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS ingest_staging ( \
         occurred_at timestamptz, id uuid, source text, service text, model text, request_id text, \
         status integer, error_class text, latency_us bigint, ttft_us bigint, tpot_us bigint, \
-        input_tokens integer, output_tokens integer, streaming boolean, attributes jsonb \
+        input_tokens integer, output_tokens integer, streaming boolean, attributes jsonb, customer text \
     ) ON COMMIT DELETE ROWS";
 
 const COPY: &str = "COPY ingest_staging (occurred_at, id, source, service, model, request_id, status, \
-    error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes) FROM STDIN";
+    error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes, customer) \
+    FROM STDIN";
 
 const MOVE: &str = "INSERT INTO events (tenant_id, occurred_at, id, source, service, model, request_id, \
-        status, error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes) \
+        status, error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes, \
+        customer) \
     SELECT $1, occurred_at, id, source, service, model, request_id, status, error_class, latency_us, \
-        ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes FROM ingest_staging \
+        ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes, customer FROM ingest_staging \
     ON CONFLICT DO NOTHING";
 
 /// What a committed batch did.
@@ -249,6 +251,8 @@ pub fn encode_row(buf: &mut Vec<u8>, e: &StoredEvent) {
     }
     buf.push(b'\t');
     text(buf, &e.attributes.to_string());
+    buf.push(b'\t');
+    opt_text(buf, e.customer.as_deref());
     buf.push(b'\n');
 }
 
@@ -291,6 +295,7 @@ mod tests {
             occurred_at: "2026-11-30T12:00:00.5Z".parse().unwrap(),
             source: EventSource::Provider,
             service: "a\tb\\c\nd".into(),
+            customer: Some("acme-corp".into()),
             model: None,
             request_id: Some("r\r".into()),
             status: Some(200),
@@ -308,7 +313,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(buf).unwrap(),
             "2026-11-30T12:00:00.500000Z\t00000000-0000-0000-0000-000000000000\tprovider\t\
-             a\\tb\\\\c\\nd\t\\N\tr\\r\t200\t\\N\t5\t\\N\t\\N\t1\t\\N\tf\t{\"q\\\\\"\":1}\n"
+             a\\tb\\\\c\\nd\t\\N\tr\\r\t200\t\\N\t5\t\\N\t\\N\t1\t\\N\tf\t{\"q\\\\\"\":1}\tacme-corp\n"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The demo tenant `slaproof up` creates so a newcomer has something to look
-//! at: a tenant, a customer, an ingest key and a realistic SLA.
+//! at: a tenant, three customers on one service each with an SLA of its own,
+//! a public service-wide SLA, and an ingest key.
 
 use std::fs;
 use std::io::Write;
@@ -15,6 +16,24 @@ use slaproof_store::{Database, StoreError, customers, ingest_keys, slas, tenants
 pub const TENANT: &str = "demo";
 /// The demo SLA, shipped with the domain crate's fixtures.
 pub const SLA_DOCUMENT: &str = include_str!("../../domain/fixtures/demo-sla.yaml");
+/// The demo's other SLAs, with their customer's name and monthly fee (in
+/// minor units of the SLA's currency): Globex on the 8B model only, which
+/// the incident spares; Initech; and the provider's public SLA, judged on
+/// every customer's requests (`scope: service`), with no customer.
+pub const OTHER_SLAS: &[(&str, Option<(&str, i64)>)] = &[
+    (
+        include_str!("../../domain/fixtures/demo-sla-globex.yaml"),
+        Some(("Globex Corporation", 400_000)),
+    ),
+    (
+        include_str!("../../domain/fixtures/demo-sla-initech.yaml"),
+        Some(("Initech", 250_000)),
+    ),
+    (
+        include_str!("../../domain/fixtures/demo-sla-public.yaml"),
+        None,
+    ),
+];
 /// Where the demo ingest key is kept, inside the data directory, so that it
 /// can be shown again on later starts (a real tenant's key is shown once).
 const KEY_FILE: &str = "demo-ingest-key";
@@ -46,6 +65,9 @@ pub struct Demo {
     pub customer_ref: String,
     pub customer: CustomerId,
     pub sla_name: String,
+    /// The other SLAs, by name, with their customer's reference (none for
+    /// the public one).
+    pub other_slas: Vec<(String, Option<String>)>,
     pub ingest_key: String,
     /// Whether this start created the tenant.
     pub created: bool,
@@ -81,25 +103,24 @@ pub async fn ensure(db: &Database, data_dir: &Path) -> anyhow::Result<Demo> {
     };
     slas::apply(&mut tx, &definition).await?;
     // The customer's fee, which the demo SLA's credits are a share of.
-    if slaproof_store::credits::fees(&mut tx, customer)
-        .await?
-        .is_empty()
-    {
-        slaproof_store::credits::add_fee(
-            &mut tx,
-            &slaproof_store::credits::Fee {
-                customer,
-                effective_from: DEMO_FEE_FROM
-                    .parse()
-                    .context("the demo fee's start is an RFC 3339 instant")?,
-                currency: "EUR".to_owned(),
-                minor_units: 2,
-                amount_minor: DEMO_FEE_MINOR,
-                created_at: chrono::Utc::now(),
-                created_by: "demo".to_owned(),
-            },
-        )
-        .await?;
+    ensure_fee(&mut tx, customer, "EUR", DEMO_FEE_MINOR).await?;
+    let mut other_slas = Vec::new();
+    for (document, customer) in OTHER_SLAS {
+        let other =
+            SlaDefinition::from_document(document).context("a shipped demo SLA is invalid")?;
+        if let (Some(reference), Some((name, fee))) = (&other.customer, customer) {
+            let id = match customers::find_by_ref(&mut tx, reference).await? {
+                Some(found) => found.id,
+                None => customers::create(&mut tx, reference, name).await?.id,
+            };
+            let currency = other
+                .credits
+                .as_ref()
+                .map_or_else(|| "EUR".to_owned(), |c| c.currency.to_string());
+            ensure_fee(&mut tx, id, &currency, *fee).await?;
+        }
+        slas::apply(&mut tx, &other).await?;
+        other_slas.push((other.name.as_str().to_owned(), other.customer.clone()));
     }
 
     fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
@@ -134,9 +155,40 @@ pub async fn ensure(db: &Database, data_dir: &Path) -> anyhow::Result<Demo> {
         customer_ref,
         customer,
         sla_name: definition.name.as_str().to_owned(),
+        other_slas,
         ingest_key,
         created,
     })
+}
+
+/// Gives a demo customer its monthly fee (in cents) unless it has one.
+async fn ensure_fee(
+    tx: &mut slaproof_store::TenantTx,
+    customer: CustomerId,
+    currency: &str,
+    amount_minor: i64,
+) -> anyhow::Result<()> {
+    if slaproof_store::credits::fees(tx, customer)
+        .await?
+        .is_empty()
+    {
+        slaproof_store::credits::add_fee(
+            tx,
+            &slaproof_store::credits::Fee {
+                customer,
+                effective_from: DEMO_FEE_FROM
+                    .parse()
+                    .context("the demo fee's start is an RFC 3339 instant")?,
+                currency: currency.to_owned(),
+                minor_units: 2,
+                amount_minor,
+                created_at: chrono::Utc::now(),
+                created_by: "demo".to_owned(),
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// The API key of a demo start: with no token issuer configured (no

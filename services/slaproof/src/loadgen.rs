@@ -1,10 +1,11 @@
 //! `slaproof loadgen`: the traffic generator on the command line. The
 //! traffic model lives in `slaproof_ingest::loadgen`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use slaproof_ingest::loadgen::{LoadPlan, LoadReport};
+use slaproof_ingest::loadgen::{Customers, LoadPlan, LoadReport};
 
 use crate::config::Config;
 
@@ -36,7 +37,8 @@ pub struct LoadgenArgs {
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
     /// Start an incident this many seconds into the run: a quarter of the
-    /// requests fail (503), first tokens are 5× and decoding 2× slower.
+    /// requests on the 70B model fail (503), their first tokens are 5× and
+    /// decoding 2× slower; customers on other models are spared.
     #[arg(long, value_name = "SECS")]
     pub incident_at: Option<u64>,
     /// How long the incident lasts. A 99.9% availability objective pages
@@ -49,6 +51,11 @@ pub struct LoadgenArgs {
     /// Keep the rate flat instead of following the time of day.
     #[arg(long)]
     pub no_diurnal: bool,
+    /// Whose requests to send: `demo` (acme-corp, globex, initech and a
+    /// tail of unregistered `trial-N`), `zipf:N` (N customers `cust-00001`…
+    /// with Zipf shares, a few large and a long tail) or `none`.
+    #[arg(long, default_value = "demo", value_parser = parse_customers)]
+    pub customers: CustomersArg,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -86,7 +93,39 @@ impl LoadgenArgs {
                 )
             }),
             diurnal: !self.no_diurnal,
+            customers: Arc::new(self.customers.customers()),
         })
+    }
+}
+
+/// `--customers`, as given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CustomersArg {
+    Demo,
+    Zipf(u32),
+    None,
+}
+
+impl CustomersArg {
+    fn customers(self) -> Customers {
+        match self {
+            Self::Demo => Customers::demo(),
+            Self::Zipf(n) => Customers::zipf(n, 1.0),
+            Self::None => Customers::none(),
+        }
+    }
+}
+
+fn parse_customers(text: &str) -> Result<CustomersArg, String> {
+    match text {
+        "demo" => Ok(CustomersArg::Demo),
+        "none" => Ok(CustomersArg::None),
+        _ => match text.strip_prefix("zipf:").map(str::parse::<u32>) {
+            Some(Ok(n)) if (1..=1_000_000).contains(&n) => Ok(CustomersArg::Zipf(n)),
+            _ => Err(format!(
+                "must be `demo`, `none` or `zipf:N` with N from 1 to 1000000, got {text:?}"
+            )),
+        },
     }
 }
 
@@ -146,6 +185,7 @@ pub(crate) fn spawn_demo(
         connections: 1,
         incident: Some((crate::demo::INCIDENT_AT, crate::demo::INCIDENT_LENGTH)),
         diurnal: true,
+        customers: Arc::new(Customers::demo()),
     };
     tokio::spawn(async move {
         tokio::select! {

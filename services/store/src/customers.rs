@@ -95,3 +95,81 @@ pub async fn list(tx: &mut TenantTx, page: &Keyset) -> Result<Vec<Customer>, Sto
     .await?;
     Ok(rows.into_iter().map(Customer::from).collect())
 }
+
+/// One customer reference as a round of events named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceSeen {
+    pub external_ref: String,
+    pub events: i64,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+/// Adds what a round of events named to the tenant's tally of customer
+/// references.
+#[tracing::instrument(skip(tx, seen), fields(references = seen.len()))]
+pub async fn note_references(tx: &mut TenantTx, seen: &[ReferenceSeen]) -> Result<(), StoreError> {
+    let refs: Vec<&str> = seen.iter().map(|s| s.external_ref.as_str()).collect();
+    let events: Vec<i64> = seen.iter().map(|s| s.events).collect();
+    let first: Vec<DateTime<Utc>> = seen.iter().map(|s| s.first_seen_at).collect();
+    let last: Vec<DateTime<Utc>> = seen.iter().map(|s| s.last_seen_at).collect();
+    sqlx::query(
+        "INSERT INTO customer_references (tenant_id, external_ref, events, first_seen_at, last_seen_at) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::bigint[], $4::timestamptz[], $5::timestamptz[]) \
+         ON CONFLICT (tenant_id, external_ref) DO UPDATE SET \
+             events = customer_references.events + EXCLUDED.events, \
+             first_seen_at = least(customer_references.first_seen_at, EXCLUDED.first_seen_at), \
+             last_seen_at = greatest(customer_references.last_seen_at, EXCLUDED.last_seen_at)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(&refs)
+    .bind(&events)
+    .bind(&first)
+    .bind(&last)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A customer reference the tenant's events named that no customer of the
+/// tenant has: traffic kept for a customer not registered yet.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnknownReference {
+    pub external_ref: String,
+    pub events: i64,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+/// The references events named that no customer has, most events first,
+/// at most `limit`; and how many there are in all.
+pub async fn unknown_references(
+    tx: &mut TenantTx,
+    limit: i64,
+) -> Result<(Vec<UnknownReference>, i64), StoreError> {
+    let rows: Vec<(String, i64, DateTime<Utc>, DateTime<Utc>, i64)> = sqlx::query_as(
+        "SELECT r.external_ref, r.events, r.first_seen_at, r.last_seen_at, count(*) OVER () \
+         FROM customer_references r \
+         WHERE r.tenant_id = $1 AND NOT EXISTS ( \
+             SELECT 1 FROM customers c WHERE c.tenant_id = r.tenant_id AND c.external_ref = r.external_ref) \
+         ORDER BY r.events DESC, r.external_ref LIMIT $2",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?;
+    let total = rows.first().map_or(0, |r| r.4);
+    Ok((
+        rows.into_iter()
+            .map(
+                |(external_ref, events, first_seen_at, last_seen_at, _)| UnknownReference {
+                    external_ref,
+                    events,
+                    first_seen_at,
+                    last_seen_at,
+                },
+            )
+            .collect(),
+        total,
+    ))
+}

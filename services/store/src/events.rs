@@ -15,6 +15,8 @@ pub struct StoredEvent {
     pub occurred_at: DateTime<Utc>,
     pub source: EventSource,
     pub service: String,
+    /// The customer the request served, by the provider's reference.
+    pub customer: Option<String>,
     pub model: Option<String>,
     pub request_id: Option<String>,
     pub status: Option<i32>,
@@ -33,8 +35,9 @@ pub struct StoredEvent {
 pub async fn insert(tx: &mut TenantTx, event: &StoredEvent) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO events (tenant_id, occurred_at, id, source, service, model, request_id, status, \
-             error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             error_class, latency_us, ttft_us, tpot_us, input_tokens, output_tokens, streaming, attributes, \
+             customer) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(tx.tenant().uuid())
     .bind(event.occurred_at)

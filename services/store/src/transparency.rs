@@ -79,6 +79,8 @@ pub struct LoggedEvent {
     pub received_at: DateTime<Utc>,
     pub source: String,
     pub service: String,
+    /// The customer the request served, when the event named one.
+    pub customer: Option<String>,
     pub model: Option<String>,
     pub request_id: Option<String>,
     pub status: Option<i32>,
@@ -91,7 +93,7 @@ pub struct LoggedEvent {
     pub streaming: Option<bool>,
 }
 
-const EVENT_COLUMNS: &str = "e.id, e.occurred_at, e.received_at, e.source, e.service, e.model, \
+const EVENT_COLUMNS: &str = "e.id, e.occurred_at, e.received_at, e.source, e.service, e.customer, e.model, \
     e.request_id, e.status, e.error_class, e.latency_us, e.ttft_us, e.tpot_us, e.input_tokens, \
     e.output_tokens, e.streaming";
 
@@ -410,16 +412,17 @@ pub async fn entry(
     .await?)
 }
 
-/// The stored events with these request ids, of `services` only when given
-/// (a customer's), newest first per id. Logged events are found through the
+/// The stored events with these request ids, of the requests that served
+/// `customer` only when given (a customer's own, by its reference), newest
+/// first per id. Logged events are found through the
 /// log's request-id index; ids the log does not hold are looked for among
 /// the events from `unlogged_since` on (a scan of those partitions: the
 /// events table has no request-id index), every partition when `None`.
-#[tracing::instrument(skip(tx, request_ids, services), fields(count = request_ids.len()))]
+#[tracing::instrument(skip(tx, request_ids), fields(count = request_ids.len()))]
 pub async fn events_by_request(
     tx: &mut TenantTx,
     request_ids: &[String],
-    services: Option<&[String]>,
+    customer: Option<&str>,
     unlogged_since: Option<DateTime<Utc>>,
 ) -> Result<Vec<LoggedEvent>, StoreError> {
     let mut found: Vec<LoggedEvent> = sqlx::query_as(&format!(
@@ -427,11 +430,11 @@ pub async fn events_by_request(
          JOIN events e ON e.tenant_id = t.tenant_id AND e.occurred_at = t.occurred_at \
               AND e.id = t.event_id \
          WHERE t.tenant_id = $1 AND t.request_id = ANY($2) \
-           AND ($3::text[] IS NULL OR e.service = ANY($3))"
+           AND ($3::text IS NULL OR e.customer = $3)"
     ))
     .bind(tx.tenant().uuid())
     .bind(request_ids)
-    .bind(services)
+    .bind(customer)
     .fetch_all(&mut **tx)
     .await?;
     let seen: std::collections::HashSet<&str> = found
@@ -447,14 +450,14 @@ pub async fn events_by_request(
         let unlogged: Vec<LoggedEvent> = sqlx::query_as(&format!(
             "SELECT {EVENT_COLUMNS} FROM events e \
              WHERE e.tenant_id = $1 AND e.request_id = ANY($2) \
-               AND ($3::text[] IS NULL OR e.service = ANY($3)) \
+               AND ($3::text IS NULL OR e.customer = $3) \
                AND ($4::timestamptz IS NULL OR e.occurred_at >= $4) \
                AND NOT EXISTS (SELECT 1 FROM transparency_entries t WHERE t.tenant_id = e.tenant_id \
                                AND t.occurred_at = e.occurred_at AND t.event_id = e.id)"
         ))
         .bind(tx.tenant().uuid())
         .bind(&rest)
-        .bind(services)
+        .bind(customer)
         .bind(unlogged_since)
         .fetch_all(&mut **tx)
         .await?;
@@ -491,6 +494,7 @@ pub async fn batch_events(
         received_at: Option<DateTime<Utc>>,
         source: Option<String>,
         service: Option<String>,
+        customer: Option<String>,
         model: Option<String>,
         request_id: Option<String>,
         status: Option<i32>,
@@ -526,6 +530,7 @@ pub async fn batch_events(
                         received_at,
                         source,
                         service,
+                        customer: e.customer,
                         model: e.model,
                         request_id: e.request_id,
                         status: e.status,
@@ -575,27 +580,6 @@ pub async fn entries_of(
             )
         })
         .collect())
-}
-
-/// The services of the SLAs `customer` holds now; only the SLA called
-/// `only` when given.
-pub async fn customer_services(
-    tx: &mut TenantTx,
-    customer: uuid::Uuid,
-    only: Option<&str>,
-) -> Result<Vec<String>, StoreError> {
-    Ok(sqlx::query_scalar(
-        "SELECT DISTINCT v.definition #>> '{spec,service}' FROM slas s \
-         JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
-              AND v.version = s.current_version \
-         WHERE s.tenant_id = $1 AND s.customer_id = $2 AND ($3::text IS NULL OR s.name = $3) \
-           AND v.definition #>> '{spec,service}' IS NOT NULL",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(customer)
-    .bind(only)
-    .fetch_all(&mut **tx)
-    .await?)
 }
 
 /// A kept check report's summary.

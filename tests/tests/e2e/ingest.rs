@@ -792,6 +792,7 @@ async fn loadgen_traffic_is_acknowledged_and_stored_exactly() {
         connections: 4,
         incident: Some((Duration::ZERO, Duration::from_secs(60))),
         diurnal: false,
+        customers: std::sync::Arc::new(slaproof_ingest::loadgen::Customers::demo()),
     })
     .await
     .unwrap();
@@ -843,6 +844,7 @@ async fn with_connections_cut_while_sending_every_acknowledged_event_is_stored_o
         connections: 4,
         incident: None,
         diurnal: false,
+        customers: std::sync::Arc::new(slaproof_ingest::loadgen::Customers::demo()),
     })
     .await
     .unwrap();
@@ -945,6 +947,18 @@ async fn spans_from_the_official_python_sdk_are_stored_as_events() {
         assert_eq!(row.output_tokens, Some(10 + i as i32));
         assert!(row.latency_us.is_some());
     }
+    // The customer: the span's own attribute, else its resource's.
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let named: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT customer FROM events ORDER BY request_id")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    tx.commit().await.unwrap();
+    let expected: Vec<Option<String>> = (0..5)
+        .map(|i| Some(if i % 2 == 0 { "acme-corp" } else { "globex" }.to_owned()))
+        .collect();
+    assert_eq!(named, expected);
 }
 
 #[tokio::test]

@@ -226,6 +226,7 @@ async fn with_postgres_restarted_while_sending_every_acknowledged_event_is_store
         connections: 4,
         incident: None,
         diurnal: false,
+        customers: std::sync::Arc::new(slaproof_ingest::loadgen::Customers::demo()),
     }));
     let mut restarts = 0;
     let mut restarted_at = Vec::new();

@@ -15,6 +15,8 @@ mod chain_verifier;
 mod citus_rules;
 mod credits;
 mod credits_api;
+mod customer_traffic;
+mod customer_traffic_api;
 mod definer;
 mod demo_story;
 mod evaluator;

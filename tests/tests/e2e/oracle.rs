@@ -1,5 +1,6 @@
 //! An oracle for the evaluator: a Berlin month across the DST change, with
-//! maintenance and late telemetry, judged by plain SQL over the raw events
+//! maintenance, late telemetry and other customers' requests on the same
+//! service, judged by plain SQL over the raw events
 //! written from the contract's rules (sharing no code with the evaluator),
 //! must give the very numbers the evaluator froze when the month closed.
 
@@ -64,8 +65,8 @@ const ROUNDS: [&str; 8] = [
     "2026-11-01T03:00:00Z",
 ];
 
-/// The contract, read with SQL: the events of the SLA's service in the
-/// period; late when received from the period's end plus the grace on;
+/// The contract, read with SQL: the events of the SLA's service that
+/// served its customer, in the period; late when received from the period's end plus the grace on;
 /// excluded when inside a window agreed for the SLA (announced with the
 /// SLA's notice, or accepted by its customer) and not cancelled; counted
 /// otherwise. The three objectives over the counted events: a ratio, a
@@ -98,6 +99,7 @@ judged AS (
            e.received_at >= c.period_end + c.late_grace AS late -- LATENESS
     FROM events e, contract c
     WHERE e.service = 'chat' AND e.occurred_at >= c.period_start AND e.occurred_at < c.period_end
+      AND e.customer = 'acme-corp' -- CUSTOMER
 ),
 counted AS (
     SELECT * FROM judged WHERE NOT excluded AND NOT late
@@ -145,8 +147,15 @@ ORDER BY o.objective
 /// received within the grace of its own minute), slices of UTC days, every
 /// window excluded however late it was announced, the platform's 72-hour
 /// notice instead of the SLA's, and notice required to exceed rather than
-/// reach the SLA's. The generated traffic must tell each from the contract.
-const MUTATIONS: [(&str, &str, &str); 5] = [
+/// reach the SLA's; and every request of the service counted, whichever
+/// customer it served. The generated traffic must tell each from the
+/// contract.
+const MUTATIONS: [(&str, &str, &str); 6] = [
+    (
+        "every customer's requests",
+        "AND e.customer = 'acme-corp' -- CUSTOMER",
+        "",
+    ),
     (
         "lateness per minute",
         "e.received_at >= c.period_end + c.late_grace AS late -- LATENESS",
@@ -217,8 +226,27 @@ fn micros(n: i64) -> Duration {
     Duration::microseconds(n)
 }
 
-/// A request to `service` and when it was received.
+/// A request to `service` for acme-corp and when it was received.
 fn request(
+    service: &str,
+    occurred_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+    status: Option<i32>,
+    latency_us: Option<i64>,
+) -> (StoredEvent, DateTime<Utc>) {
+    request_of(
+        Some("acme-corp"),
+        service,
+        occurred_at,
+        received_at,
+        status,
+        latency_us,
+    )
+}
+
+/// A request to `service` that served `customer`, and when it was received.
+fn request_of(
+    customer: Option<&str>,
     service: &str,
     occurred_at: DateTime<Utc>,
     received_at: DateTime<Utc>,
@@ -230,6 +258,7 @@ fn request(
         occurred_at,
         source: EventSource::Provider,
         service: service.to_owned(),
+        customer: customer.map(str::to_owned),
         model: Some("big".to_owned()),
         request_id: None,
         status,
@@ -429,6 +458,21 @@ fn october() -> Vec<(StoredEvent, DateTime<Utc>)> {
             Some(503),
             Some(9_000_000),
         ));
+    }
+    // Other customers' requests on the same service, and requests that
+    // name no customer: failing, and not this SLA's.
+    for customer in [Some("globex"), None] {
+        for _ in 0..300 {
+            let occurred_at = start + micros(t.rng.below(month_us));
+            t.events.push(request_of(
+                customer,
+                "chat",
+                occurred_at,
+                occurred_at,
+                Some(503),
+                Some(9_000_000),
+            ));
+        }
     }
     t.events.sort_by_key(|(_, received_at)| *received_at);
     t.events

@@ -1439,6 +1439,7 @@ async fn a_run_whose_key_is_taken_is_stored_under_a_fresh_id() {
         occurred_at: at,
         source: EventSource::Probe,
         service: "chat-completions".into(),
+        customer: None,
         model: None,
         request_id: Some(request_id.clone()),
         status: Some(503),

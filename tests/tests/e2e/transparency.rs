@@ -1,7 +1,9 @@
 //! The transparency log end to end: days built once past their grace, a
 //! late event in a later day's batch, consistency between the days' heads;
 //! a customer's inclusion proof through the real HTTP API, checked offline
-//! as the CLI checks it, and refused for another customer's request; and a
+//! as the CLI checks it, and refused for another customer's request (on
+//! the same service too: the lookup is by the customer each leaf commits
+//! to); and a
 //! provider who alters, removes or inserts an event after its day was
 //! logged caught by the customer's proof, the customer's bulk check and the
 //! auditor's recomputation from the exported day.
@@ -53,12 +55,31 @@ spec:
     ratio: {good: status < 500}
 "#;
 
+/// A request to `service`, for the customer whose SLA is on it.
 fn event(service: &str, request_id: &str, at: &str, status: i32, latency_ms: i64) -> StoredEvent {
+    let customer = if service == "search" {
+        "beta-inc"
+    } else {
+        "acme-corp"
+    };
+    event_of(Some(customer), service, request_id, at, status, latency_ms)
+}
+
+/// A request to `service` that served `customer`.
+fn event_of(
+    customer: Option<&str>,
+    service: &str,
+    request_id: &str,
+    at: &str,
+    status: i32,
+    latency_ms: i64,
+) -> StoredEvent {
     StoredEvent {
         id: EventId::new(),
         occurred_at: at.parse().unwrap(),
         source: EventSource::Provider,
         service: service.into(),
+        customer: customer.map(str::to_owned),
         model: Some("big".into()),
         request_id: Some(request_id.into()),
         status: Some(status),
@@ -634,4 +655,102 @@ async fn each_built_day_is_anchored_on_chain_and_a_customer_checks_the_anchor() 
         format!("{refused:#}").contains("does not anchor this head"),
         "{refused:#}"
     );
+}
+
+#[tokio::test]
+async fn on_a_shared_service_a_customer_proves_and_checks_only_requests_that_served_it() {
+    let p = Platform::start().await;
+    // Three requests to `chat` in one day: acme-corp's, beta-inc's (whose
+    // SLA is on `search`, but whose request this is all the same), and
+    // one that names no customer.
+    p.store(&[
+        (
+            event_of(
+                Some("acme-corp"),
+                "chat",
+                "shared-a",
+                "2026-11-10T01:00:00Z",
+                200,
+                100,
+            ),
+            "2026-11-10T01:00:01Z",
+        ),
+        (
+            event_of(
+                Some("beta-inc"),
+                "chat",
+                "shared-b",
+                "2026-11-10T02:00:00Z",
+                200,
+                100,
+            ),
+            "2026-11-10T02:00:01Z",
+        ),
+        (
+            event_of(
+                None,
+                "chat",
+                "shared-none",
+                "2026-11-10T03:00:00Z",
+                200,
+                100,
+            ),
+            "2026-11-10T03:00:01Z",
+        ),
+    ])
+    .await;
+    assert_eq!(
+        p.build("2026-11-11T02:00:00Z").await,
+        [("2026-11-10".to_owned(), 3, 0)]
+    );
+    let admin = fixtures::token(p.s.tenant, &["provider_admin"], None);
+    let acme = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.acme));
+    let beta = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.beta));
+
+    // Each customer proves its own request, and its leaf commits to it.
+    let (status, own) = p.proof(&beta, "shared-b").await;
+    assert_eq!(status, StatusCode::OK, "{own}");
+    assert!(
+        own["leaf"]
+            .as_str()
+            .unwrap()
+            .contains(r#""customer":"beta-inc""#),
+        "{own}"
+    );
+    assert_eq!(p.proof(&acme, "shared-a").await.0, StatusCode::OK);
+    // Not the other's, though both are on `chat`, nor one that served no
+    // customer; the provider proves all three.
+    assert_eq!(p.proof(&acme, "shared-b").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(p.proof(&beta, "shared-a").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(p.proof(&acme, "shared-none").await.0, StatusCode::NOT_FOUND);
+    for id in ["shared-a", "shared-b", "shared-none"] {
+        assert_eq!(p.proof(&admin, id).await.0, StatusCode::OK, "{id}");
+    }
+    // A leaf without a customer keeps the bytes it always had.
+    let (_, none) = p.proof(&admin, "shared-none").await;
+    assert!(
+        !none["leaf"].as_str().unwrap().contains("customer"),
+        "{none}"
+    );
+
+    // In a bulk check, another customer's request is missing for acme.
+    let (status, report) = p
+        .call(
+            &acme,
+            "POST",
+            "/v1/transparency/checks",
+            Some(json!({"requests": [
+                {"request_id": "shared-a", "status": 200},
+                {"request_id": "shared-b", "status": 200}
+            ]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{report}");
+    let findings: Vec<&str> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["finding"].as_str().unwrap())
+        .collect();
+    assert_eq!(findings, ["included", "missing"]);
 }

@@ -85,6 +85,14 @@ impl Dashboard {
     async fn time_zone(&self) -> Option<&str> {
         self.0.time_zone.as_deref()
     }
+    /// Whose requests the SLA is judged on: `customer` (its customer's own)
+    /// or `service` (every request of the service).
+    async fn scope(&self) -> &'static str {
+        match self.0.scope {
+            slaproof_app::dashboard::SlaScopeView::Customer => "customer",
+            slaproof_app::dashboard::SlaScopeView::Service => "service",
+        }
+    }
     async fn objectives(&self) -> Vec<DashboardObjective> {
         self.0
             .objectives

@@ -38,6 +38,7 @@ pub fn leaf_of(secret: &[u8], tenant: TenantId, event: &LoggedEvent, late: bool)
         request_id: event.request_id.clone(),
         source: event.source.clone(),
         service: event.service.clone(),
+        customer: event.customer.clone(),
         model: event.model.clone(),
         occurred_at_us: event.occurred_at.timestamp_micros(),
         received_at_us: event.received_at.timestamp_micros(),

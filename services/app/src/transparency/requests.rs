@@ -216,17 +216,20 @@ fn check_request_id(field: &str, id: &str) -> Result<(), AppError> {
 }
 
 impl App {
-    /// The services whose requests the caller may look up: `None` for the
-    /// provider (all of its tenant's).
-    async fn request_services(
+    /// Whose requests the caller may look up: a customer its own (the
+    /// events that name its reference), whichever SLA its token is for;
+    /// `None` for the provider (all of its tenant's).
+    async fn request_customer(
         &self,
         tx: &mut TenantTx,
         caller: &Caller,
-    ) -> Result<Option<Vec<String>>, AppError> {
+    ) -> Result<Option<String>, AppError> {
         match caller.customer() {
             None => Ok(None),
             Some(customer) => Ok(Some(
-                log::customer_services(tx, customer.uuid(), caller.only_sla()).await?,
+                slaproof_store::customers::find(tx, customer)
+                    .await?
+                    .external_ref,
             )),
         }
     }
@@ -257,13 +260,13 @@ impl App {
         check_request_id("request_id", request_id)?;
         let secrets = self.log_secrets().await?;
         let mut tx = self.tx(caller).await?;
-        let services = self.request_services(&mut tx, caller).await?;
+        let customer = self.request_customer(&mut tx, caller).await?;
         let found = {
             let since = self.unlogged_since(&mut tx).await?;
             log::events_by_request(
                 &mut tx,
                 &[request_id.to_owned()],
-                services.as_deref(),
+                customer.as_deref(),
                 since,
             )
             .await?
@@ -365,7 +368,7 @@ impl App {
 
         let secrets = self.log_secrets().await?;
         let mut tx = self.tx(caller).await?;
-        let services = self.request_services(&mut tx, caller).await?;
+        let customer = self.request_customer(&mut tx, caller).await?;
         let ids: Vec<String> = input
             .requests
             .iter()
@@ -376,7 +379,7 @@ impl App {
         // The newest event per request id.
         let mut events: HashMap<String, LoggedEvent> = HashMap::new();
         let since = self.unlogged_since(&mut tx).await?;
-        for e in log::events_by_request(&mut tx, &ids, services.as_deref(), since).await? {
+        for e in log::events_by_request(&mut tx, &ids, customer.as_deref(), since).await? {
             if let Some(id) = e.request_id.clone() {
                 events.entry(id).or_insert(e);
             }

@@ -23,6 +23,32 @@ pub struct CreditInputs {
     pub composite: Option<CompositeOutcome>,
     /// The incidents of the period, for impact credits.
     pub incidents: Vec<Incident>,
+    /// Whose requests the incidents' volumes count. Absent from records
+    /// written before SLAs had scopes (they counted the whole service's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priced_on: Option<PricedOn>,
+}
+
+/// Whose requests a credit's volumes were counted on: the SLA's scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PricedOn {
+    pub service: String,
+    /// The customer whose requests alone count; `None`: every request of
+    /// the service (`scope: service`).
+    pub customer: Option<String>,
+}
+
+impl PricedOn {
+    /// In words, for a statement.
+    pub fn describe(&self) -> String {
+        match &self.customer {
+            Some(c) => format!("the requests of customer {c} on service {}", self.service),
+            None => format!(
+                "every request of service {}, whichever customer sent it (scope: service)",
+                self.service
+            ),
+        }
+    }
 }
 
 /// One objective's frozen result for a closed period.

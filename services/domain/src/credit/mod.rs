@@ -50,7 +50,8 @@ mod money;
 
 pub use compute::{
     CapStep, CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditRecord,
-    ImpactLine, Incident, MinimumStep, ObjectiveOutcome, TierLine, TierTableLine, compute,
+    ImpactLine, Incident, MinimumStep, ObjectiveOutcome, PricedOn, TierLine, TierTableLine,
+    compute,
 };
 pub use money::{Currency, Money, MoneyError};
 

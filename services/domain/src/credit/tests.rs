@@ -602,6 +602,7 @@ proptest! {
                 end: start + chrono::Duration::milliseconds(*millis),
                 requests: *requests,
             }).collect(),
+            priced_on: None,
         };
         let c = compute(&policy, &inputs).unwrap();
         let total = c.total.minor;

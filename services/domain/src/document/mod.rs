@@ -84,9 +84,8 @@ impl SlaDefinition {
         }
         if let [doc] = docs.as_slice() {
             return match api_version(doc) {
-                Some(native::API_VERSION) => {
-                    native::read(doc).map(|sla| (sla, DocumentFormat::Native))
-                }
+                Some(native::API_VERSION) => native::read(doc, native::Origin::Provider)
+                    .map(|sla| (sla, DocumentFormat::Native)),
                 Some(other) => Err(DefinitionError::single(
                     "apiVersion",
                     format!(
@@ -151,9 +150,11 @@ impl Serialize for SlaDefinition {
 }
 
 impl<'de> Deserialize<'de> for SlaDefinition {
-    /// The native document, validated: invalid ones are refused with every problem.
+    /// The native document as the store keeps it, validated: invalid ones
+    /// are refused with every problem. A version stored before scopes
+    /// existed reads as `scope: service`, the meaning it was judged under.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
-        native::read(&value).map_err(serde::de::Error::custom)
+        native::read(&value, native::Origin::Stored).map_err(serde::de::Error::custom)
     }
 }

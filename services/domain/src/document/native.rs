@@ -19,14 +19,27 @@ use crate::window::{CalendarUnit, TimeWindow};
 pub(crate) const API_VERSION: &str = "slaproof/v1";
 pub(crate) const KIND: &str = "SLA";
 
+/// Who wrote the document being read, which decides what a missing
+/// `spec.scope` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A provider's document: no scope means the customer's own requests
+    /// when the SLA has a customer.
+    Provider,
+    /// A version the store kept. Versions stored before scopes existed were
+    /// judged on the whole service, and keep that meaning; every version
+    /// stored since says its scope.
+    Stored,
+}
+
 /// Reads a native document already parsed into a tree.
-pub(crate) fn read(doc: &Value) -> Result<SlaDefinition, DefinitionError> {
+pub(crate) fn read(doc: &Value, origin: Origin) -> Result<SlaDefinition, DefinitionError> {
     let mut p = Problems::default();
-    let sla = read_sla(&Node::root(doc, ""), &mut p);
+    let sla = read_sla(&Node::root(doc, ""), origin, &mut p);
     p.finish(sla)
 }
 
-fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
+fn read_sla(root: &Node<'_>, origin: Origin, p: &mut Problems) -> Option<SlaDefinition> {
     let doc = root.object(&["apiVersion", "kind", "metadata", "spec"], false, p)?;
     if let Some(v) = doc.req_str("apiVersion", p)
         && v != API_VERSION
@@ -56,6 +69,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
             "description",
             "service",
             "customer",
+            "scope",
             "window",
             "objectives",
             "policy",
@@ -74,6 +88,25 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
         p.check(&c.path, sla::check_customer_ref(text))
             .map(|()| text.to_owned())
     });
+    let scope = match spec.get("scope") {
+        Some(node) => node
+            .str(p)
+            .and_then(|text| p.check(&node.path, sla::SlaScope::parse(text))),
+        None => Some(match origin {
+            Origin::Provider => sla::SlaScope::default_for(customer.as_deref()),
+            Origin::Stored => sla::SlaScope::Service,
+        }),
+    };
+    if scope == Some(sla::SlaScope::Customer)
+        && customer.is_none()
+        && spec.get("customer").is_none()
+    {
+        p.push(
+            &spec.path_of("scope"),
+            "\"customer\" needs spec.customer: the customer whose requests the SLA is judged on"
+                .to_owned(),
+        );
+    }
     let window = spec.required("window", p).and_then(|w| read_window(&w, p));
     let policy = match spec.get("policy") {
         Some(node) => super::policy::read(&node, p),
@@ -107,6 +140,7 @@ fn read_sla(root: &Node<'_>, p: &mut Problems) -> Option<SlaDefinition> {
         description,
         service: service?,
         customer,
+        scope: scope?,
         window: window?,
         objectives: objectives?,
         policy: policy?,
@@ -464,6 +498,10 @@ struct SpecDoc {
     service: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     customer: Option<String>,
+    /// Written whenever the SLA has a customer, so that a stored version
+    /// reads back with the scope it was judged under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<&'static str>,
     window: WindowDoc,
     objectives: Vec<ObjectiveDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -660,6 +698,8 @@ pub(crate) fn write(sla: &SlaDefinition) -> NativeDoc {
             description: sla.description.clone(),
             service: sla.service.clone(),
             customer: sla.customer.clone(),
+            scope: (sla.customer.is_some() || sla.scope != sla::SlaScope::Service)
+                .then_some(sla.scope.as_str()),
             window,
             objectives,
             policy: super::policy::write(&sla.policy),

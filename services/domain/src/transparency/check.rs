@@ -120,6 +120,7 @@ mod tests {
             request_id: Some("r".into()),
             source: "provider".into(),
             service: "s".into(),
+            customer: None,
             model: None,
             occurred_at_us: 0,
             received_at_us: 0,

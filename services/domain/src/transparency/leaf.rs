@@ -57,6 +57,13 @@ pub struct Leaf {
     /// `provider` or `probe`.
     pub source: String,
     pub service: String,
+    /// The customer the request served (the provider's reference), when
+    /// the event named one. Absent from the bytes when there is none, so
+    /// leaves of events without a customer keep the bytes they always had.
+    /// Only the leaf's own proof opens it: the public log holds salted
+    /// hashes, which reveal neither names nor volumes per customer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer: Option<String>,
     pub model: Option<String>,
     pub occurred_at_us: i64,
     pub received_at_us: i64,
@@ -105,6 +112,7 @@ mod tests {
             request_id: Some("req \"1\"".into()),
             source: "provider".into(),
             service: "chat".into(),
+            customer: None,
             model: None,
             occurred_at_us: 1_764_547_200_000_000,
             received_at_us: 1_764_547_200_500_000,

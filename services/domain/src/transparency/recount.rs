@@ -126,11 +126,14 @@ pub fn recount_day<'l>(
             continue;
         };
         // The evaluator's scope (`TrackedSla::scopes`): the version's
-        // service (days are measured only in periods the version judges
+        // service and, for a customer's SLA, the customer the leaf commits
+        // to (days are measured only in periods the version judges
         // whole, all after it began counting); received before the
         // watermark.
         if !day.contains(occurred)
-            || !rules.definition.measures_service(Some(&leaf.service))
+            || !rules
+                .definition
+                .measures(Some(&leaf.service), leaf.customer.as_deref())
             || received >= rules.counted_to
             || in_any(rules.maintenance, occurred)
             || !rules
@@ -253,6 +256,7 @@ mod tests {
             request_id: None,
             source: "provider".into(),
             service: "chat".into(),
+            customer: None,
             model: None,
             occurred_at_us: at(occurred).timestamp_micros(),
             received_at_us: at(received).timestamp_micros(),

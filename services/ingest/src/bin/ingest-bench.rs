@@ -331,6 +331,7 @@ async fn run(args: &Args, scratch: &Scratch) -> anyhow::Result<()> {
         connections: args.connections,
         incident: None,
         diurnal: false,
+        customers: std::sync::Arc::new(slaproof_ingest::loadgen::Customers::demo()),
     };
     eprintln!("warming up");
     loadgen::run(plan(20_000)).await?;

@@ -457,6 +457,18 @@ fn print_welcome(
             demo.sla_name,
             if demo.created { " (created now)" } else { "" }
         ));
+        for (sla, customer) in &demo.other_slas {
+            out.push_str(&format!(
+                "              SLA \"{sla}\" {}\n",
+                match customer {
+                    Some(c) => format!("for customer \"{c}\", on its own requests"),
+                    None => "for every customer (scope: service)".to_owned(),
+                }
+            ));
+        }
+        out.push_str(
+            "              loadgen traffic spreads over acme-corp, globex, initech and unregistered trial-N;\n              the incident hits the 70B model, which acme-corp uses most and globex never\n",
+        );
         out.push_str(&format!("  Ingest key  {}\n", demo.ingest_key));
         if let Some(tokens) = tokens {
             out.push_str(&format!(

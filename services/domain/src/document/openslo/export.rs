@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::{
     ANNOTATION_ATTESTATION, ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION,
-    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SLA, API_VERSION, METRIC_SOURCE_TYPE,
+    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SCOPE, ANNOTATION_SLA, API_VERSION,
+    METRIC_SOURCE_TYPE,
 };
 use crate::document::native::{float, number};
 use crate::filter::EventFilter;
@@ -183,6 +184,7 @@ pub(crate) fn write(sla: &SlaDefinition) -> Vec<OpensloDoc> {
     }
     if let Some(c) = &sla.customer {
         annotations.insert(ANNOTATION_CUSTOMER, c.clone());
+        annotations.insert(ANNOTATION_SCOPE, sla.scope.as_str().to_owned());
     }
     if let Some(policy) = crate::document::policy::write(&sla.policy) {
         annotations.insert(

@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::indicator::{Indicator, read_indicator_ref, read_inline_indicator, resolve_indicator};
 use super::{
     ANNOTATION_ATTESTATION, ANNOTATION_CREDITS, ANNOTATION_CUSTOMER, ANNOTATION_DESCRIPTION,
-    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SLA, Metadata, read_metadata,
+    ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SCOPE, ANNOTATION_SLA, Metadata,
+    read_metadata,
 };
 use crate::document::error::{DefinitionError, Problems};
 use crate::document::native::{parse_time_zone, read_finite, read_threshold_value};
@@ -220,6 +221,19 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
     let description = text(ANNOTATION_DESCRIPTION, sla::MAX_DESCRIPTION, p);
     let customer = annotation(ANNOTATION_CUSTOMER)
         .and_then(|(v, path)| p.check(&path, sla::check_customer_ref(&v)).map(|()| v));
+    let scope = match annotation(ANNOTATION_SCOPE) {
+        Some((v, path)) => {
+            let scope = p.check(&path, sla::SlaScope::parse(&v));
+            if scope == Some(sla::SlaScope::Customer) && customer.is_none() {
+                p.push(
+                    &path,
+                    format!("\"customer\" needs the annotation {ANNOTATION_CUSTOMER}: the customer whose requests the SLA is judged on"),
+                );
+            }
+            scope
+        }
+        None => Some(sla::SlaScope::default_for(customer.as_deref())),
+    };
     let policy = match annotation(ANNOTATION_POLICY) {
         None => Some(crate::policy::SlaPolicy::default()),
         Some((text, path)) => match serde_json::from_str::<serde_json::Value>(&text) {
@@ -268,6 +282,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
         description,
         service,
         customer,
+        scope: scope?,
         window,
         objectives: objectives?,
         policy: policy?,

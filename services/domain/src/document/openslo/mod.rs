@@ -54,6 +54,9 @@ const ANNOTATION_SLA: &str = "slaproof.dev/sla";
 const ANNOTATION_DISPLAY_NAME: &str = "slaproof.dev/sla-display-name";
 const ANNOTATION_DESCRIPTION: &str = "slaproof.dev/sla-description";
 const ANNOTATION_CUSTOMER: &str = "slaproof.dev/customer";
+/// Whose requests the SLA is judged on: `customer` or `service` (the
+/// native `spec.scope`).
+const ANNOTATION_SCOPE: &str = "slaproof.dev/scope";
 /// The SLA's policy as a JSON object of the native `spec.policy` shape.
 const ANNOTATION_POLICY: &str = "slaproof.dev/policy";
 /// The SLA's credit policy as a JSON object of the native `spec.credits` shape.

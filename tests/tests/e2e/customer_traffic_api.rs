@@ -1,0 +1,390 @@
+//! Customer traffic through the real HTTP API: each way an event names its
+//! customer (the native JSON and NDJSON `customer` field; OTLP's
+//! `slaproof.customer` on a span or its resource), a malformed reference
+//! refused by name, a reference not registered yet stored and counted for
+//! the provider in `evaluation-status`, then judged with its history once
+//! registered; and two customers on one service seeing, on their
+//! dashboards, their own requests only.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::{Value, json};
+use slaproof_domain::ids::TenantId;
+use slaproof_store::{Database, customers, ingest_keys, tenants};
+use slaproof_tests::{TestApp, fixtures, spawn_app};
+
+async fn tenant_with_key(db: &Database, name: &str) -> (TenantId, String) {
+    let tenant = tenants::create(db, name, name).await.unwrap().id;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let key = ingest_keys::create(&mut tx, "test").await.unwrap();
+    tx.commit().await.unwrap();
+    (tenant, key.reveal().to_owned())
+}
+
+fn rfc3339(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn event(request_id: &str, customer: Option<&str>, status: u16, ago: Duration) -> Value {
+    let mut e = json!({
+        "time": rfc3339(Utc::now() - ago),
+        "service": "chat",
+        "request_id": request_id,
+        "status": status,
+        "latency_ms": 120,
+    });
+    if let Some(c) = customer {
+        e["customer"] = c.into();
+    }
+    e
+}
+
+async fn post(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{}{path}", app.address))
+        .bearer_auth(key)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The customer each stored request names, by request id.
+async fn customers_of(db: &Database, tenant: TenantId) -> Vec<(String, Option<String>)> {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let rows = sqlx::query_as("SELECT request_id, customer FROM events ORDER BY request_id")
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    rows
+}
+
+/// One evaluator round over everything stored (as the worker would run it
+/// two minutes from now, so that no settling holds events back).
+async fn evaluate(db: &Database, tenant: TenantId) {
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    slaproof_evaluator::evaluate_tenant_up_to(
+        &mut tx,
+        &slaproof_evaluator::Settings::default(),
+        Some(Utc::now() + Duration::minutes(2)),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn each_way_of_naming_a_customer_is_stored_and_a_malformed_reference_is_refused_by_name() {
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let minute = Duration::minutes(1);
+
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/events",
+        "application/json",
+        serde_json::to_vec(&json!([
+            event("json-named", Some("acme-corp"), 200, minute),
+            event("json-unnamed", None, 200, minute),
+        ]))
+        .unwrap(),
+    )
+    .await;
+    assert_eq!((status, &body["stored"]), (200, &json!(2)), "{body}");
+    let ndjson = format!(
+        "{}\n",
+        event("ndjson-named", Some("globex:eu-1"), 200, minute)
+    );
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/events",
+        "application/x-ndjson",
+        ndjson.into_bytes(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // OTLP/JSON: the resource names initech; one span names acme-corp
+    // itself (the span's own wins), the other inherits the resource's.
+    let start = (Utc::now() - minute).timestamp_nanos_opt().unwrap();
+    let span = |id: &str, request: &str, customer: Option<&str>| {
+        let mut attributes = vec![
+            json!({"key": "gen_ai.request.model", "value": {"stringValue": "llama-3"}}),
+            json!({"key": "gen_ai.response.id", "value": {"stringValue": request}}),
+            json!({"key": "http.response.status_code", "value": {"intValue": "200"}}),
+        ];
+        if let Some(c) = customer {
+            attributes.push(json!({"key": "slaproof.customer", "value": {"stringValue": c}}));
+        }
+        json!({
+            "traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": id,
+            "name": "chat llama-3",
+            "kind": 2,
+            "startTimeUnixNano": start.to_string(),
+            "endTimeUnixNano": (start + 300_000_000).to_string(),
+            "attributes": attributes,
+        })
+    };
+    let export = json!({"resourceSpans": [{
+        "resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": "chat"}},
+            {"key": "slaproof.customer", "value": {"stringValue": "initech"}}
+        ]},
+        "scopeSpans": [{"spans": [
+            span("eee19b7ec3c1b174", "otlp-span", Some("acme-corp")),
+            span("eee19b7ec3c1b175", "otlp-resource", None)
+        ]}]
+    }]});
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/traces",
+        "application/json",
+        serde_json::to_vec(&export).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    assert_eq!(
+        customers_of(&app.db, tenant).await,
+        [
+            ("json-named".to_owned(), Some("acme-corp".to_owned())),
+            ("json-unnamed".to_owned(), None),
+            ("ndjson-named".to_owned(), Some("globex:eu-1".to_owned())),
+            ("otlp-resource".to_owned(), Some("initech".to_owned())),
+            ("otlp-span".to_owned(), Some("acme-corp".to_owned())),
+        ]
+    );
+
+    // A reference the store could never match is refused, by name; the
+    // rest of the batch is kept.
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/events",
+        "application/json",
+        serde_json::to_vec(&json!([
+            event("bad-ref", Some("acme corp"), 200, minute),
+            event("good-ref", Some("acme-corp"), 200, minute),
+        ]))
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 207, "{body}");
+    assert_eq!(body["errors"][0]["field"], "customer", "{body}");
+    assert!(
+        body["errors"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("1 to 128 characters"),
+        "{body}"
+    );
+    assert_eq!(customers_of(&app.db, tenant).await.len(), 6);
+}
+
+const SLA: &str = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: {NAME}
+spec:
+  service: chat
+  customer: {CUSTOMER}
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: availability
+    target: 99%
+    ratio: {good: status < 500}
+"#;
+
+async fn apply(app: &TestApp, admin: &str, name: &str, customer: &str) {
+    let document = SLA.replace("{NAME}", name).replace("{CUSTOMER}", customer);
+    let (status, body) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        admin,
+        "POST",
+        "/v1/slas",
+        Some(json!({ "document": document })),
+    )
+    .await;
+    assert!(status.is_success(), "{status} {body}");
+}
+
+/// The dashboard's availability figures: (good, total) over the period.
+async fn availability(app: &TestApp, token: &str, sla: &str) -> (i64, i64) {
+    let (status, body) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        token,
+        "GET",
+        &format!("/v1/slas/{sla}/compliance"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let objective = body["objectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["objective"] == "availability")
+        .unwrap()
+        .clone();
+    (
+        objective["numbers"]["good"].as_i64().unwrap(),
+        objective["numbers"]["total"].as_i64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_history_once_registered()
+ {
+    let app = spawn_app().await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let admin = fixtures::token(tenant, &["provider_admin"], None);
+    let mut tx = app.db.tenant_tx(tenant).await.unwrap();
+    let acme = customers::create(&mut tx, "acme-corp", "Acme")
+        .await
+        .unwrap()
+        .id;
+    let globex = customers::create(&mut tx, "globex", "Globex")
+        .await
+        .unwrap()
+        .id;
+    tx.commit().await.unwrap();
+    apply(&app, &admin, "acme-sla", "acme-corp").await;
+    apply(&app, &admin, "globex-sla", "globex").await;
+
+    // On one service: acme-corp 6 requests (1 failing), globex 4 (2
+    // failing), newco (not registered) 5 (all good), 3 naming no one.
+    let ago = Duration::minutes(3);
+    let mut events = Vec::new();
+    for i in 0..6 {
+        events.push(event(
+            &format!("a{i}"),
+            Some("acme-corp"),
+            if i == 0 { 503 } else { 200 },
+            ago,
+        ));
+    }
+    for i in 0..4 {
+        events.push(event(
+            &format!("g{i}"),
+            Some("globex"),
+            if i < 2 { 500 } else { 200 },
+            ago,
+        ));
+    }
+    for i in 0..5 {
+        events.push(event(&format!("n{i}"), Some("newco"), 200, ago));
+    }
+    for i in 0..3 {
+        events.push(event(&format!("x{i}"), None, 503, ago));
+    }
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/events",
+        "application/json",
+        serde_json::to_vec(&events).unwrap(),
+    )
+    .await;
+    assert_eq!((status, &body["stored"]), (200, &json!(18)), "{body}");
+    evaluate(&app.db, tenant).await;
+
+    // Each customer sees its own requests only: through its own token and
+    // through the provider's.
+    let acme_token = fixtures::token(tenant, &["customer_admin"], Some(acme));
+    let globex_token = fixtures::token(tenant, &["customer_admin"], Some(globex));
+    assert_eq!(availability(&app, &acme_token, "acme-sla").await, (5, 6));
+    assert_eq!(
+        availability(&app, &globex_token, "globex-sla").await,
+        (2, 4)
+    );
+    assert_eq!(availability(&app, &admin, "globex-sla").await, (2, 4));
+    // And not the other's SLA at all.
+    let (status, _) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &globex_token,
+        "GET",
+        "/v1/slas/acme-sla/compliance",
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    // The dashboard says whose requests it shows.
+    let (_, dashboard) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &acme_token,
+        "GET",
+        "/v1/slas/acme-sla/dashboard",
+        None,
+    )
+    .await;
+    assert_eq!(dashboard["scope"], "customer", "{dashboard}");
+
+    // The provider is told of newco's 5 requests.
+    let (status, report) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &admin,
+        "GET",
+        "/v1/evaluation-status",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["unknown_customer_count"], 1, "{report}");
+    assert_eq!(report["unknown_customers"][0]["customer"], "newco");
+    assert_eq!(report["unknown_customers"][0]["events"], 5);
+    // A customer may not read it (it names other customers).
+    let (status, _) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &acme_token,
+        "GET",
+        "/v1/evaluation-status",
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+
+    // Registered, with an SLA: its earlier requests count, none lost.
+    let (status, body) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &admin,
+        "POST",
+        "/v1/customers",
+        Some(json!({"external_ref": "newco", "name": "NewCo"})),
+    )
+    .await;
+    assert!(status.is_success(), "{status} {body}");
+    apply(&app, &admin, "newco-sla", "newco").await;
+    evaluate(&app.db, tenant).await;
+    assert_eq!(availability(&app, &admin, "newco-sla").await, (5, 5));
+    let (_, report) = fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        &admin,
+        "GET",
+        "/v1/evaluation-status",
+        None,
+    )
+    .await;
+    assert_eq!(report["unknown_customer_count"], 0, "{report}");
+}
