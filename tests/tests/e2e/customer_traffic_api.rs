@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use slaproof_domain::ids::TenantId;
 use slaproof_store::{Database, customers, ingest_keys, tenants};
-use slaproof_tests::{TestApp, fixtures, spawn_app};
+use slaproof_tests::{TestApp, fixtures, spawn_app, spawn_app_with};
 
 async fn tenant_with_key(db: &Database, name: &str) -> (TenantId, String) {
     let tenant = tenants::create(db, name, name).await.unwrap().id;
@@ -251,7 +251,7 @@ async fn availability(app: &TestApp, token: &str, sla: &str) -> (i64, i64) {
 #[tokio::test]
 async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_history_once_registered()
  {
-    let app = spawn_app().await;
+    let app = spawn_app_with(fixtures::trust_test_key).await;
     let (tenant, key) = tenant_with_key(&app.db, "acme").await;
     let admin = fixtures::token(tenant, &["provider_admin"], None);
     let mut tx = app.db.tenant_tx(tenant).await.unwrap();

@@ -89,6 +89,7 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
                 ANNOTATION_DISPLAY_NAME,
                 ANNOTATION_DESCRIPTION,
                 ANNOTATION_CUSTOMER,
+                ANNOTATION_SCOPE,
                 ANNOTATION_POLICY,
                 ANNOTATION_CREDITS,
                 ANNOTATION_ATTESTATION,
