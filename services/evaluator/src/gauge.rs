@@ -166,6 +166,10 @@ fn gauge_scope(tracked: &[TrackedSla]) -> Option<(DateTime<Utc>, BTreeSet<String
     Some((since, services))
 }
 
+/// When a request's first event occurred and arrived, and the customer
+/// it served.
+type FirstEvent = (DateTime<Utc>, DateTime<Utc>, Option<String>);
+
 /// The first event of each request seen in one round, for the services
 /// gauge objectives measure, from the earliest gauge coverage on (the
 /// events attribution may place values at; the others are never looked
@@ -173,9 +177,8 @@ fn gauge_scope(tracked: &[TrackedSla]) -> Option<(DateTime<Utc>, BTreeSet<String
 #[derive(Debug, Default)]
 pub struct Requests {
     scope: Option<(DateTime<Utc>, BTreeSet<String>)>,
-    /// (service, request id) → (occurred_at, received_at, customer) of its
-    /// first event.
-    first: HashMap<(String, String), (DateTime<Utc>, DateTime<Utc>, Option<String>)>,
+    /// (service, request id) → its first event.
+    first: HashMap<(String, String), FirstEvent>,
 }
 
 impl Requests {

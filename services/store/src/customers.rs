@@ -147,8 +147,16 @@ pub async fn unknown_references(
     tx: &mut TenantTx,
     limit: i64,
 ) -> Result<(Vec<UnknownReference>, i64), StoreError> {
-    let rows: Vec<(String, i64, DateTime<Utc>, DateTime<Utc>, i64)> = sqlx::query_as(
-        "SELECT r.external_ref, r.events, r.first_seen_at, r.last_seen_at, count(*) OVER () \
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        external_ref: String,
+        events: i64,
+        first_seen_at: DateTime<Utc>,
+        last_seen_at: DateTime<Utc>,
+        total: i64,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT r.external_ref, r.events, r.first_seen_at, r.last_seen_at, count(*) OVER () AS total \
          FROM customer_references r \
          WHERE r.tenant_id = $1 AND NOT EXISTS ( \
              SELECT 1 FROM customers c WHERE c.tenant_id = r.tenant_id AND c.external_ref = r.external_ref) \
@@ -158,18 +166,15 @@ pub async fn unknown_references(
     .bind(limit)
     .fetch_all(&mut **tx)
     .await?;
-    let total = rows.first().map_or(0, |r| r.4);
-    Ok((
-        rows.into_iter()
-            .map(
-                |(external_ref, events, first_seen_at, last_seen_at, _)| UnknownReference {
-                    external_ref,
-                    events,
-                    first_seen_at,
-                    last_seen_at,
-                },
-            )
-            .collect(),
-        total,
-    ))
+    let total = rows.first().map_or(0, |r| r.total);
+    let unknown = rows
+        .into_iter()
+        .map(|r| UnknownReference {
+            external_ref: r.external_ref,
+            events: r.events,
+            first_seen_at: r.first_seen_at,
+            last_seen_at: r.last_seen_at,
+        })
+        .collect();
+    Ok((unknown, total))
 }
