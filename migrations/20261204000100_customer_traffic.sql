@@ -20,6 +20,9 @@ ALTER TABLE gauge_requests ADD COLUMN customer text;
 -- And an attributed value keeps it, so that a new customer SLA's backfill
 -- places the values attributed before it was seen.
 ALTER TABLE gauge_values ADD COLUMN customer text;
+-- The evaluator sets it as it attributes a value (its other columns are
+-- granted one by one, so this one is too).
+GRANT UPDATE (customer) ON gauge_values TO slaproof_service;
 
 -- ---------------------------------------------------------------------------
 -- Customer references seen in traffic

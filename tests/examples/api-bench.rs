@@ -75,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
                 occurred_at: Utc::now() - chrono::Duration::seconds(90),
                 source: EventSource::Provider,
                 service: "chat-completions".into(),
-                customer: None,
+                customer: Some("acme-corp".into()),
                 model: Some("llama-3".into()),
                 request_id: Some(format!("bench-{i}")),
                 status: Some(if i % 50 == 0 { 503 } else { 200 }),

@@ -445,7 +445,8 @@ pub async fn expire(
 }
 
 /// Attributed values of one gauge objective whose request occurred in
-/// `[from, to)`, arrived before `as_of`, for the SLA's service.
+/// `[from, to)`, arrived before `as_of`, that the SLA measures (its
+/// service, and its customer's requests for a customer's SLA).
 async fn placed_values(
     tx: &mut TenantTx,
     sla: &TrackedSla,
@@ -454,8 +455,8 @@ async fn placed_values(
     to: DateTime<Utc>,
     as_of: DateTime<Utc>,
 ) -> Result<Vec<PlacedValue>, EvaluatorError> {
-    sqlx::query_as(
-        "SELECT metric, service, value, occurred_at, arrived_at FROM gauge_values \
+    let values: Vec<PlacedValue> = sqlx::query_as(
+        "SELECT metric, service, customer, value, occurred_at, arrived_at FROM gauge_values \
          WHERE tenant_id = $1 AND service = $2 AND metric = $3 AND occurred_at >= $4 AND occurred_at < $5 \
            AND arrived_at < $6",
     )
@@ -467,7 +468,14 @@ async fn placed_values(
     .bind(as_of)
     .fetch_all(&mut **tx)
     .await
-    .doing("reading gauge values")
+    .doing("reading gauge values")?;
+    Ok(values
+        .into_iter()
+        .filter(|v| {
+            sla.definition
+                .measures(Some(&v.service), v.customer.as_deref())
+        })
+        .collect())
 }
 
 /// Per gauge objective, the values of each cut minute that fall inside

@@ -55,6 +55,7 @@ pub async fn insert(tx: &mut TenantTx, event: &StoredEvent) -> Result<(), StoreE
     .bind(event.output_tokens)
     .bind(event.streaming)
     .bind(&event.attributes)
+    .bind(&event.customer)
     .execute(&mut **tx)
     .await?;
     Ok(())

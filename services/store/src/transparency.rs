@@ -582,6 +582,63 @@ pub async fn entries_of(
         .collect())
 }
 
+/// A logged request of a customer that its own records do not hold.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Unclaimed {
+    pub request_id: Option<String>,
+    pub event_id: uuid::Uuid,
+    pub occurred_at: DateTime<Utc>,
+    pub log_day: NaiveDate,
+    pub leaf_index: i64,
+}
+
+/// How many unclaimed requests started on each UTC day, in day order.
+pub type UnclaimedByDay = Vec<(NaiveDate, i64)>;
+
+/// The logged requests that served `customer` (its reference) and started
+/// in `[from, to)` whose request id is not among `claimed` (or that have
+/// none): per UTC day of their start, how many; and the first `limit` of
+/// them in time order.
+#[tracing::instrument(skip(tx, claimed), fields(claimed = claimed.len()))]
+pub async fn unclaimed(
+    tx: &mut TenantTx,
+    customer: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    claimed: &[String],
+    limit: i64,
+) -> Result<(UnclaimedByDay, Vec<Unclaimed>), StoreError> {
+    const LOGGED_FOR: &str = "FROM transparency_entries t \
+         JOIN events e ON e.tenant_id = t.tenant_id AND e.occurred_at = t.occurred_at \
+              AND e.id = t.event_id \
+         WHERE t.tenant_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $3 \
+           AND e.customer = $4 AND (t.request_id IS NULL OR NOT (t.request_id = ANY($5)))";
+    let by_day: UnclaimedByDay = sqlx::query_as(&format!(
+        "SELECT (t.occurred_at AT TIME ZONE 'UTC')::date AS day, count(*) {LOGGED_FOR} \
+         GROUP BY day ORDER BY day"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(from)
+    .bind(to)
+    .bind(customer)
+    .bind(claimed)
+    .fetch_all(&mut **tx)
+    .await?;
+    let first: Vec<Unclaimed> = sqlx::query_as(&format!(
+        "SELECT t.request_id, t.event_id, t.occurred_at, t.log_day, t.leaf_index {LOGGED_FOR} \
+         ORDER BY t.occurred_at, t.event_id LIMIT $6"
+    ))
+    .bind(tx.tenant().uuid())
+    .bind(from)
+    .bind(to)
+    .bind(customer)
+    .bind(claimed)
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok((by_day, first))
+}
+
 /// A kept check report's summary.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 pub struct CheckSummary {

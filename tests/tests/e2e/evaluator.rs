@@ -115,8 +115,10 @@ async fn insert_events(db: &Database, tenant: TenantId, events: &[Ev]) {
         let status: Vec<_> = chunk.iter().map(|e| e.status).collect();
         let latency: Vec<_> = chunk.iter().map(|e| e.latency_us).collect();
         sqlx::query(
-            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us) \
-             SELECT $1, o, i, r, 'provider', s, m, st, l FROM UNNEST($2::timestamptz[], $3::uuid[], \
+            // Every request served acme-corp: the customer of the SLAs
+            // that have one, and counted by the service-wide ones too.
+            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us, customer) \
+             SELECT $1, o, i, r, 'provider', s, m, st, l, 'acme-corp' FROM UNNEST($2::timestamptz[], $3::uuid[], \
                  $4::timestamptz[], $5::text[], $6::text[], $7::int4[], $8::int8[]) AS t(o, i, r, s, m, st, l)",
         )
         .bind(tenant.uuid())

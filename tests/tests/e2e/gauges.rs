@@ -670,7 +670,8 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
             .unwrap();
         assert!(
             run.evaluations.iter().any(|e| e.objective == "quality"),
-            "the gauge objective is evaluated"
+            "the gauge objective is evaluated; failed: {:?}",
+            run.failed_slas
         );
         let frozen = run.closed.iter().map(|c| &c.evaluation);
         for evaluation in run.evaluations.iter().chain(frozen) {

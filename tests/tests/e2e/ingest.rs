@@ -801,8 +801,10 @@ async fn loadgen_traffic_is_acknowledged_and_stored_exactly() {
     assert_eq!((report.rejected, report.failed), (0, 0), "{report:?}");
     let rows = stored(&app.db, tenant).await;
     assert_eq!(rows.len(), 3_000);
+    // The incident hits the 70B model (about 37% of the demo's requests):
+    // a quarter of those fail, against 3 in 1,000 outside it.
     let errors = rows.iter().filter(|r| r.status != Some(200)).count();
-    assert!(errors > 300, "the incident shows: {errors} errors");
+    assert!(errors > 150, "the incident shows: {errors} errors");
 }
 
 #[tokio::test]

@@ -157,8 +157,8 @@ impl Tenant {
         for i in 0..count {
             let occurred = at + Duration::seconds(i);
             sqlx::query(
-                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, status) \
-                 VALUES ($1, $2, $3, $2, 'provider', 'chat', $4)",
+                "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, status, customer) \
+                 VALUES ($1, $2, $3, $2, 'provider', 'chat', $4, 'acme-corp')",
             )
             .bind(self.tenant.uuid())
             .bind(occurred)

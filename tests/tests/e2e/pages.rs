@@ -69,7 +69,7 @@ async fn checked_request_log(
         occurred_at: slaproof_tests::scenario::at("2026-11-30T10:00:00Z"),
         source: slaproof_domain::event::EventSource::Provider,
         service: "chat".into(),
-        customer: None,
+        customer: Some("acme-corp".into()),
         model: None,
         request_id: Some("acme-r1".into()),
         status: Some(200),
@@ -112,6 +112,7 @@ async fn checked_request_log(
             CheckRequestsIn {
                 requests: vec![observed("acme-r1", Some(1.0)), observed("acme-ghost", None)],
                 tolerance: None,
+                covers: None,
             },
         )
         .await

@@ -3,7 +3,8 @@
 //! a customer's inclusion proof through the real HTTP API, checked offline
 //! as the CLI checks it, and refused for another customer's request (on
 //! the same service too: the lookup is by the customer each leaf commits
-//! to); and a
+//! to, and a customer's check reports what was logged for it that it did
+//! not send); and a
 //! provider who alters, removes or inserts an event after its day was
 //! logged caught by the customer's proof, the customer's bulk check and the
 //! auditor's recomputation from the exported day.
@@ -697,11 +698,35 @@ async fn on_a_shared_service_a_customer_proves_and_checks_only_requests_that_ser
             ),
             "2026-11-10T03:00:01Z",
         ),
+        // Good traffic the provider invented for acme-corp: acme never
+        // sent it, and it would lift acme's availability.
+        (
+            event_of(
+                Some("acme-corp"),
+                "chat",
+                "padding-1",
+                "2026-11-10T04:00:00Z",
+                200,
+                90,
+            ),
+            "2026-11-10T04:00:01Z",
+        ),
+        (
+            event_of(
+                Some("acme-corp"),
+                "chat",
+                "padding-2",
+                "2026-11-10T05:00:00Z",
+                200,
+                90,
+            ),
+            "2026-11-10T05:00:01Z",
+        ),
     ])
     .await;
     assert_eq!(
         p.build("2026-11-11T02:00:00Z").await,
-        [("2026-11-10".to_owned(), 3, 0)]
+        [("2026-11-10".to_owned(), 5, 0)]
     );
     let admin = fixtures::token(p.s.tenant, &["provider_admin"], None);
     let acme = fixtures::token(p.s.tenant, &["customer_admin"], Some(p.acme));
@@ -753,4 +778,69 @@ async fn on_a_shared_service_a_customer_proves_and_checks_only_requests_that_ser
         .map(|i| i["finding"].as_str().unwrap())
         .collect();
     assert_eq!(findings, ["included", "missing"]);
+    assert!(report.get("unclaimed").is_none(), "not asked: {report}");
+
+    // Acme's records are complete for the 10th: what was logged for it
+    // there that it did not send is reported, by day, with its leaves.
+    let covers = json!({"from": "2026-11-10T00:00:00Z", "to": "2026-11-11T00:00:00Z"});
+    let (status, report) = p
+        .call(
+            &acme,
+            "POST",
+            "/v1/transparency/checks",
+            Some(
+                json!({"requests": [{"request_id": "shared-a", "status": 200}], "covers": covers}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{report}");
+    let unclaimed = &report["unclaimed"];
+    assert_eq!(unclaimed["count"], 2, "{report}");
+    assert_eq!(
+        unclaimed["by_day"],
+        json!([{"day": "2026-11-10", "count": 2}])
+    );
+    let listed: Vec<&str> = unclaimed["first"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["padding-1", "padding-2"]);
+    assert_eq!(unclaimed["first"][0]["log_day"], "2026-11-10");
+    // Kept with the report.
+    let id = report["id"].as_str().unwrap();
+    assert_eq!(
+        p.call(&acme, "GET", &format!("/v1/transparency/checks/{id}"), None)
+            .await
+            .1["unclaimed"],
+        *unclaimed
+    );
+    // Beta's records claim its one request: nothing unclaimed.
+    let (_, report) = p
+        .call(
+            &beta,
+            "POST",
+            "/v1/transparency/checks",
+            Some(json!({"requests": [{"request_id": "shared-b"}], "covers": covers})),
+        )
+        .await;
+    assert_eq!(report["unclaimed"]["count"], 0, "{report}");
+    // A provider has no records of its own to cover; a span is bounded.
+    let too_long = json!({"from": "2026-10-01T00:00:00Z", "to": "2026-11-11T00:00:00Z"});
+    for (token, covers) in [(&admin, &covers), (&acme, &too_long)] {
+        let (status, problem) = p
+            .call(
+                token,
+                "POST",
+                "/v1/transparency/checks",
+                Some(json!({"requests": [{"request_id": "shared-a"}], "covers": covers})),
+            )
+            .await;
+        assert_eq!(
+            (status, &problem["field"]),
+            (StatusCode::UNPROCESSABLE_ENTITY, &json!("covers")),
+            "{problem}"
+        );
+    }
 }

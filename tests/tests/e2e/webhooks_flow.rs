@@ -245,7 +245,9 @@ async fn an_endpoint_with_a_customer_receives_only_the_facts_about_that_customer
     let requests: Vec<Request> = (0..1000)
         .map(|i| Request::at(start + Span::minutes(i * 40), i % 100 != 0))
         .collect();
+    // Each customer's own requests, which its SLA is judged on.
     f.scenario.insert(&requests).await;
+    f.scenario.insert_of(Some("beta-inc"), &requests).await;
     f.scenario.run("2026-12-01T01:00:00Z").await;
     // A customer's own alert line names the customer; a maintenance
     // window names its SLAs; a fact about no customer names neither.

@@ -89,7 +89,59 @@ pub struct CheckRequestsIn {
     pub requests: Vec<ObservedRequest>,
     #[serde(default)]
     pub tolerance: Option<CheckTolerance>,
+    /// The stretch the customer's records are complete for: every request
+    /// it sent that started in it is among `requests`. The check then also
+    /// reports the requests logged for the customer in it that its records
+    /// do not hold (`unclaimed`: traffic it did not send, counted for it).
+    /// A customer's token only; at most 31 days.
+    #[serde(default)]
+    pub covers: Option<CheckSpan>,
 }
+
+/// `[from, to)`, RFC 3339.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpan {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+/// The requests logged for the customer in the span its records cover
+/// that its records do not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UnclaimedReport {
+    pub covers: CheckSpan,
+    /// How many, in all.
+    pub count: i64,
+    /// How many per UTC day of their start.
+    pub by_day: Vec<UnclaimedDay>,
+    /// The first of them in time order, at most 100.
+    pub first: Vec<UnclaimedItem>,
+}
+
+/// Unclaimed requests of one day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UnclaimedDay {
+    pub day: NaiveDate,
+    pub count: i64,
+}
+
+/// One logged request the customer's records do not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UnclaimedItem {
+    /// Absent when the event names no request id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    pub event: String,
+    pub occurred_at: DateTime<Utc>,
+    pub log_day: NaiveDate,
+    pub leaf_index: i64,
+}
+
+/// The longest stretch a check's `covers` may name.
+const MAX_COVERED_DAYS: i64 = 31;
+/// Unclaimed requests listed in a report.
+const UNCLAIMED_LISTED: i64 = 100;
 
 /// What the check found for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -167,6 +219,10 @@ pub struct CheckReport {
     pub tolerance: CheckTolerance,
     pub counts: CheckCounts,
     pub items: Vec<CheckItem>,
+    /// With `covers`: what was logged for the customer that it did not
+    /// send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unclaimed: Option<UnclaimedReport>,
 }
 
 /// The last check's summary, for the dashboard.
@@ -365,6 +421,24 @@ impl App {
         tolerance
             .validate()
             .map_err(|message| AppError::invalid("tolerance", message))?;
+        if let Some(span) = input.covers {
+            if caller.customer().is_none() {
+                return Err(AppError::invalid(
+                    "covers",
+                    "names the stretch a customer's own records are complete for: call with a customer's token",
+                ));
+            }
+            if span.to <= span.from
+                || span.to - span.from > chrono::Duration::days(MAX_COVERED_DAYS)
+            {
+                return Err(AppError::invalid(
+                    "covers",
+                    format!(
+                        "must run forwards (from before to), over at most {MAX_COVERED_DAYS} days"
+                    ),
+                ));
+            }
+        }
 
         let secrets = self.log_secrets().await?;
         let mut tx = self.tx(caller).await?;
@@ -393,6 +467,38 @@ impl App {
                     .await?
             }
             None => HashMap::new(),
+        };
+        let unclaimed = match (input.covers, customer.as_deref()) {
+            (Some(covers), Some(reference)) => {
+                let (by_day, first) = log::unclaimed(
+                    &mut tx,
+                    reference,
+                    covers.from,
+                    covers.to,
+                    &ids,
+                    UNCLAIMED_LISTED,
+                )
+                .await?;
+                Some(UnclaimedReport {
+                    covers,
+                    count: by_day.iter().map(|(_, n)| n).sum(),
+                    by_day: by_day
+                        .into_iter()
+                        .map(|(day, count)| UnclaimedDay { day, count })
+                        .collect(),
+                    first: first
+                        .into_iter()
+                        .map(|u| UnclaimedItem {
+                            request_id: u.request_id,
+                            event: EventId::from_uuid(u.event_id).to_string(),
+                            occurred_at: u.occurred_at,
+                            log_day: u.log_day,
+                            leaf_index: u.leaf_index,
+                        })
+                        .collect(),
+                })
+            }
+            _ => None,
         };
         let checked_at = Utc::now();
         let mut counts = CheckCounts::default();
@@ -431,6 +537,7 @@ impl App {
             },
             counts,
             items,
+            unclaimed,
         };
         log::record_check(
             &mut tx,

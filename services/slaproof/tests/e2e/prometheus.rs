@@ -165,6 +165,8 @@ async fn up_serves_operator_metrics_and_every_slo_for_prometheus() {
             json!({
                 "time": at.to_rfc3339(),
                 "service": "chat-completions",
+                // The demo SLA's customer, whose requests it counts.
+                "customer": "acme-corp",
                 "request_id": format!("prom-{i}"),
                 "status": if i == 0 { 503 } else { 200 },
                 "latency_ms": 400.0
