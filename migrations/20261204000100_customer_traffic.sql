@@ -14,6 +14,13 @@ ALTER TABLE events ADD COLUMN customer text;
 COMMENT ON COLUMN events.customer IS
     'The customer the request served, by the provider''s reference (customers.external_ref); NULL when the event names none.';
 
+-- A probe may run on behalf of one customer (with that customer's
+-- credentials in its headers): its measurements then name that customer
+-- and count for its SLAs as well as the service's. NULL: the provider's
+-- own probe, counted by service-wide SLAs only.
+ALTER TABLE probes ADD COLUMN customer text
+    CONSTRAINT probes_customer_format CHECK (customer ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$');
+
 -- Gauge values are placed by their request's event; the request's customer
 -- decides which customer SLAs the value counts for.
 ALTER TABLE gauge_requests ADD COLUMN customer text;

@@ -36,6 +36,7 @@ async fn main() -> anyhow::Result<()> {
             &ProbeDefinition {
                 name: format!("p{n:05}"),
                 service: "chat-completions".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),

@@ -44,6 +44,10 @@ const RESERVED_HEADERS: &[&str] = &[
 pub struct NewProbe {
     pub name: String,
     pub service: String,
+    /// The customer the probe measures for, by reference (its events
+    /// name it, so its customer's SLAs count them); `None`: the
+    /// provider's own probe.
+    pub customer: Option<String>,
     pub model: Option<String>,
     pub kind: ProbeKind,
     /// Default GET for `http`, POST for `streaming_completion`.
@@ -67,6 +71,7 @@ pub struct NewProbe {
 pub struct ProbePatch {
     pub name: Option<String>,
     pub service: Option<String>,
+    pub customer: Option<Option<String>>,
     pub model: Option<Option<String>>,
     pub kind: Option<ProbeKind>,
     pub method: Option<String>,
@@ -188,6 +193,10 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), AppError> {
     if let Some(model) = &definition.model {
         definition.model = Some(check_text("model", model)?);
     }
+    if let Some(customer) = &definition.customer {
+        slaproof_domain::sla::check_customer_ref(customer)
+            .map_err(|e| AppError::invalid("customer", e.0))?;
+    }
     definition.method = definition.method.to_ascii_uppercase();
     let methods: &[&str] = match definition.kind {
         ProbeKind::Http => &["GET", "HEAD", "POST", "PUT", "OPTIONS"],
@@ -260,6 +269,7 @@ pub fn definition_of(new: NewProbe) -> Result<ProbeDefinition, AppError> {
     let mut definition = ProbeDefinition {
         name: new.name,
         service: new.service,
+        customer: new.customer,
         model: new.model,
         kind: new.kind,
         method: new.method.unwrap_or_else(|| {
@@ -415,6 +425,9 @@ impl App {
         if let Some(model) = patch.model {
             definition.model = model;
         }
+        if let Some(customer) = patch.customer {
+            definition.customer = customer;
+        }
         if let Some(kind) = patch.kind {
             definition.kind = kind;
         }
@@ -526,6 +539,7 @@ mod tests {
         let new = NewProbe {
             name: "chat-eu".into(),
             service: "chat-completions".into(),
+            customer: None,
             model: None,
             kind: ProbeKind::Http,
             method: None,
@@ -551,6 +565,7 @@ mod tests {
         ProbeDefinition {
             name: "chat-eu".into(),
             service: "chat-completions".into(),
+            customer: None,
             model: Some("llama-3".into()),
             kind: ProbeKind::StreamingCompletion,
             method: "post".into(),

@@ -77,6 +77,9 @@ impl ProbeOutcome {
 pub struct ProbeDefinition {
     pub name: String,
     pub service: String,
+    /// The customer the probe measures for (its reference): its events
+    /// name it. `None`: the provider's own probe.
+    pub customer: Option<String>,
     pub model: Option<String>,
     pub kind: ProbeKind,
     pub method: String,
@@ -95,6 +98,7 @@ impl std::fmt::Debug for ProbeDefinition {
         f.debug_struct("ProbeDefinition")
             .field("name", &self.name)
             .field("service", &self.service)
+            .field("customer", &self.customer)
             .field("model", &self.model)
             .field("kind", &self.kind)
             .field("method", &self.method)
@@ -145,6 +149,7 @@ struct Row {
     id: uuid::Uuid,
     name: String,
     service: String,
+    customer: Option<String>,
     model: Option<String>,
     kind: String,
     method: String,
@@ -192,6 +197,7 @@ impl TryFrom<Row> for StoredProbe {
             definition: ProbeDefinition {
                 name: r.name,
                 service: r.service,
+                customer: r.customer,
                 model: r.model,
                 kind,
                 method: r.method,
@@ -211,7 +217,7 @@ impl TryFrom<Row> for StoredProbe {
     }
 }
 
-const COLUMNS: &str = "id, name, service, model, kind, method, url, headers, body, expected_status, \
+const COLUMNS: &str = "id, name, service, customer, model, kind, method, url, headers, body, expected_status, \
     interval_secs, timeout_ms, enabled, next_run_at, last_run_at, last_outcome, last_status, last_error, \
     last_latency_us, created_at, updated_at";
 
@@ -235,8 +241,8 @@ pub async fn create(
 ) -> Result<StoredProbe, StoreError> {
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO probes (tenant_id, id, name, service, model, kind, method, url, headers, body, \
-             expected_status, interval_secs, timeout_ms, enabled, next_run_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now()) RETURNING {COLUMNS}"
+             expected_status, interval_secs, timeout_ms, enabled, next_run_at, customer) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), $15) RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(ProbeId::new().uuid())
@@ -252,6 +258,7 @@ pub async fn create(
     .bind(definition.interval_secs)
     .bind(definition.timeout_ms)
     .bind(definition.enabled)
+    .bind(&definition.customer)
     .fetch_one(&mut **tx)
     .await?;
     row.try_into()
@@ -329,7 +336,7 @@ pub async fn update(
              headers = $9, body = $10, expected_status = $11, interval_secs = $12, timeout_ms = $13, \
              next_run_at = CASE WHEN $14 AND NOT enabled THEN $15::timestamptz \
                                 ELSE least(next_run_at, $16::timestamptz) END, \
-             enabled = $14, updated_at = $15 \
+             enabled = $14, updated_at = $15, customer = $17 \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
@@ -350,6 +357,7 @@ pub async fn update(
     // anything not immutable inside CASE in an UPDATE.
     .bind(now)
     .bind(now + chrono::Duration::seconds(i64::from(definition.interval_secs)))
+    .bind(&definition.customer)
     .fetch_optional(&mut **tx)
     .await?;
     row.ok_or_else(|| StoreError::not_found("probe", id))?
@@ -498,6 +506,7 @@ mod tests {
         let definition = ProbeDefinition {
             name: "p".into(),
             service: "s".into(),
+            customer: None,
             model: None,
             kind: ProbeKind::Http,
             method: "GET".into(),

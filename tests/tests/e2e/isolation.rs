@@ -205,6 +205,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         &slaproof_store::probes::ProbeDefinition {
             name: "seed".into(),
             service: "chat-completions".into(),
+            customer: None,
             model: None,
             kind: slaproof_store::probes::ProbeKind::Http,
             method: "GET".into(),

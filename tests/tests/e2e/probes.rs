@@ -478,6 +478,7 @@ async fn the_default_policy_refuses_private_targets_when_saved_and_when_run() {
         &ProbeDefinition {
             name: "rebound".into(),
             service: "chat-completions".into(),
+            customer: None,
             model: None,
             kind: ProbeKind::Http,
             method: "GET".into(),
@@ -636,6 +637,7 @@ async fn probes_are_managed_with_named_errors_scopes_and_pages() {
             &ProbeDefinition {
                 name: format!("filler-{n}"),
                 service: "chat-completions".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),
@@ -702,6 +704,7 @@ async fn two_runners_never_run_the_same_slot_twice() {
             &ProbeDefinition {
                 name: format!("p{n:02}"),
                 service: "chat-completions".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),
@@ -945,6 +948,116 @@ spec:
     assert_eq!(tally("reported-availability").total, 0);
 }
 
+#[tokio::test]
+async fn a_probe_for_a_customer_names_it_and_counts_for_that_customers_sla() {
+    let (target, _) = target().await;
+    let w = world(true).await;
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    slaproof_store::customers::create(&mut tx, "acme-corp", "Acme")
+        .await
+        .unwrap();
+    for document in [
+        "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: acme-probed}\nspec:\n  service: probed-api\n  \
+         customer: acme-corp\n  window: {rolling: 1d}\n  objectives:\n  - {name: up, target: 99%, ratio: {good: status < 500}}\n",
+        "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: all-probed}\nspec:\n  service: probed-api\n  \
+         window: {rolling: 1d}\n  objectives:\n  - {name: up, target: 99%, ratio: {good: status < 500}}\n",
+    ] {
+        slaproof_store::slas::apply(
+            &mut tx,
+            &slaproof_domain::sla::SlaDefinition::from_document(document).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    // A malformed reference is refused by name.
+    let (status, problem) = w
+        .call(
+            "POST",
+            "/v1/probes",
+            Some(
+                json!({"name": "bad", "service": "probed-api", "kind": "http",
+                        "url": format!("http://{target}/ok"), "customer": "acme corp"}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, &problem["field"]),
+        (StatusCode::UNPROCESSABLE_ENTITY, &json!("customer")),
+        "{problem}"
+    );
+    // Acme's probe (its credentials in its headers) answers; the
+    // provider's own times out.
+    let acme = w
+        .create(
+            json!({"name": "acme-up", "service": "probed-api", "kind": "http",
+                       "customer": "acme-corp", "url": format!("http://{target}/ok"),
+                       "headers": {"authorization": "Bearer acme-key"},
+                       "interval_secs": 3600}),
+        )
+        .await;
+    assert_eq!(acme["customer"], "acme-corp");
+    let own = w
+        .create(
+            json!({"name": "own-down", "service": "probed-api", "kind": "http",
+                       "url": format!("http://{target}/slow"), "interval_secs": 3600,
+                       "timeout_ms": 300}),
+        )
+        .await;
+    assert!(own.get("customer").is_none(), "{own}");
+    for probe in [&acme, &own] {
+        let id = probe["id"].as_str().unwrap();
+        assert_eq!(
+            wait_for_events(&w.app.db, w.tenant, id, 1, Duration::from_secs(10))
+                .await
+                .len(),
+            1
+        );
+    }
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let named: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT split_part(request_id, '@', 1), customer FROM events ORDER BY customer NULLS LAST",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        named,
+        [
+            (
+                acme["id"].as_str().unwrap().to_owned(),
+                Some("acme-corp".to_owned())
+            ),
+            (own["id"].as_str().unwrap().to_owned(), None),
+        ]
+    );
+
+    let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+    let run = slaproof_evaluator::evaluate_tenant_up_to(
+        &mut tx,
+        &slaproof_evaluator::Settings::default(),
+        Some(Utc::now() + chrono::Duration::minutes(2)),
+    )
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    let tally = |sla: &str| {
+        let t = run
+            .evaluations
+            .iter()
+            .find(|e| e.sla_name == sla)
+            .unwrap_or_else(|| panic!("no evaluation of {sla}"))
+            .budget
+            .tally;
+        (t.good, t.total)
+    };
+    // Acme's SLA counts its own probe only; the service's counts both.
+    assert_eq!(tally("acme-probed"), (1, 1));
+    assert_eq!(tally("all-probed"), (1, 2));
+}
+
 /// Probes created together run at once (their first run is due at
 /// creation), then each on a grid of its own (a phase from its id): their
 /// slots spread over the interval instead of firing together for ever, and
@@ -965,6 +1078,7 @@ async fn probes_created_together_spread_their_slots_over_the_interval() {
             &ProbeDefinition {
                 name: format!("p{n:02}"),
                 service: "chat-completions".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),
@@ -1108,6 +1222,7 @@ async fn refusals_name_the_class_of_address_never_the_address() {
             &ProbeDefinition {
                 name: name.into(),
                 service: "chat-completions".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),

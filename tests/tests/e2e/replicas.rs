@@ -120,6 +120,7 @@ async fn tenant(db: &Database, app: &App, n: usize, target: SocketAddr) -> (Tena
                 name: format!("p{p}"),
                 // Not the SLA's service: the SLA counts the sent events only.
                 service: "status-page".into(),
+                customer: None,
                 model: None,
                 kind: ProbeKind::Http,
                 method: "GET".into(),

@@ -63,6 +63,7 @@ impl ProbeMutation {
         let new = slaproof_app::probes::NewProbe {
             name: input.name,
             service: input.service,
+            customer: input.customer,
             model: input.model,
             kind: input.kind.into(),
             method: input.method,
@@ -90,6 +91,11 @@ impl ProbeMutation {
         let patch = slaproof_app::probes::ProbePatch {
             name: input.name,
             service: input.service,
+            customer: match input.customer {
+                async_graphql::MaybeUndefined::Undefined => None,
+                async_graphql::MaybeUndefined::Null => Some(None),
+                async_graphql::MaybeUndefined::Value(c) => Some(Some(c)),
+            },
             model: match input.model {
                 async_graphql::MaybeUndefined::Undefined => None,
                 async_graphql::MaybeUndefined::Null => Some(None),
@@ -182,6 +188,8 @@ fn headers_of(
 struct ProbeInput {
     name: String,
     service: String,
+    /// The customer it measures for (its reference).
+    customer: Option<String>,
     model: Option<String>,
     kind: ProbeKindGql,
     method: Option<String>,
@@ -200,6 +208,7 @@ struct ProbeInput {
 struct ProbePatchInput {
     name: Option<String>,
     service: Option<String>,
+    customer: async_graphql::MaybeUndefined<String>,
     model: async_graphql::MaybeUndefined<String>,
     kind: Option<ProbeKindGql>,
     method: Option<String>,
@@ -231,6 +240,8 @@ struct Probe {
     id: String,
     name: String,
     service: String,
+    /// The customer it measures for; null for the provider's own.
+    customer: Option<String>,
     model: Option<String>,
     /// `http` or `streaming_completion`.
     kind: &'static str,
@@ -254,6 +265,7 @@ impl From<slaproof_app::probes::StoredProbe> for Probe {
             id: p.id.to_string(),
             name: d.name,
             service: d.service,
+            customer: d.customer,
             model: d.model,
             kind: d.kind.as_str(),
             method: d.method,

@@ -67,6 +67,11 @@ pub(crate) struct ProbeIn {
     pub name: String,
     /// The event `service` the results carry, so SLAs can select them.
     pub service: String,
+    /// The customer the probe measures for (its reference; its credentials
+    /// go in `headers`): the results name it and count for its SLAs.
+    /// Absent: the provider's own probe, counted by service-wide SLAs.
+    #[serde(default)]
+    pub customer: Option<String>,
     /// The event `model`; needed by a `streaming_completion` without `body`.
     #[serde(default)]
     pub model: Option<String>,
@@ -122,6 +127,10 @@ pub(crate) struct ProbePatchIn {
     pub name: Option<String>,
     #[serde(default)]
     pub service: Option<String>,
+    /// `null`: the provider's own probe again.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub customer: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub model: Option<Option<String>>,
@@ -188,6 +197,9 @@ pub(crate) struct ProbeOut {
     pub id: ProbeId,
     pub name: String,
     pub service: String,
+    /// The customer it measures for; absent for the provider's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub customer: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     pub kind: ProbeKindIo,
@@ -221,6 +233,7 @@ impl From<StoredProbe> for ProbeOut {
             id: p.id,
             name: d.name,
             service: d.service,
+            customer: d.customer,
             model: d.model,
             kind: d.kind.into(),
             method: d.method,
@@ -342,6 +355,7 @@ pub(crate) async fn create(
     let new = NewProbe {
         name: input.name,
         service: input.service,
+        customer: input.customer,
         model: input.model,
         kind: input.kind.into(),
         method: input.method,
@@ -414,6 +428,7 @@ pub(crate) async fn update(
     let patch = ProbePatch {
         name: input.name,
         service: input.service,
+        customer: input.customer,
         model: input.model,
         kind: input.kind.map(Into::into),
         method: input.method,

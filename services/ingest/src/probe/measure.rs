@@ -454,6 +454,7 @@ pub(super) mod tests {
         ProbeDefinition {
             name: "p".into(),
             service: "chat".into(),
+            customer: None,
             model: Some("llama-3".into()),
             kind: ProbeKind::StreamingCompletion,
             method: "POST".into(),

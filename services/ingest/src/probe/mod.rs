@@ -376,9 +376,10 @@ pub fn event_of(
         occurred_at: measured.started_at,
         source: EventSource::Probe,
         service: definition.service.clone(),
-        // Probes measure on the provider's behalf, for no one customer:
-        // they count for service-wide SLAs.
-        customer: None,
+        // A probe run for a customer (with its credentials) names it and
+        // counts for its SLAs; the provider's own counts for service-wide
+        // SLAs only.
+        customer: definition.customer.clone(),
         model: definition.model.clone(),
         // The probe and its slot, so an operator can find the run.
         request_id: Some(format!("{probe}@{}", scheduled_at.timestamp())),

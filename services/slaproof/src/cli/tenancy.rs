@@ -128,6 +128,10 @@ pub enum ProbeCommand {
         /// The event `service` the results carry.
         #[arg(long)]
         service: String,
+        /// Measure for this customer (its reference; put its credentials in
+        /// --header): the results name it and count for its SLAs.
+        #[arg(long)]
+        customer: Option<String>,
         #[arg(long, value_enum, default_value_t = ProbeKindArg::Http)]
         kind: ProbeKindArg,
         /// The event `model` (and the completion's model).
@@ -430,6 +434,7 @@ pub(super) async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Res
             name,
             url,
             service,
+            customer,
             kind,
             model,
             method,
@@ -461,6 +466,7 @@ pub(super) async fn probe(config: &Config, command: ProbeCommand) -> anyhow::Res
                     NewProbe {
                         name,
                         service,
+                        customer,
                         model,
                         kind: match kind {
                             ProbeKindArg::Http => ProbeKind::Http,
