@@ -12,6 +12,7 @@ pub mod chain;
 pub mod fixtures;
 pub mod maintenance;
 pub mod scenario;
+pub mod traffic;
 pub mod world;
 
 use std::net::SocketAddr;

@@ -12,6 +12,7 @@ use slaproof_domain::budget::Tally;
 use slaproof_store::customers;
 use slaproof_store::events::{EventSource, StoredEvent};
 use slaproof_tests::scenario::{Request, Scenario, at};
+use slaproof_tests::traffic::Xorshift;
 
 /// The objectives every SLA of the week states: a ratio, a latency
 /// threshold and minutes good at 95%, over ISO weeks in UTC.
@@ -92,28 +93,6 @@ JOIN (VALUES ('availability', 990000), ('latency', 950000), ('minutes', 990000))
     AS t (objective, target_ppm) USING (objective)
 ORDER BY o.objective
 ";
-
-/// A tiny xorshift: the same traffic on every run.
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: i64) -> i64 {
-        (self.next() % n.unsigned_abs()) as i64
-    }
-
-    fn chance(&mut self, per_mille: i64) -> bool {
-        self.below(1000) < per_mille
-    }
-}
 
 /// How one source of traffic behaves: a request every `every`, failing
 /// and slow so many times in a thousand, and a bad stretch of its own.

@@ -57,6 +57,25 @@ async fn post(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A call to the API as `token`.
+async fn call(
+    app: &TestApp,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (reqwest::StatusCode, Value) {
+    fixtures::call(
+        &reqwest::Client::new(),
+        app.address,
+        token,
+        method,
+        path,
+        body,
+    )
+    .await
+}
+
 /// The customer each stored request names, by request id.
 async fn customers_of(db: &Database, tenant: TenantId) -> Vec<(String, Option<String>)> {
     let mut tx = db.tenant_tx(tenant).await.unwrap();
@@ -221,9 +240,8 @@ spec:
 
 async fn apply(app: &TestApp, admin: &str, name: &str, customer: &str) {
     let document = SLA.replace("{NAME}", name).replace("{CUSTOMER}", customer);
-    let (status, body) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
+    let (status, body) = call(
+        app,
         admin,
         "POST",
         "/v1/slas",
@@ -235,9 +253,8 @@ async fn apply(app: &TestApp, admin: &str, name: &str, customer: &str) {
 
 /// The dashboard's availability figures: (good, total) over the period.
 async fn availability(app: &TestApp, token: &str, sla: &str) -> (i64, i64) {
-    let (status, body) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
+    let (status, body) = call(
+        app,
         token,
         "GET",
         &format!("/v1/slas/{sla}/compliance"),
@@ -325,9 +342,8 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     );
     assert_eq!(availability(&app, &admin, "globex-sla").await, (2, 4));
     // And not the other's SLA at all.
-    let (status, _) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
+    let (status, _) = call(
+        &app,
         &globex_token,
         "GET",
         "/v1/slas/acme-sla/compliance",
@@ -336,9 +352,8 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     .await;
     assert_eq!(status, 404);
     // The dashboard says whose requests it shows.
-    let (_, dashboard) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
+    let (_, dashboard) = call(
+        &app,
         &acme_token,
         "GET",
         "/v1/slas/acme-sla/dashboard",
@@ -348,35 +363,18 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     assert_eq!(dashboard["scope"], "customer", "{dashboard}");
 
     // The provider is told of newco's 5 requests.
-    let (status, report) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
-        &admin,
-        "GET",
-        "/v1/evaluation-status",
-        None,
-    )
-    .await;
+    let (status, report) = call(&app, &admin, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["unknown_customer_count"], 1, "{report}");
     assert_eq!(report["unknown_customers"][0]["customer"], "newco");
     assert_eq!(report["unknown_customers"][0]["events"], 5);
     // A customer may not read it (it names other customers).
-    let (status, _) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
-        &acme_token,
-        "GET",
-        "/v1/evaluation-status",
-        None,
-    )
-    .await;
+    let (status, _) = call(&app, &acme_token, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(status, 403);
 
     // Registered, with an SLA: its earlier requests count, none lost.
-    let (status, body) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
+    let (status, body) = call(
+        &app,
         &admin,
         "POST",
         "/v1/customers",
@@ -387,14 +385,6 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     apply(&app, &admin, "newco-sla", "newco").await;
     evaluate(&app.db, tenant).await;
     assert_eq!(availability(&app, &admin, "newco-sla").await, (5, 5));
-    let (_, report) = fixtures::call(
-        &reqwest::Client::new(),
-        app.address,
-        &admin,
-        "GET",
-        "/v1/evaluation-status",
-        None,
-    )
-    .await;
+    let (_, report) = call(&app, &admin, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(report["unknown_customer_count"], 0, "{report}");
 }

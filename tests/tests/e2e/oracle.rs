@@ -10,6 +10,7 @@ use slaproof_store::events::{EventSource, StoredEvent};
 use slaproof_store::{maintenance, slas};
 use slaproof_tests::maintenance::{announced, planned};
 use slaproof_tests::scenario::{Scenario, at};
+use slaproof_tests::traffic::Xorshift;
 
 /// The SLA as a customer signs it: three objectives over calendar months
 /// in Berlin, two hours for late telemetry, 48 hours' notice for planned
@@ -197,29 +198,6 @@ struct Figures {
     /// Received after the close: not counted (events).
     late: Tally,
     met: bool,
-}
-
-/// A tiny xorshift: the same traffic on every run, with no crate for it.
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: i64) -> i64 {
-        (self.next() % n.unsigned_abs()) as i64
-    }
-
-    /// True `per_mille` times in a thousand.
-    fn chance(&mut self, per_mille: i64) -> bool {
-        self.below(1000) < per_mille
-    }
 }
 
 fn micros(n: i64) -> Duration {
