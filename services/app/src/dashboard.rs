@@ -72,8 +72,9 @@ pub struct DashboardView {
     /// to everyone).
     pub scope: SlaScopeView,
     pub objectives: Vec<ObjectiveDashboard>,
-    /// Latency, TTFT and TPOT percentiles of the SLA's service per minute
-    /// with events, from the evaluator's chart sketches (each within 1%);
+    /// Latency, TTFT and TPOT percentiles of the requests the SLA measures
+    /// (its customer's, or its whole service's) per minute with events,
+    /// from the evaluator's chart sketches (each within 1%);
     /// absent (and listed in `redacted`) without `sla:read:latency` and
     /// `sla:read:history`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -162,9 +162,11 @@ pub async fn open_days(
 }
 
 impl Openings {
-    /// The SLA version's definition.
+    /// The SLA version's definition, read as the store keeps versions: an
+    /// openings file written before SLAs had scopes holds a version judged
+    /// on its whole service, and reads so.
     pub fn definition(&self) -> Result<SlaDefinition, String> {
-        SlaDefinition::from_document(&self.sla.to_string())
+        serde_json::from_value::<SlaDefinition>(self.sla.clone())
             .map_err(|e| format!("the openings' SLA document: {e}"))
     }
 }

@@ -196,11 +196,16 @@ impl SlaDefinition {
     }
 }
 
-/// Checks a customer reference as the store keeps it: 1 to 128 characters
-/// of `A-Z`, `a-z`, `0-9`, `.`, `_`, `:` and `-`.
+/// Checks a customer reference as the store keeps it (the rule of
+/// `customers_external_ref_format`): 1 to 128 characters of `A-Z`, `a-z`,
+/// `0-9`, `.`, `_`, `:` and `-`, the first a letter or digit. Events are
+/// held to it too, so that every reference they name can be registered.
 pub fn check_customer_ref(text: &str) -> Result<(), crate::quantity::QuantityError> {
-    let ok = !text.is_empty()
-        && text.len() <= 128
+    let ok = text.len() <= 128
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
@@ -208,7 +213,7 @@ pub fn check_customer_ref(text: &str) -> Result<(), crate::quantity::QuantityErr
         Ok(())
     } else {
         Err(crate::quantity::QuantityError(format!(
-            "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-' (the customer's reference in your system), got {text:?}"
+            "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-', starting with a letter or digit (the customer's reference in your system), got {text:?}"
         )))
     }
 }
@@ -253,6 +258,63 @@ pub(crate) fn cross_check(objectives: &[Objective]) -> Vec<(Option<usize>, &'sta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const CUSTOMER_SLA: &str = "apiVersion: slaproof/v1\nkind: SLA\nmetadata: {name: acme}\nspec:\n  \
+        service: chat\n  customer: acme-corp\n  window: {calendar: month, timeZone: UTC}\n  objectives:\n  \
+        - {name: ok, target: 99%, ratio: {good: status < 500}}\n";
+
+    #[test]
+    fn a_customers_sla_measures_its_own_requests_unless_it_is_service_wide() {
+        let sla = SlaDefinition::from_document(CUSTOMER_SLA).unwrap();
+        assert_eq!(sla.scope, SlaScope::Customer);
+        assert!(sla.measures(Some("chat"), Some("acme-corp")));
+        assert!(!sla.measures(Some("chat"), Some("globex")));
+        assert!(!sla.measures(Some("chat"), None));
+        assert!(!sla.measures(Some("embed"), Some("acme-corp")));
+        let wide = SlaDefinition::from_document(&CUSTOMER_SLA.replace(
+            "customer: acme-corp\n",
+            "customer: acme-corp\n  scope: service\n",
+        ))
+        .unwrap();
+        assert!(wide.measures(Some("chat"), Some("globex")));
+        assert!(wide.measures(Some("chat"), None));
+        // A scope of the customer's needs a customer.
+        let err = SlaDefinition::from_document(
+            &CUSTOMER_SLA.replace("customer: acme-corp\n", "scope: customer\n"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("spec.scope"), "{err}");
+    }
+
+    #[test]
+    fn a_version_stored_before_scopes_keeps_its_service_wide_meaning() {
+        // The store's JSON of a customer's SLA written before `scope`
+        // existed: judged on the whole service then, and so now.
+        let mut stored = SlaDefinition::from_document(CUSTOMER_SLA)
+            .unwrap()
+            .to_native_json();
+        assert_eq!(
+            stored["spec"]["scope"], "customer",
+            "written explicitly now"
+        );
+        stored["spec"].as_object_mut().unwrap().remove("scope");
+        let read: SlaDefinition = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(read.scope, SlaScope::Service);
+        // The same text from a provider means the customer's requests.
+        let provided = SlaDefinition::from_document(&stored.to_string()).unwrap();
+        assert_eq!(provided.scope, SlaScope::Customer);
+    }
+
+    #[test]
+    fn customer_references_follow_the_stores_rule() {
+        for ok in ["acme-corp", "globex:eu-1", "A", "cust_00001", "x.y"] {
+            assert!(check_customer_ref(ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(129);
+        for bad in ["", "-acme", ".x", "acme corp", "ä", long.as_str()] {
+            assert!(check_customer_ref(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn an_sla_with_a_gauge_waits_a_day_for_its_scores_unless_it_says_otherwise() {

@@ -176,7 +176,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         proptest::option::of(text()),
         proptest::option::of(text()),
         "[a-z][a-z0-9-]{0,15}",
-        proptest::option::of("[A-Za-z0-9._:-]{1,20}"),
+        proptest::option::of("[A-Za-z0-9][A-Za-z0-9._:-]{0,19}"),
         window(),
         objectives,
         policy(),

@@ -1,10 +1,10 @@
-//! Chart sketches written as the rollups advance: per SLA version and minute (and hour), the [`Sketches`] of the SLA's service's events — for charts, never for verdicts.
+//! Chart sketches written as the rollups advance: per SLA version and minute (and hour), the [`Sketches`] of the events the SLA measures (its customer's, or its whole service's) — for charts, never for verdicts.
 //!
 //! What a sketch is and why it merges exactly: `slaproof_domain::sketch`;
 //! reading charts back: `slaproof_store::charts`.
 //!
 //! One set of three sketches per SLA and minute, not one per objective:
-//! the distributions are those of the SLA's service (an objective's filter
+//! the distributions are those of the SLA's requests (an objective's filter
 //! or threshold says what is good, not what is charted), so per objective
 //! they would repeat the same values up to 64 times. Like the counts,
 //! events arriving within the grace period are folded into their minute;

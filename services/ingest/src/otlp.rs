@@ -244,6 +244,22 @@ pub(crate) fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_
         .and_then(|v: &AnyValue| v.value.as_ref())
 }
 
+/// The customer `attributes` name (`slaproof.customer`): a string, or an
+/// integer id as its decimal text. Any other value (or an empty string,
+/// refused by the reference's rule later) refuses the span by name rather
+/// than counting it for another customer, or for none.
+fn customer_of(attributes: &[KeyValue]) -> Result<Option<String>, (String, String)> {
+    match find(attributes, CUSTOMER_KEYS[0]) {
+        None => Ok(None),
+        Some(any_value::Value::StringValue(s)) => Ok(Some(s.clone())),
+        Some(any_value::Value::IntValue(i)) => Ok(Some(i.to_string())),
+        Some(_) => Err((
+            CUSTOMER_KEYS[0].to_owned(),
+            "must be a string (or an integer id): the customer's reference".to_owned(),
+        )),
+    }
+}
+
 pub(crate) fn string<'a>(attributes: &'a [KeyValue], keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|key| match find(attributes, key) {
         Some(any_value::Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
@@ -344,7 +360,7 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
             .map(|r| r.attributes.as_slice())
             .unwrap_or_default();
         let service = string(resource, &["service.name"]).unwrap_or("unknown_service");
-        let resource_customer = string(resource, CUSTOMER_KEYS);
+        let resource_customer = customer_of(resource);
         for scope_spans in &resource_spans.scope_spans {
             for span in &scope_spans.spans {
                 let this = index;
@@ -353,7 +369,7 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
                     continue;
                 }
                 mapped.spans += 1;
-                match map_span(span, service, resource_customer, bounds) {
+                match map_span(span, service, &resource_customer, bounds) {
                     Ok(event) => mapped.events.push(event),
                     Err((field, reason)) => {
                         mapped.errors.push(EventError::new(this, field, reason))
@@ -369,18 +385,17 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
 pub(crate) fn map_span(
     span: &Span,
     service: &str,
-    resource_customer: Option<&str>,
+    resource_customer: &Result<Option<String>, (String, String)>,
     bounds: &TimeBounds,
 ) -> Result<StoredEvent, (String, String)> {
     let attrs = span.attributes.as_slice();
     // The span's own attribute wins over its resource's: a gateway that
     // serves many customers sets it per request.
-    let customer = event::customer_ref(
-        CUSTOMER_KEYS[0],
-        string(attrs, CUSTOMER_KEYS)
-            .or(resource_customer)
-            .map(str::to_owned),
-    )?;
+    let customer = match customer_of(attrs)? {
+        Some(own) => Some(own),
+        None => resource_customer.clone()?,
+    };
+    let customer = event::customer_ref(CUSTOMER_KEYS[0], customer)?;
     let start = i64::try_from(span.start_time_unix_nano)
         .ok()
         .filter(|n| *n > 0)
@@ -495,6 +510,48 @@ mod tests {
 
     /// 11:59 UTC, a minute before the bounds' now.
     const START: u64 = 1_796_039_940_000_000_000;
+
+    #[test]
+    fn a_span_names_its_customer_as_text_or_an_integer_id_and_anything_else_is_refused() {
+        use any_value::Value::*;
+        let with = |value: Option<any_value::Value>, id: u8| {
+            let mut span = llm_span(id);
+            if let Some(value) = value {
+                span.attributes.push(kv("slaproof.customer", value));
+            }
+            span
+        };
+        let mut spans = export(vec![
+            with(Some(StringValue("acme-corp".into())), 1),
+            with(Some(IntValue(4711)), 2),
+            with(None, 3),
+            with(Some(BoolValue(true)), 4),
+            with(Some(StringValue(String::new())), 5),
+        ]);
+        // The resource's customer, for spans that name none.
+        spans.resource_spans[0]
+            .resource
+            .as_mut()
+            .unwrap()
+            .attributes
+            .push(kv("slaproof.customer", StringValue("globex".into())));
+        let mapped = map_export(&spans, &bounds());
+        let customers: Vec<Option<&str>> = mapped
+            .events
+            .iter()
+            .map(|e| e.customer.as_deref())
+            .collect();
+        assert_eq!(customers, [Some("acme-corp"), Some("4711"), Some("globex")]);
+        let refused: Vec<(usize, &str)> = mapped
+            .errors
+            .iter()
+            .map(|e| (e.index, e.field.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [(3, "slaproof.customer"), (4, "slaproof.customer")]
+        );
+    }
 
     #[test]
     fn start_is_a_minute_before_now() {

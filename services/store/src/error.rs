@@ -100,6 +100,10 @@ fn constraint_meaning(constraint: &str) -> Option<(&'static str, &'static str)> 
             "external_ref",
             "customer external reference must be 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'",
         ),
+        "probes_customer_format" => (
+            "customer",
+            "a customer reference is 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-', starting with a letter or digit",
+        ),
         "slas_name_unique" => ("name", "an SLA with this name exists already"),
         "slas_name_format" => (
             "name",

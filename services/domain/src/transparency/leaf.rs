@@ -41,7 +41,8 @@ impl std::fmt::Debug for LeafSalt {
 
 /// One event as the log holds it. The leaf's bytes are this struct as
 /// compact JSON with the fields in this order (`serde_json`'s output:
-/// no spaces, integers as integers, absent values as `null`, strings with
+/// no spaces, integers as integers, absent values as `null` except
+/// `customer`, which is left out when the event names none, strings with
 /// JSON's minimal escaping); its hash is RFC 6962's `SHA-256(0x00 ‖ bytes)`.
 /// Times are integer microseconds since the Unix epoch, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
