@@ -31,6 +31,15 @@ ALTER TABLE gauge_values ADD COLUMN customer text;
 -- granted one by one, so this one is too).
 GRANT UPDATE (customer) ON gauge_values TO slaproof_service;
 
+-- Each log entry keeps the customer its event named when the day was
+-- built: a customer's lookups (inclusion proofs, bulk checks, what was
+-- logged for it) read this fixed copy, so a provider who re-attributes a
+-- logged event afterwards cannot hide it from its customer (its leaf no
+-- longer matches: the proof says `altered`). Entries are append-only.
+ALTER TABLE transparency_entries ADD COLUMN customer text;
+CREATE INDEX transparency_entries_customer ON transparency_entries (tenant_id, customer, occurred_at)
+    WHERE customer IS NOT NULL;
+
 -- ---------------------------------------------------------------------------
 -- Customer references seen in traffic
 -- ---------------------------------------------------------------------------

@@ -247,6 +247,8 @@ pub struct NewEntry {
     pub leaf_index: u64,
     pub late: bool,
     pub request_id: Option<String>,
+    /// The customer the event named, kept as logged.
+    pub customer: Option<String>,
 }
 
 /// Records the leaves of `log_day`'s batch.
@@ -262,10 +264,13 @@ pub async fn insert_entries(
         let index: Vec<i64> = batch.iter().map(|e| e.leaf_index as i64).collect();
         let late: Vec<bool> = batch.iter().map(|e| e.late).collect();
         let requests: Vec<Option<&str>> = batch.iter().map(|e| e.request_id.as_deref()).collect();
+        let customers: Vec<Option<&str>> = batch.iter().map(|e| e.customer.as_deref()).collect();
         sqlx::query(
-            "INSERT INTO transparency_entries (tenant_id, occurred_at, event_id, leaf_index, log_day, late, request_id) \
-             SELECT $1, a, i, n, $2, l, r \
-             FROM unnest($3::timestamptz[], $4::uuid[], $5::bigint[], $6::bool[], $7::text[]) AS x (a, i, n, l, r)",
+            "INSERT INTO transparency_entries (tenant_id, occurred_at, event_id, leaf_index, log_day, late, request_id, \
+                 customer) \
+             SELECT $1, a, i, n, $2, l, r, c \
+             FROM unnest($3::timestamptz[], $4::uuid[], $5::bigint[], $6::bool[], $7::text[], $8::text[]) \
+                 AS x (a, i, n, l, r, c)",
         )
         .bind(tx.tenant().uuid())
         .bind(log_day)
@@ -274,6 +279,7 @@ pub async fn insert_entries(
         .bind(&index)
         .bind(&late)
         .bind(&requests)
+        .bind(&customers)
         .execute(&mut **tx)
         .await?;
     }
@@ -430,7 +436,7 @@ pub async fn events_by_request(
          JOIN events e ON e.tenant_id = t.tenant_id AND e.occurred_at = t.occurred_at \
               AND e.id = t.event_id \
          WHERE t.tenant_id = $1 AND t.request_id = ANY($2) \
-           AND ($3::text IS NULL OR e.customer = $3)"
+           AND ($3::text IS NULL OR t.customer = $3)"
     ))
     .bind(tx.tenant().uuid())
     .bind(request_ids)
@@ -608,11 +614,11 @@ pub async fn unclaimed(
     claimed: &[String],
     limit: i64,
 ) -> Result<(UnclaimedByDay, Vec<Unclaimed>), StoreError> {
+    // The customer as logged, not the events' column: a request the
+    // provider re-attributed afterwards is still the customer's to see.
     const LOGGED_FOR: &str = "FROM transparency_entries t \
-         JOIN events e ON e.tenant_id = t.tenant_id AND e.occurred_at = t.occurred_at \
-              AND e.id = t.event_id \
-         WHERE t.tenant_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $3 \
-           AND e.customer = $4 AND (t.request_id IS NULL OR NOT (t.request_id = ANY($5)))";
+         WHERE t.tenant_id = $1 AND t.customer = $4 AND t.occurred_at >= $2 AND t.occurred_at < $3 \
+           AND (t.request_id IS NULL OR NOT (t.request_id = ANY($5)))";
     let by_day: UnclaimedByDay = sqlx::query_as(&format!(
         "SELECT (t.occurred_at AT TIME ZONE 'UTC')::date AS day, count(*) {LOGGED_FOR} \
          GROUP BY day ORDER BY day"

@@ -843,4 +843,29 @@ async fn on_a_shared_service_a_customer_proves_and_checks_only_requests_that_ser
             "{problem}"
         );
     }
+
+    // The provider re-attributes logged events afterwards: acme's failing
+    // request to no customer, one padding request to beta. Acme still
+    // finds both through the customer the log kept: its own is `altered`
+    // (its leaf no longer matches), the padding still unclaimed.
+    p.owner_sql("UPDATE events SET customer = NULL WHERE request_id = 'shared-a'")
+        .await;
+    p.owner_sql("UPDATE events SET customer = 'beta-inc' WHERE request_id = 'padding-1'")
+        .await;
+    let (status, moved) = p.proof(&acme, "shared-a").await;
+    assert_eq!(
+        (status, &moved["status"]),
+        (StatusCode::OK, &json!("altered")),
+        "{moved}"
+    );
+    let (_, report) = p
+        .call(
+            &acme,
+            "POST",
+            "/v1/transparency/checks",
+            Some(json!({"requests": [{"request_id": "shared-a"}], "covers": covers})),
+        )
+        .await;
+    assert_eq!(report["unclaimed"]["count"], 2, "{report}");
+    assert_eq!(report["items"][0]["finding"], "altered", "{report}");
 }

@@ -178,6 +178,7 @@ impl App {
                         leaf_index: index,
                         late,
                         request_id: event.request_id.clone(),
+                        customer: event.customer.clone(),
                     });
                 }
                 let edge = log::read_hashes(tx, &tree::append_reads(size)).await?;
