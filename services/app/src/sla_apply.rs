@@ -50,9 +50,10 @@ pub(crate) fn next_version(
         });
     };
     let definition = match format {
-        DocumentFormat::OpenSlo { sets_policy } if !options.replace => {
-            merge(document, &current.definition, sets_policy)?
-        }
+        DocumentFormat::OpenSlo {
+            sets_policy,
+            sets_scope,
+        } if !options.replace => merge(document, &current.definition, sets_policy, sets_scope)?,
         _ => document,
     };
     let dropped: Vec<String> = current
@@ -89,6 +90,7 @@ fn merge(
     document: SlaDefinition,
     current: &SlaDefinition,
     sets_policy: bool,
+    sets_scope: bool,
 ) -> Result<SlaDefinition, AppError> {
     let name = current.name.as_str();
     let mut wrong = Vec::new();
@@ -130,10 +132,10 @@ fn merge(
             .or_else(|| current.display_name.clone()),
         description: document.description.or_else(|| current.description.clone()),
         service: current.service.clone(),
-        // A document that names a customer says whose requests it means
-        // (its scope annotation, or the customer's by default); one that
-        // names none keeps the SLA's.
-        scope: if document.customer.is_some() {
+        // The scope the document states; else the SLA's, unless the
+        // document gives a customer-less SLA its customer (then that
+        // customer's requests, as a new document with a customer means).
+        scope: if sets_scope || (current.customer.is_none() && document.customer.is_some()) {
             document.scope
         } else {
             current.scope

@@ -109,7 +109,8 @@ pub enum DocumentFormat {
     /// `sets_policy`: whether an SLO carries the SLA's policy (the
     /// `slaproof.dev/policy` annotation); without it the definition's
     /// policy is the default, not something the document said.
-    OpenSlo { sets_policy: bool },
+    /// `sets_scope`: likewise for the `slaproof.dev/scope` annotation.
+    OpenSlo { sets_policy: bool, sets_scope: bool },
 }
 
 /// The least late grace of an SLA with a gauge objective that sets none.

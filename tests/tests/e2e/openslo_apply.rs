@@ -249,6 +249,7 @@ metadata:
 spec:
   service: chat-api
   customer: acme-corp
+  scope: service
   window: {rolling: 28d}
   policy:
     lateGrace: 2h
@@ -275,6 +276,36 @@ spec:
     assert_eq!(status, StatusCode::OK, "{exported}");
     let exported = exported.as_str().unwrap();
     assert!(exported.contains("lateGrace: 2h"), "{exported}");
+    // Nor does a file that names the customer but no scope widen or
+    // narrow whose requests count: the SLA's scope stays.
+    assert!(exported.contains("scope: service"), "{exported}");
+    let with_customer = ttft("28d").replace(
+        "  name: ttft-p95\n",
+        "  name: ttft-p95\n  annotations:\n    slaproof.dev/customer: acme-corp\n",
+    );
+    let (status, body) = apply(&w, json!({ "document": with_customer })).await;
+    assert!(status.is_success(), "{status} {body}");
+    let (_, exported) = w
+        .call("GET", "/v1/slas/chat-api/export", &admin, None)
+        .await;
+    assert!(
+        exported.as_str().unwrap().contains("scope: service"),
+        "{exported}"
+    );
+    // A file that states the scope sets it.
+    let scoped = ttft("28d").replace(
+        "  name: ttft-p95\n",
+        "  name: ttft-p95\n  annotations:\n    slaproof.dev/customer: acme-corp\n    slaproof.dev/scope: customer\n",
+    );
+    let (status, body) = apply(&w, json!({ "document": scoped })).await;
+    assert!(status.is_success(), "{status} {body}");
+    let (_, exported) = w
+        .call("GET", "/v1/slas/chat-api/export", &admin, None)
+        .await;
+    assert!(
+        exported.as_str().unwrap().contains("scope: customer"),
+        "{exported}"
+    );
     // The file's policy annotation, when it has one, is the SLA's.
     let with_policy = ttft("28d").replace(
         "  name: ttft-p95\n",

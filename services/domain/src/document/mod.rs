@@ -80,7 +80,16 @@ impl SlaDefinition {
         let versions: Vec<Option<&str>> = docs.iter().map(api_version).collect();
         if versions.iter().all(|v| *v == Some(openslo::API_VERSION)) {
             let sets_policy = openslo::sets_policy(&docs);
-            return openslo::read(&docs).map(|sla| (sla, DocumentFormat::OpenSlo { sets_policy }));
+            let sets_scope = openslo::sets_scope(&docs);
+            return openslo::read(&docs).map(|sla| {
+                (
+                    sla,
+                    DocumentFormat::OpenSlo {
+                        sets_policy,
+                        sets_scope,
+                    },
+                )
+            });
         }
         if let [doc] = docs.as_slice() {
             return match api_version(doc) {

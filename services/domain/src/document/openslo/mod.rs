@@ -75,6 +75,18 @@ pub(crate) fn sets_policy(docs: &[Value]) -> bool {
     })
 }
 
+/// Whether an `SLO` among `docs` says whose requests the SLA is judged on
+/// (the scope annotation).
+pub(crate) fn sets_scope(docs: &[Value]) -> bool {
+    docs.iter().any(|doc| {
+        doc.get("kind").and_then(Value::as_str) == Some("SLO")
+            && doc
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(ANNOTATION_SCOPE))
+                .is_some()
+    })
+}
+
 /// The `metadata` of an SLO or SLI document, as far as slaproof reads it.
 struct Metadata<'a> {
     name: Option<&'a str>,
