@@ -25,10 +25,12 @@ use std::time::{Duration as StdDuration, Instant};
 
 use anyhow::{Context, ensure};
 use chrono::{DateTime, Duration, Utc};
+use slaproof_domain::ids::EventId;
 use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::{Settings as EvaluatorSettings, TenantRun, evaluate_tenant_up_to};
 use slaproof_store::credits::{self, Fee};
+use slaproof_store::events::{self, EventSource, StoredEvent};
 use slaproof_store::scratch::Scratch;
 use slaproof_store::{Database, customers, jobs, partitions, slas, tenants};
 use sqlx::Connection;
@@ -186,29 +188,32 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
     let mut k = 0;
     while k < total {
         let end = (k + CHUNK).min(total);
-        let occurred: Vec<DateTime<Utc>> = (k..end)
-            .map(|k| first + Duration::milliseconds(500 * k))
+        let events: Vec<(StoredEvent, DateTime<Utc>)> = (k..end)
+            .map(|k| {
+                let occurred_at = first + Duration::milliseconds(500 * k);
+                let event = StoredEvent {
+                    id: EventId::new(),
+                    occurred_at,
+                    source: EventSource::Provider,
+                    service: "chat".to_owned(),
+                    customer: Some(format!("customer-{:05}", k % n as i64)),
+                    model: Some("big".to_owned()),
+                    request_id: None,
+                    status: Some(if k / (n as i64) < FAILED { 500 } else { 200 }),
+                    error_class: None,
+                    latency_us: Some(1000),
+                    ttft_us: None,
+                    tpot_us: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    streaming: None,
+                    attributes: serde_json::json!({}),
+                };
+                (event, occurred_at)
+            })
             .collect();
-        let customer: Vec<String> = (k..end)
-            .map(|k| format!("customer-{:05}", k % n as i64))
-            .collect();
-        let status: Vec<i32> = (k..end)
-            .map(|k| if k / (n as i64) < FAILED { 500 } else { 200 })
-            .collect();
-        let ids: Vec<uuid::Uuid> = (k..end).map(|_| uuid::Uuid::now_v7()).collect();
         let mut tx = db.tenant_tx(tenant).await?;
-        sqlx::query(
-            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, status, latency_us, customer) \
-             SELECT $1, o, i, o, 'provider', 'chat', 'big', s, 1000, c \
-             FROM UNNEST($2::timestamptz[], $3::uuid[], $4::int4[], $5::text[]) AS t(o, i, s, c)",
-        )
-        .bind(tenant.uuid())
-        .bind(&occurred)
-        .bind(&ids)
-        .bind(&status)
-        .bind(&customer)
-        .execute(&mut *tx)
-        .await?;
+        events::insert_received(&mut tx, &events).await?;
         tx.commit().await?;
         k = end;
     }

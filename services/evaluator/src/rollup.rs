@@ -54,10 +54,17 @@ impl Accumulator {
     ) {
         self.events += 1;
         let minute = floor_minute(event.occurred_at);
-        let candidates: Box<dyn Iterator<Item = usize>> = match only {
-            Some(only) => Box::new(only.iter().copied()),
-            None => Box::new(routes.candidates(event)),
-        };
+        // A backfill asks its own SLA only; a round, the event's routes.
+        let candidates = only
+            .map(|only| only.iter().copied())
+            .into_iter()
+            .flatten()
+            .chain(
+                only.is_none()
+                    .then(|| routes.candidates(event))
+                    .into_iter()
+                    .flatten(),
+            );
         for i in candidates {
             let sla = &tracked[i];
             if !sla.scopes(event) {

@@ -54,8 +54,9 @@ pub struct TrackedSla {
 pub(crate) struct Routes {
     /// service → indexes of its service-wide SLAs.
     service: HashMap<String, Vec<usize>>,
-    /// (service, customer) → indexes of that customer's SLAs on it.
-    customer: HashMap<(String, String), Vec<usize>>,
+    /// service → customer → indexes of that customer's SLAs on it (nested,
+    /// so an event's borrowed names look it up without allocating).
+    customer: HashMap<String, HashMap<String, Vec<usize>>>,
 }
 
 impl Routes {
@@ -66,7 +67,9 @@ impl Routes {
             match sla.definition.measured_customer() {
                 Some(customer) => routes
                     .customer
-                    .entry((service, customer.to_owned()))
+                    .entry(service)
+                    .or_default()
+                    .entry(customer.to_owned())
                     .or_default()
                     .push(i),
                 None => routes.service.entry(service).or_default().push(i),
@@ -80,10 +83,9 @@ impl Routes {
         let service = event.fields.service.as_deref().unwrap_or_default();
         let wide = self.service.get(service).map(Vec::as_slice);
         let own = event.customer.as_deref().and_then(|customer| {
-            // A borrowed key cannot look up a tuple of Strings; the
-            // allocation is per event, not per SLA.
             self.customer
-                .get(&(service.to_owned(), customer.to_owned()))
+                .get(service)
+                .and_then(|by_customer| by_customer.get(customer))
                 .map(Vec::as_slice)
         });
         wide.unwrap_or_default()

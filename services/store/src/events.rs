@@ -61,6 +61,61 @@ pub async fn insert(tx: &mut TenantTx, event: &StoredEvent) -> Result<(), StoreE
     Ok(())
 }
 
+/// Inserts many events for the transaction's tenant, received at
+/// `received_at` each (tools and benchmarks that replay traffic; ingest
+/// writes through `COPY`). Their days' partitions must exist.
+#[tracing::instrument(skip(tx, events), fields(count = events.len()))]
+pub async fn insert_received(
+    tx: &mut TenantTx,
+    events: &[(StoredEvent, DateTime<Utc>)],
+) -> Result<(), StoreError> {
+    const CHUNK: usize = 10_000;
+    for chunk in events.chunks(CHUNK) {
+        let column = |f: &dyn Fn(&StoredEvent) -> Option<i64>| {
+            chunk.iter().map(|(e, _)| f(e)).collect::<Vec<_>>()
+        };
+        let text = |f: &dyn Fn(&StoredEvent) -> Option<String>| {
+            chunk.iter().map(|(e, _)| f(e)).collect::<Vec<_>>()
+        };
+        sqlx::query(
+            "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, model, \
+                 request_id, status, error_class, latency_us, ttft_us, tpot_us, input_tokens, \
+                 output_tokens, streaming, attributes, customer) \
+             SELECT $1, o, i, r, src, svc, m, rid, s::int4, ec, l, tt, tp, it::int4, ot::int4, st, a, c \
+             FROM UNNEST($2::timestamptz[], $3::uuid[], $4::timestamptz[], $5::text[], $6::text[], \
+                 $7::text[], $8::text[], $9::int8[], $10::text[], $11::int8[], $12::int8[], \
+                 $13::int8[], $14::int8[], $15::int8[], $16::bool[], $17::jsonb[], $18::text[]) \
+                 AS t(o, i, r, src, svc, m, rid, s, ec, l, tt, tp, it, ot, st, a, c)",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(chunk.iter().map(|(e, _)| e.occurred_at).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|(e, _)| e.id.uuid()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|(_, r)| *r).collect::<Vec<_>>())
+        .bind(text(&|e| Some(e.source.as_str().to_owned())))
+        .bind(text(&|e| Some(e.service.clone())))
+        .bind(text(&|e| e.model.clone()))
+        .bind(text(&|e| e.request_id.clone()))
+        .bind(column(&|e| e.status.map(i64::from)))
+        .bind(text(&|e| e.error_class.clone()))
+        .bind(column(&|e| e.latency_us))
+        .bind(column(&|e| e.ttft_us))
+        .bind(column(&|e| e.tpot_us))
+        .bind(column(&|e| e.input_tokens.map(i64::from)))
+        .bind(column(&|e| e.output_tokens.map(i64::from)))
+        .bind(chunk.iter().map(|(e, _)| e.streaming).collect::<Vec<_>>())
+        .bind(
+            chunk
+                .iter()
+                .map(|(e, _)| e.attributes.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind(text(&|e| e.customer.clone()))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
 /// How many events the tenant has in `[from, to)`.
 pub async fn count(
     tx: &mut TenantTx,
