@@ -161,7 +161,10 @@ impl App {
     /// Cancels a window, recording who did; the row stays so that past
     /// evaluations remain explainable. Tells `maintenance.cancelled` and
     /// records `maintenance.cancelled` on each covered SLA's audit trail;
-    /// cancelling again changes nothing.
+    /// cancelling again changes nothing. A window that has started is not
+    /// cancelled (409): once under way it is part of the periods it covers,
+    /// and cancelling it would move their verdicts and credits after the
+    /// fact (a window over the cap would free the cap for another).
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn cancel_window(
         &self,
@@ -171,6 +174,14 @@ impl App {
         caller.require_provider(Scope::MaintenanceWrite)?;
         let mut tx = self.tx(caller).await?;
         let before = maintenance::find(&mut tx, id).await?;
+        if before.cancelled_at.is_none() && before.starts_at <= Utc::now() {
+            return Err(AppError::Conflict(format!(
+                "the maintenance window started at {}: a window is cancelled only before it starts, as its periods are judged with it",
+                before
+                    .starts_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )));
+        }
         let covered = covered_slas(&mut tx, before.sla).await?;
         let mut was = Vec::new();
         if before.cancelled_at.is_none() {

@@ -56,7 +56,7 @@ spec:
     tiered:
     - objective: availability
       tiers:
-      - {below: "99.95", percent: "10"}
+      - {below: "99.9", percent: "10"}
       - {below: "99", percent: "25"}
       - {below: "95", percent: "100"}
 "#;

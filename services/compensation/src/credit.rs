@@ -93,12 +93,29 @@ pub async fn credit_period(
             if !impact.levels.contains_key(&objective) {
                 continue;
             }
+            // The contract's incident terms; the minute threshold defaults
+            // to the objective's own floor (a time slice's target, not the
+            // share of good slices), else the target the period was judged on.
+            let terms = impact.terms(&objective);
+            let floor = stored
+                .definition
+                .objectives
+                .iter()
+                .find(|o| o.name == objective)
+                .map_or(u32::try_from(result.target_ppm).unwrap_or(0), |o| {
+                    o.incident_floor_ppm()
+                });
+            let rule = credits::RunRule {
+                below_ppm: terms.minute_below_ppm.unwrap_or(floor),
+                min_requests: terms.min_requests,
+                min_minutes: terms.min_minutes,
+            };
             for run in credits::bad_runs(
                 tx,
                 sla,
                 version,
                 &result.objective,
-                result.target_ppm,
+                rule,
                 period_start,
                 period_end,
                 &excluded,

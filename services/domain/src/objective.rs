@@ -105,6 +105,21 @@ impl Objective {
         }
     }
 
+    /// The share of good events under which a minute is an incident minute,
+    /// unless the contract says otherwise: the slice target of a time-slice
+    /// objective judged by good slices (a slice at 97% is good against a
+    /// 95% slice target, whatever share of good slices the period needs),
+    /// else the objective's target.
+    pub fn incident_floor_ppm(&self) -> u32 {
+        match &self.sli {
+            Sli::TimeSlices(TimeSlicesSli {
+                budgeting: SliceBudgeting::Timeslices { slice_target },
+                ..
+            }) => slice_target.ppm(),
+            _ => self.target.ppm(),
+        }
+    }
+
     /// The display name, or the name when there is none.
     pub fn title(&self) -> &str {
         self.display_name.as_deref().unwrap_or(self.name.as_str())

@@ -243,7 +243,8 @@ pub async fn frozen_composite(
 }
 
 /// A run of consecutive bad minutes of an objective: minutes whose
-/// compliance was under the target, and the requests counted in them.
+/// compliance was under the contract's minute threshold, and the requests
+/// counted in them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadRun {
     pub start: DateTime<Utc>,
@@ -251,17 +252,29 @@ pub struct BadRun {
     pub requests: i64,
 }
 
+/// What makes minutes an incident, as the contract says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunRule {
+    /// A minute is bad when good × 10⁶ < this × total.
+    pub below_ppm: u32,
+    /// Minutes with fewer requests are not judged.
+    pub min_requests: u32,
+    /// Runs shorter than this many minutes (end − start) are left out.
+    pub min_minutes: u32,
+}
+
 /// The objective's runs of bad minutes in `[from, to)` from the minute
 /// rollups of `version`, the minutes wholly inside `excluded` (the SLA's
-/// maintenance as the evaluator applies it) left out. A minute with no
-/// requests is neither bad nor a break in a run.
+/// maintenance as the evaluator applies it) left out. A minute with fewer
+/// requests than the rule's floor (none, at least) is neither bad nor a
+/// break in a run.
 #[allow(clippy::too_many_arguments)]
 pub async fn bad_runs(
     tx: &mut TenantTx,
     sla: SlaId,
     version: i32,
     objective: &str,
-    target_ppm: i32,
+    rule: RunRule,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     excluded: &[(DateTime<Utc>, DateTime<Utc>)],
@@ -274,7 +287,7 @@ pub async fn bad_runs(
                     r.good::numeric * 1000000 < $5::numeric * r.total AS bad \
              FROM evaluator_rollups r \
              WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 AND r.objective = $4 \
-               AND r.minute >= $6 AND r.minute < $7 AND r.total > 0 \
+               AND r.minute >= $6 AND r.minute < $7 AND r.total > 0 AND r.total >= $10 \
                AND NOT EXISTS (SELECT 1 FROM unnest($8::timestamptz[], $9::timestamptz[]) AS x(s, e) \
                    WHERE x.s <= r.minute AND x.e >= r.minute + interval '1 minute') \
          ), runs AS ( \
@@ -283,17 +296,21 @@ pub async fn bad_runs(
              FROM minutes \
          ) \
          SELECT min(minute), max(minute) + interval '1 minute', sum(total)::bigint \
-         FROM runs WHERE bad GROUP BY island ORDER BY 1",
+         FROM runs WHERE bad GROUP BY island \
+         HAVING max(minute) + interval '1 minute' - min(minute) >= make_interval(mins => $11) \
+         ORDER BY 1",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
     .bind(version)
     .bind(objective)
-    .bind(target_ppm)
+    .bind(i64::from(rule.below_ppm))
     .bind(from)
     .bind(to)
     .bind(&starts)
     .bind(&ends)
+    .bind(i64::from(rule.min_requests))
+    .bind(i32::try_from(rule.min_minutes).unwrap_or(i32::MAX))
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows

@@ -35,7 +35,7 @@ spec:
     tiered:
     - objective: availability
       tiers:
-      - {below: "99.95", percent: "10"}
+      - {below: "99.9", percent: "10"}
       - {below: "99", percent: "25"}
       - {below: "95", percent: "100"}
     - objective: no-client-errors
@@ -237,7 +237,7 @@ async fn late_data_that_changes_the_result_adds_a_correcting_entry_referencing_t
     // The SLA is seen from the month's start: the month is its to judge.
     s.run("2026-11-01T00:00:00Z").await;
     fee(&app, &admin, "1000.00").await;
-    // 1000 requests, 5 failed: 99.5% < 99.95 → 10% = 100.00.
+    // 1000 requests, 5 failed: 99.5% < 99.9 → 10% = 100.00.
     s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
         .await;
     s.run("2026-12-01T02:00:00Z").await;
@@ -357,6 +357,7 @@ spec:
     ratio: {good: status < 500}
   credits:
     currency: EUR
+    cap: "100000.00"
     impact:
       levels: {availability: L3}
 "#;
@@ -519,4 +520,180 @@ async fn the_ledger_refuses_updates_and_deletes() {
             .await
             .is_err()
     );
+}
+
+/// An impact SLA of acme-corp's at 99.9%, L4, named `name`, with the
+/// incident terms `terms` (spliced under `impact:`).
+fn impact_terms(name: &str, terms: &str) -> String {
+    format!(
+        r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: {name}
+spec:
+  service: chat
+  customer: acme-corp
+  window: {{calendar: month, timeZone: UTC}}
+  objectives:
+  - name: availability
+    target: 99.9%
+    ratio: {{good: status < 500}}
+  credits:
+    currency: EUR
+    cap: "100000.00"
+    impact:
+      levels: {{availability: L4}}
+{terms}"#
+    )
+}
+
+/// Each SLA's credit total, by name; SLAs owed nothing are absent.
+async fn totals(app: &App, admin: &Caller) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = ledger(app, admin)
+        .await
+        .into_iter()
+        .map(|c| (c.sla, c.total))
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn bad_minutes_inside_a_met_month_owe_no_impact_credit_unless_the_contract_says_always() {
+    // Found in review: impact credits were owed for any minute below the
+    // period's target, whether or not the period was met. Ten requests a
+    // minute for 1,200 minutes, one failing in each of eleven minutes 100
+    // minutes apart: 11,989 of 12,000 good, a met month; each of those
+    // minutes (90%) is below 99.9%.
+    let s = Scenario::new(&impact_terms("chat-sla", ""), "2026-11-01", "2026-12-02").await;
+    // The same requests, under the same objective, by other terms.
+    for (name, terms) in [
+        ("chat-always", "      owedWhen: always\n"),
+        (
+            "chat-floor",
+            "      owedWhen: always\n      incidents: {availability: {minRequests: 11}}\n",
+        ),
+        (
+            "chat-long",
+            "      owedWhen: always\n      incidents: {availability: {minMinutes: 2}}\n",
+        ),
+        (
+            "chat-mild",
+            "      owedWhen: always\n      incidents: {availability: {minuteBelow: 85}}\n",
+        ),
+    ] {
+        s.apply(&impact_terms(name, terms)).await;
+    }
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    let start = at("2026-11-10T00:00:00Z");
+    let requests: Vec<Request> = (0..12_000)
+        .map(|i| {
+            let minute = i / 10;
+            let failed = minute % 100 == 0 && minute > 0 && i % 10 == 0;
+            Request::at(start + Duration::seconds(i * 6), !failed)
+        })
+        .collect();
+    assert_eq!(requests.iter().filter(|r| r.status >= 500).count(), 11);
+    s.insert(&requests).await;
+    s.run("2026-12-01T00:10:00Z").await;
+    compensate(&s).await;
+    // 11 failed of 12,000 (minutes 100 … 1100 each lose one): 99.908%, met.
+    // Only `always` pays: 11 incidents × 10 requests × 15.0 (L4) × 0.80 EUR
+    // = 1,320.00 EUR. The default owes nothing in a met month; a floor of
+    // 11 requests a minute, a shortest incident of two minutes, or a minute
+    // threshold of 85% each leave no incident at all.
+    assert_eq!(
+        totals(&app, &admin).await,
+        vec![("chat-always".to_owned(), "1320.00".to_owned())]
+    );
+    let credit = ledger(&app, &admin).await.remove(0);
+    let incidents = credit.computation["computation"]["incidents"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(incidents.len(), 11, "{incidents:?}");
+    assert_eq!(incidents[0]["start"], "2026-11-10T01:40:00Z");
+    assert_eq!(incidents[0]["requests"], 10);
+}
+
+#[tokio::test]
+async fn a_missed_month_owes_its_incidents_and_a_met_one_says_why_not() {
+    // The default terms, a month missed: the incidents are owed.
+    let s = Scenario::new(&impact_terms("chat-sla", ""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    let start = at("2026-11-10T00:00:00Z");
+    // 600 requests over an hour, minutes 20–29 all failed: 500 of 600
+    // good, missed. One incident of 10 minutes, 100 requests:
+    // 100 × 15.0 × 0.80 = 1,200.00 EUR.
+    let requests: Vec<Request> = (0..600)
+        .map(|i| Request::at(start + Duration::seconds(i * 6), !(200..300).contains(&i)))
+        .collect();
+    s.insert(&requests).await;
+    s.run("2026-12-01T00:10:00Z").await;
+    compensate(&s).await;
+    assert_eq!(
+        totals(&app, &admin).await,
+        vec![("chat-sla".to_owned(), "1200.00".to_owned())]
+    );
+}
+
+#[tokio::test]
+async fn a_time_slice_objective_is_in_incident_only_below_its_slice_target() {
+    // Found in review: incident minutes of a time-slice objective were
+    // judged against the share of good slices (99.5%) instead of the slice
+    // target (95%), so a slice that met its target could pay.
+    let document = r#"
+apiVersion: slaproof/v1
+kind: SLA
+metadata:
+  name: chat-slices
+spec:
+  service: chat
+  customer: acme-corp
+  window: {calendar: month, timeZone: UTC}
+  objectives:
+  - name: good-minutes
+    target: 99.5%
+    timeSlices:
+      sliceLength: 1m
+      budgeting: Timeslices
+      sliceTarget: 95%
+      ratio: {good: status < 500}
+  credits:
+    currency: EUR
+    cap: "100000.00"
+    impact:
+      levels: {good-minutes: L2}
+      owedWhen: always
+"#;
+    let s = Scenario::new(document, "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    // 20 requests a minute for an hour: minutes 10–19 lose one (95%, a
+    // good slice), minutes 30–34 lose two (90%, bad slices).
+    let start = at("2026-11-10T00:00:00Z");
+    let requests: Vec<Request> = (0..1_200)
+        .map(|i| {
+            let (minute, nth) = (i / 20, i % 20);
+            let failed =
+                ((10..20).contains(&minute) && nth == 0) || ((30..35).contains(&minute) && nth < 2);
+            Request::at(start + Duration::seconds(i * 3), !failed)
+        })
+        .collect();
+    s.insert(&requests).await;
+    s.run("2026-12-01T00:10:00Z").await;
+    compensate(&s).await;
+    // One incident, 00:30–00:35 on the 10th: 100 requests × 2.5 (L2) ×
+    // 0.80 EUR = 200.00 EUR. The ten 95% minutes are good slices and no
+    // incident.
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1, "{credits:?}");
+    assert_eq!(credits[0].total, "200.00");
+    let incidents = &credits[0].computation["computation"]["incidents"];
+    assert_eq!(incidents.as_array().unwrap().len(), 1, "{incidents}");
+    assert_eq!(incidents[0]["start"], "2026-11-10T00:30:00Z");
+    assert_eq!(incidents[0]["end"], "2026-11-10T00:35:00Z");
 }

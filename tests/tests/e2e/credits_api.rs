@@ -15,7 +15,7 @@ use slaproof_tests::fixtures::{self, trust_test_key};
 use slaproof_tests::scenario::{Request, Scenario, at};
 use tokio_util::sync::CancellationToken;
 
-/// One objective with a tier table: 10% of the fee below 99.95%, capped at
+/// One objective with a tier table: 10% of the fee below 99.9%, capped at
 /// 30% of the fee.
 const TIERED: &str = r#"
 apiVersion: slaproof/v1
@@ -36,7 +36,7 @@ spec:
     tiered:
     - objective: availability
       tiers:
-      - {below: "99.95", percent: "10"}
+      - {below: "99.9", percent: "10"}
       - {below: "99", percent: "25"}
 "#;
 

@@ -385,6 +385,7 @@ spec:
     ratio: {{good: status < 500}}
   credits:
     currency: EUR
+    cap: "100000.00"
     impact:
       levels: {{availability: L3}}
 "#

@@ -407,7 +407,7 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
     let acme = token_of(&w, "cto@acme", &["customer_admin"], Some(w.acme));
 
     // A version applied, a window announced late and one ahead.
-    let document = slaproof_tests::world::DEMO_SLA.replace("target: 99.9%", "target: 99.5%");
+    let document = slaproof_tests::world::DEMO_SLA.replace("target: 99.9%", "target: 99.95%");
     let (status, body) = w
         .call(
             "POST",
@@ -615,4 +615,52 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
         answer["errors"][0]["extensions"]["scope"], "sla:read:audit",
         "{answer}"
     );
+}
+
+#[tokio::test]
+async fn a_window_is_cancelled_only_before_it_starts() {
+    // Found in review: a provider could cancel a past window (one over
+    // the cap, say) to free the cap for another, flipping a closed,
+    // breached month to met with a negative credit correction.
+    let t = tenant_with_sla("").await;
+    let now = floor_minute(Utc::now());
+    let started = t
+        .announce(now - Duration::hours(1), now + Duration::hours(1))
+        .await;
+    let err = t
+        .app
+        .cancel_window(&t.provider, started.window.id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AppError::Conflict(m) if m.contains("started at") && m.contains("only before it starts")),
+        "{err:?}"
+    );
+    // Nothing was cancelled, nothing told.
+    let listed = t
+        .app
+        .sla_windows(
+            &t.provider,
+            "chat-sla",
+            now - Duration::days(1),
+            now + Duration::days(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].window.cancelled_at.is_none());
+    assert_ne!(listed[0].standing, Some(Standing::Cancelled));
+    // A window ahead is cancelled as before.
+    let ahead = t
+        .announce(
+            now + Duration::days(5),
+            now + Duration::days(5) + Duration::hours(1),
+        )
+        .await;
+    let cancelled = t
+        .app
+        .cancel_window(&t.provider, ahead.window.id)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.standing, Some(Standing::Cancelled));
 }

@@ -197,7 +197,7 @@ async fn a_month_that_breaches() -> Told {
     s.told().await
 }
 
-/// A month credited by a tiered policy (10% of the fee below 99.95%,
+/// A month credited by a tiered policy (10% of the fee below 99.9%,
 /// corrected by late data): see [`a_month_credited`].
 const CREDITED: &str = r#"
 apiVersion: slaproof/v1
@@ -221,7 +221,7 @@ spec:
     tiered:
     - objective: availability
       tiers:
-      - {below: "99.95", percent: "10"}
+      - {below: "99.9", percent: "10"}
       - {below: "99", percent: "25"}
 "#;
 

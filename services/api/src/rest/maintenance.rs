@@ -206,7 +206,7 @@ pub(crate) async fn create(
     operation_id = "maintenance_windows_cancel",
     tag = "maintenance",
     summary = "Cancel a maintenance window",
-    description = "Records who cancelled it; tells `maintenance.cancelled` and records it on each covered SLA's audit trail. Cancelling again changes nothing.",
+    description = "Records who cancelled it; tells `maintenance.cancelled` and records it on each covered SLA's audit trail. Cancelling again changes nothing. 409 once the window has started: its periods are judged with it, so it is cancelled only before it starts.",
     params(("id" = String, Path, description = "`mw_…`")),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowOut),

@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CreditKind, CreditPolicy, ImpactCredits, MICRO, PICO, Rounding, TierScope, TieredCredits,
-    decimal_text, ratio_text,
+    CreditKind, CreditPolicy, ImpactCredits, ImpactOwed, MICRO, PICO, Rounding, TierScope,
+    TieredCredits, decimal_text, ratio_text,
 };
 use super::{Currency, Money};
 use crate::decimal::format_scaled;
@@ -231,7 +231,7 @@ pub struct MinimumStep {
 }
 
 const TIERED_FORMULA: &str = "sum over tier tables of fee × the largest percent reached in the table (a tier applies to a missed objective whose achieved compliance is below it); then caps, rounding to the minor unit and the minimum";
-const IMPACT_FORMULA: &str = "sum over incidents of duration × QPS × service-level coefficient × base rate (duration × QPS = requests); then caps, rounding to the minor unit and the minimum";
+const IMPACT_FORMULA: &str = "sum over incidents of duration × QPS × service-level coefficient × base rate (duration × QPS = requests), owed as the policy's owedWhen says; then caps, rounding to the minor unit and the minimum";
 
 /// Computes the credit `policy` gives for a closed period's `inputs`, as
 /// the steps of [`crate::credit`]'s doc describe. Pure and deterministic:
@@ -453,7 +453,23 @@ fn impact_parts(
         }
         let requests = i128::from(incident.requests);
         let level = impact.levels.get(&incident.objective).copied();
-        let coefficient = level.map_or(0, |l| i128::from(impact.coefficients.micros(l)));
+        // Owed only in a period that missed the objective, unless the
+        // contract says always: the incident is still listed, at zero.
+        let met = match impact.owed {
+            ImpactOwed::Always => false,
+            ImpactOwed::WhenMissed => {
+                inputs
+                    .objectives
+                    .iter()
+                    .find(|o| o.objective == incident.objective)
+                    .ok_or_else(|| CreditError::MissingOutcome(incident.objective.to_string()))?
+                    .met
+            }
+        };
+        let coefficient = match level {
+            Some(l) if !met => i128::from(impact.coefficients.micros(l)),
+            _ => 0,
+        };
         // duration × (requests / duration) × coefficient × rate: the
         // durations cancel, leaving an exact integer of 10⁻¹² minor units
         // (coefficient in 10⁻⁶, rate in 10⁻⁶ minor units).
@@ -475,9 +491,13 @@ fn impact_parts(
             coefficient: decimal_text(coefficient, 6),
             base_rate: decimal_text(base_rate, rate_places),
             amount: exact(amount),
-            note: level
-                .is_none()
-                .then(|| "the objective has no service level in the policy: not credited".into()),
+            note: if level.is_none() {
+                Some("the objective has no service level in the policy: not credited".into())
+            } else if met {
+                Some("the period met the objective: incidents are owed only in a period that missed it (owedWhen: missed)".into())
+            } else {
+                None
+            },
         });
     }
     Ok((lines, raw))

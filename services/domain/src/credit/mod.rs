@@ -13,7 +13,11 @@
 //!   QPS during it × the service level's coefficient × a base rate per
 //!   second per QPS. Duration × QPS is the incident's request count, so the
 //!   amount is computed as requests × coefficient × base rate, exactly; the
-//!   duration and QPS are still shown.
+//!   duration and QPS are still shown. What an incident is the contract
+//!   says ([`IncidentTerms`]: the minute threshold, the requests a minute
+//!   needs to be judged, the shortest incident), and by default incidents
+//!   are owed only in a period whose objective was missed ([`ImpactOwed`]),
+//!   as public clouds credit.
 //!
 //! **Several objectives.** A tiered policy is a list of tier tables, each
 //! with a scope: some objectives, or the SLA's composite.
@@ -141,12 +145,74 @@ pub struct ImpactCredits {
     /// The service level of each objective that earns impact credits; an
     /// incident of an objective not listed earns nothing (and says so).
     pub levels: BTreeMap<ObjectiveName, ServiceLevel>,
+    /// What an incident of an objective is; an objective not listed has
+    /// [`IncidentTerms::default`].
+    pub incidents: BTreeMap<ObjectiveName, IncidentTerms>,
+    /// In which periods incidents are owed.
+    pub owed: ImpactOwed,
+}
+
+/// In which periods an impact policy owes its incidents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImpactOwed {
+    /// Only in a period that missed the incident's objective: a bad
+    /// minute inside a met month was within the promise (the default, as
+    /// public clouds credit only a missed monthly commitment).
+    #[default]
+    WhenMissed,
+    /// In every period: each incident is owed whatever the month came to.
+    Always,
+}
+
+impl ImpactOwed {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::WhenMissed => "missed",
+            Self::Always => "always",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::WhenMissed, Self::Always]
+            .into_iter()
+            .find(|o| o.as_str() == text)
+    }
+}
+
+/// What one objective's incident is, as the contract defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IncidentTerms {
+    /// A minute is bad when its share of good events is strictly below
+    /// this, in ppm; `None`: the objective's own floor
+    /// ([`crate::objective::Objective::incident_floor_ppm`]).
+    pub minute_below_ppm: Option<u32>,
+    /// A minute with fewer requests than this is not judged: it neither
+    /// counts nor breaks an incident (one failed request of two is not an
+    /// outage).
+    pub min_requests: u32,
+    /// A run of bad minutes shorter than this is no incident.
+    pub min_minutes: u32,
+}
+
+impl Default for IncidentTerms {
+    fn default() -> Self {
+        Self {
+            minute_below_ppm: None,
+            min_requests: 1,
+            min_minutes: 1,
+        }
+    }
 }
 
 /// The reference base rate, 0.8 major units per second per QPS, in 10⁻⁶ major units.
 pub const DEFAULT_BASE_RATE_MICRO_MAJOR: i64 = 800_000;
 
 impl ImpactCredits {
+    /// The incident terms of `objective`.
+    pub fn terms(&self, objective: &ObjectiveName) -> IncidentTerms {
+        self.incidents.get(objective).copied().unwrap_or_default()
+    }
+
     /// The reference base rate (0.8) in 10⁻⁶ minor units of `currency`.
     pub fn default_base_rate(currency: &Currency) -> i64 {
         DEFAULT_BASE_RATE_MICRO_MAJOR * 10i64.pow(u32::from(currency.exponent()))

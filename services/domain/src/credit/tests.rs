@@ -57,12 +57,16 @@ fn one(objective: &str) -> TierScope {
     TierScope::Objectives(vec![name(objective)])
 }
 
+/// An impact policy owing every incident (`owedWhen: always`), so that
+/// the arithmetic is tested apart from the period's verdict.
 fn impact(currency: Currency, levels: &[(&str, ServiceLevel)]) -> CreditPolicy {
     CreditPolicy {
         kind: CreditKind::Impact(ImpactCredits {
             base_rate_micro_minor: ImpactCredits::default_base_rate(&currency),
             coefficients: Coefficients::default(),
             levels: levels.iter().map(|(n, l)| (name(n), *l)).collect(),
+            incidents: BTreeMap::new(),
+            owed: ImpactOwed::Always,
         }),
         currency,
         cap_minor: None,
@@ -310,6 +314,61 @@ fn an_impact_credit_is_duration_times_qps_times_coefficient_times_rate() {
     let c = compute(&policy, &thirds).unwrap();
     assert_eq!(c.incidents[0].qps, "100/3");
     assert_eq!(c.total.minor, 20_000); // 100 × 2.5 × 0.80 = 200.00
+}
+
+#[test]
+fn incidents_are_owed_by_default_only_in_a_period_that_missed_their_objective() {
+    // Found in review: at 99.9% and 1,000 requests a minute, 30 minutes
+    // with two failures each (a 99.99986% month) paid 30,000 requests ×
+    // 15.0 × 0.80 EUR = 360,000 EUR at L4. A met month owes nothing.
+    let mut policy = impact(eur(), &[("availability", ServiceLevel::L4)]);
+    let CreditKind::Impact(terms) = &mut policy.kind else {
+        unreachable!()
+    };
+    terms.owed = ImpactOwed::default();
+    let incidents: Vec<Incident> = (0..30)
+        .map(|m| Incident {
+            objective: name("availability"),
+            start: at("2026-03-10T12:00:00Z") + chrono::Duration::minutes(2 * m),
+            end: at("2026-03-10T12:01:00Z") + chrono::Duration::minutes(2 * m),
+            requests: 1_000,
+        })
+        .collect();
+    let met = CreditInputs {
+        objectives: vec![outcome("availability", 999_998, true)],
+        incidents: incidents.clone(),
+        ..CreditInputs::default()
+    };
+    let c = compute(&policy, &met).unwrap();
+    assert_eq!(c.total.minor, 0);
+    assert_eq!(c.incidents.len(), 30, "still listed, with why");
+    assert_eq!(c.incidents[0].amount, "0");
+    assert!(
+        c.incidents[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("owed only in a period that missed it"),
+        "{:?}",
+        c.incidents[0].note
+    );
+    // The same incidents in a missed month are owed: 30,000 × 15 × 0.80.
+    let missed = CreditInputs {
+        objectives: vec![outcome("availability", 998_000, false)],
+        incidents: incidents.clone(),
+        ..CreditInputs::default()
+    };
+    assert_eq!(compute(&policy, &missed).unwrap().total.minor, 36_000_000);
+    // Without the objective's result the verdict is unknown: refused by
+    // name, never computed as owed or as zero.
+    let unknown = CreditInputs {
+        incidents,
+        ..CreditInputs::default()
+    };
+    assert_eq!(
+        compute(&policy, &unknown).unwrap_err(),
+        CreditError::MissingOutcome("availability".into())
+    );
 }
 
 #[test]
@@ -573,6 +632,7 @@ proptest! {
         coefficient in 1u64..1_000_000_000,
         rate in 1i64..100_000_000_000,
         use_impact in any::<bool>(),
+        owed_always in any::<bool>(),
     ) {
         let currency = if jpy_currency { jpy() } else { eur() };
         let names: Vec<String> = (0..achieved.len()).map(|i| format!("o{i}")).collect();
@@ -582,6 +642,9 @@ proptest! {
                 i.base_rate_micro_minor = rate;
                 i.coefficients = Coefficients([coefficient; 4]);
                 i.levels = names.iter().map(|n| (name(n), ServiceLevel::L3)).collect::<BTreeMap<_, _>>();
+                if !owed_always {
+                    i.owed = ImpactOwed::WhenMissed;
+                }
             }
             p
         } else {
@@ -615,6 +678,11 @@ proptest! {
         }
         if let Some(min) = minimum {
             prop_assert!(total == 0 || total >= min);
+        }
+        if achieved.iter().all(|(_, met)| *met) && !(use_impact && owed_always) {
+            // Every objective met: a tiered policy, and an impact policy
+            // owing incidents of missed periods only, owe nothing.
+            prop_assert_eq!(total, 0);
         }
         if !use_impact {
             // The sum of the tables never passes 100% per objective.

@@ -24,7 +24,17 @@
 //!     baseRate: 0.8                       # per second per QPS, in major units (default 0.8)
 //!     coefficients: {L1: 1, L2: 2.5, L3: 6, L4: 15}   # defaults; give only those that differ
 //!     levels: {checkout: L3, search: L1}  # objectives not listed earn no impact credit
+//!     incidents:                          # what an incident is, per objective (defaults below)
+//!       checkout: {minuteBelow: 95, minRequests: 20, minMinutes: 5}
+//!     owedWhen: missed                    # missed (default): only in a period that missed the objective; or always
 //! ```
+//!
+//! A provider's document is also held to what a contract can mean (see
+//! [`contract_problems`]): an impact policy needs a cap, a policy on a
+//! rolling window (which never closes) is refused, tiers judge objectives
+//! by name (a composite has no compliance to compare), and no tier sits
+//! above its objective's target. Versions already stored are read as they
+//! were written.
 
 use std::collections::BTreeMap;
 
@@ -34,12 +44,13 @@ use serde_json::Value;
 use super::error::Problems;
 use super::tree::{Node, Obj};
 use crate::credit::{
-    Coefficients, CreditKind, CreditPolicy, Currency, ImpactCredits, Rounding, ServiceLevel, Tier,
-    TierScope, TierTable, TieredCredits,
+    Coefficients, CreditKind, CreditPolicy, Currency, ImpactCredits, ImpactOwed, IncidentTerms,
+    Rounding, ServiceLevel, Tier, TierScope, TierTable, TieredCredits,
 };
 use crate::decimal::{Decimal, format_scaled};
 use crate::objective::{Objective, ObjectiveName};
 use crate::quantity::{ShareNotation, SliceTarget};
+use crate::window::TimeWindow;
 
 /// More tier tables than this is a generated document gone wrong.
 const MAX_TABLES: usize = crate::sla::MAX_OBJECTIVES;
@@ -49,6 +60,18 @@ const MAX_TIERS: usize = 20;
 const MAX_COEFFICIENT_MICROS: u128 = 1_000 * 1_000_000;
 /// The largest base rate, in major units per second per QPS.
 const MAX_BASE_RATE_MAJOR: u128 = 1_000_000;
+/// The most requests a minute may need to be judged.
+const MAX_MIN_REQUESTS: u32 = 1_000_000;
+/// The longest shortest incident: a day.
+const MAX_MIN_MINUTES: u32 = 1_440;
+
+/// What a policy must mean as a contract, checked on a provider's
+/// document (never on a stored version, which keeps the meaning it was
+/// agreed with).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Contract<'a> {
+    pub window: Option<&'a TimeWindow>,
+}
 
 /// Reads a credit policy. With `objectives`, also checks that every
 /// objective it names is one of them, and that `scope: composite` has a
@@ -56,6 +79,7 @@ const MAX_BASE_RATE_MAJOR: u128 = 1_000_000;
 pub(crate) fn read(
     node: &Node<'_>,
     objectives: Option<&[Objective]>,
+    contract: Option<Contract<'_>>,
     p: &mut Problems,
 ) -> Option<CreditPolicy> {
     let o = node.object(
@@ -144,7 +168,77 @@ pub(crate) fn read(
         minimum_minor: minimum?,
         rounding: rounding?,
     };
+    if let Some(contract) = contract {
+        for (path, rule) in contract_problems(&policy, objectives, contract.window) {
+            p.push(&format!("{}{path}", o.path), rule);
+        }
+    }
     (p.0.len() == before).then_some(policy)
+}
+
+/// Where a policy read without fault still cannot be a contract: each
+/// problem's path below the policy (`.impact`, `.tiered[0].tiers[1].below`)
+/// and the rule, in words that say what would happen otherwise.
+pub(crate) fn contract_problems(
+    policy: &CreditPolicy,
+    objectives: Option<&[Objective]>,
+    window: Option<&TimeWindow>,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(TimeWindow::Rolling { duration }) = window {
+        out.push((
+            String::new(),
+            format!(
+                "needs a calendar window: credits are computed when a period closes, and a rolling window ({duration}) never closes, so this policy could never pay"
+            ),
+        ));
+    }
+    match &policy.kind {
+        CreditKind::Impact(_) => {
+            if policy.cap_minor.is_none() && policy.cap_fee_ppm.is_none() {
+                out.push((
+                    ".impact".to_owned(),
+                    "needs a ceiling: give `cap` or `capPercentOfFee` beside it, as incidents have none of their own".to_owned(),
+                ));
+            }
+        }
+        CreditKind::Tiered(tiered) => {
+            for (t, table) in tiered.tables.iter().enumerate() {
+                let names = match &table.scope {
+                    TierScope::Composite => {
+                        out.push((
+                            format!(".tiered[{t}].scope"),
+                            "must name objectives: a composite's figure is 1 − the weighted share of error budget spent, below 0% for any breach, so the largest tier would always pay".to_owned(),
+                        ));
+                        continue;
+                    }
+                    TierScope::Objectives(names) => names,
+                };
+                let Some(objectives) = objectives else {
+                    continue;
+                };
+                for (i, tier) in table.tiers.iter().enumerate() {
+                    for name in names {
+                        let Some(o) = objectives.iter().find(|o| o.name == *name) else {
+                            continue;
+                        };
+                        if tier.below_ppm > o.target.ppm() {
+                            out.push((
+                                format!(".tiered[{t}].tiers[{i}].below"),
+                                format!(
+                                    "must be at most the target of {name} ({}%): an objective at or above its target is met and earns no credit, so this tier would never pay between {}% and {}%",
+                                    format_scaled(u128::from(o.target.ppm()), 4),
+                                    format_scaled(u128::from(o.target.ppm()), 4),
+                                    format_scaled(u128::from(tier.below_ppm), 4),
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A share in percent (`10`, `"99.95"`, `"10%"`): above 0, at most 100, to 1 ppm.
@@ -320,7 +414,17 @@ fn read_impact(
     objectives: Option<&[Objective]>,
     p: &mut Problems,
 ) -> Option<ImpactCredits> {
-    let i = node.object(&["baseRate", "coefficients", "levels"], false, p)?;
+    let i = node.object(
+        &[
+            "baseRate",
+            "coefficients",
+            "levels",
+            "incidents",
+            "owedWhen",
+        ],
+        false,
+        p,
+    )?;
     let base_rate = currency.and_then(|c| match i.get("baseRate") {
         None => Some(ImpactCredits::default_base_rate(c)),
         Some(n) => base_rate(&n, c, p),
@@ -377,11 +481,106 @@ fn read_impact(
         }
         ok.then_some(levels)
     });
+    let incidents = match i.get("incidents") {
+        None => Some(BTreeMap::new()),
+        Some(n) => read_incidents(&n, objectives, p),
+    };
+    let owed = match i.get("owedWhen") {
+        None => Some(ImpactOwed::default()),
+        Some(n) => n.str(p).and_then(|t| {
+            let o = ImpactOwed::parse(t);
+            if o.is_none() {
+                p.push(
+                    &n.path,
+                    format!("must be missed (only in a period that missed the objective) or always, got {t:?}"),
+                );
+            }
+            o
+        }),
+    };
     Some(ImpactCredits {
         base_rate_micro_minor: base_rate?,
         coefficients: coefficients_ok.then_some(coefficients)?,
         levels: levels?,
+        incidents: incidents?,
+        owed: owed?,
     })
+}
+
+/// `{objective: {minuteBelow, minRequests, minMinutes}}`, each key optional.
+fn read_incidents(
+    node: &Node<'_>,
+    objectives: Option<&[Objective]>,
+    p: &mut Problems,
+) -> Option<BTreeMap<ObjectiveName, IncidentTerms>> {
+    let map = node.object(&[], true, p)?;
+    let mut out = BTreeMap::new();
+    let mut ok = true;
+    for (key, value) in map.map() {
+        let item = Node {
+            value,
+            path: map.path_of(key),
+        };
+        let name = objective_name(
+            &Node {
+                value: &Value::String(key.clone()),
+                path: item.path.clone(),
+            },
+            objectives,
+            p,
+        );
+        let Some(t) = item.object(&["minuteBelow", "minRequests", "minMinutes"], false, p) else {
+            ok = false;
+            continue;
+        };
+        let defaults = IncidentTerms::default();
+        let minute_below = match t.get("minuteBelow") {
+            None => Some(None),
+            Some(n) => percent(&n, p).map(Some),
+        };
+        let whole = |key: &str, default: u32, max: u32, what: &str, p: &mut Problems| {
+            let Some(n) = t.get(key) else {
+                return Some(default);
+            };
+            let text = n.number_text(p)?;
+            let v = text.parse::<u32>().ok().filter(|v| (1..=max).contains(v));
+            if v.is_none() {
+                p.push(
+                    &n.path,
+                    format!("must be a whole number of {what} from 1 to {max}, got {text}"),
+                );
+            }
+            v
+        };
+        let min_requests = whole(
+            "minRequests",
+            defaults.min_requests,
+            MAX_MIN_REQUESTS,
+            "requests",
+            p,
+        );
+        let min_minutes = whole(
+            "minMinutes",
+            defaults.min_minutes,
+            MAX_MIN_MINUTES,
+            "minutes",
+            p,
+        );
+        match (name, minute_below, min_requests, min_minutes) {
+            (Some(name), Some(minute_below_ppm), Some(min_requests), Some(min_minutes)) => {
+                out.insert(
+                    name,
+                    IncidentTerms {
+                        minute_below_ppm,
+                        min_requests,
+                        min_minutes,
+                    },
+                );
+            }
+            _ => ok = false,
+        }
+    }
+    ok.then_some(out)
 }
 
 /// A coefficient above 0, at most 1000, to 10⁻⁶, in millionths.
@@ -470,6 +669,21 @@ struct ImpactDoc {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     coefficients: BTreeMap<&'static str, Value>,
     levels: BTreeMap<String, &'static str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    incidents: BTreeMap<String, IncidentDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owed_when: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IncidentDoc {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    minute_below: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_requests: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_minutes: Option<u32>,
 }
 
 fn percent_text(ppm: u32) -> String {
@@ -536,6 +750,24 @@ pub(crate) fn write(policy: &CreditPolicy) -> CreditsDoc {
                         .iter()
                         .map(|(name, level)| (name.to_string(), level.as_str()))
                         .collect(),
+                    incidents: i
+                        .incidents
+                        .iter()
+                        .map(|(name, t)| {
+                            let d = IncidentTerms::default();
+                            (
+                                name.to_string(),
+                                IncidentDoc {
+                                    minute_below: t.minute_below_ppm.map(percent_text),
+                                    min_requests: (t.min_requests != d.min_requests)
+                                        .then_some(t.min_requests),
+                                    min_minutes: (t.min_minutes != d.min_minutes)
+                                        .then_some(t.min_minutes),
+                                },
+                            )
+                        })
+                        .collect(),
+                    owed_when: (i.owed != ImpactOwed::default()).then(|| i.owed.as_str()),
                 }),
             )
         }
@@ -554,10 +786,10 @@ pub(crate) fn write(policy: &CreditPolicy) -> CreditsDoc {
 
 #[cfg(test)]
 mod tests {
-    use crate::credit::{CreditKind, Rounding, ServiceLevel, TierScope};
+    use crate::credit::{CreditKind, ImpactOwed, Rounding, ServiceLevel, TierScope};
     use crate::sla::SlaDefinition;
 
-    const OBJECTIVES: &str = "    - {name: availability, target: 99.9%, ratio: {good: \"status < 500\"}}\n    - {name: latency, target: 99%, threshold: {field: latency_ms, op: lte, value: 800ms}}\n";
+    const OBJECTIVES: &str = "    - {name: availability, target: 99.95%, ratio: {good: \"status < 500\"}}\n    - {name: latency, target: 99%, threshold: {field: latency_ms, op: lte, value: 800ms}}\n";
 
     fn doc(credits: &str) -> String {
         format!(
@@ -590,7 +822,7 @@ mod tests {
     #[test]
     fn a_tiered_policy_is_read_exactly_and_written_back() {
         let sla = SlaDefinition::from_document(&doc(
-            "  credits:\n    currency: EUR\n    rounding: half-up\n    cap: \"500.00\"\n    capPercentOfFee: 50\n    minimum: 1.5\n    tiered:\n      - objective: availability\n        tiers:\n          - {below: \"99.95\", percent: \"10\"}\n          - {below: 99, percent: 25}\n          - {below: 95%, percent: 100}\n      - objectives: [availability, latency]\n        tiers: [{below: 99.5, percent: 5}]\n",
+            "  credits:\n    currency: EUR\n    rounding: half-up\n    cap: \"500.00\"\n    capPercentOfFee: 50\n    minimum: 1.5\n    tiered:\n      - objective: availability\n        tiers:\n          - {below: \"99.95\", percent: \"10\"}\n          - {below: 99, percent: 25}\n          - {below: 95%, percent: 100}\n      - objectives: [availability, latency]\n        tiers: [{below: 98.5, percent: 5}]\n",
         ))
         .unwrap();
         let credits = sla.credits.clone().unwrap();
@@ -623,7 +855,7 @@ mod tests {
     #[test]
     fn an_impact_policy_and_a_composite_scope_round_trip() {
         let impact = SlaDefinition::from_document(&doc(
-            "  credits:\n    currency: JPY\n    impact:\n      baseRate: 1.25\n      coefficients: {L2: 3, L4: 20.5}\n      levels: {availability: L3, latency: L1}\n",
+            "  credits:\n    currency: JPY\n    cap: 100000\n    impact:\n      baseRate: 1.25\n      coefficients: {L2: 3, L4: 20.5}\n      levels: {availability: L3, latency: L1}\n      incidents:\n        availability: {minuteBelow: 95, minRequests: 20, minMinutes: 5}\n        latency: {minRequests: 10}\n      owedWhen: always\n",
         ))
         .unwrap();
         let credits = impact.credits.clone().unwrap();
@@ -639,25 +871,132 @@ mod tests {
             i.levels.values().copied().collect::<Vec<_>>(),
             [ServiceLevel::L3, ServiceLevel::L1]
         );
+        assert_eq!(i.owed, ImpactOwed::Always);
+        let availability =
+            i.terms(&crate::objective::ObjectiveName::parse("availability").unwrap());
+        assert_eq!(
+            (
+                availability.minute_below_ppm,
+                availability.min_requests,
+                availability.min_minutes
+            ),
+            (Some(950_000), 20, 5)
+        );
+        let latency = i.terms(&crate::objective::ObjectiveName::parse("latency").unwrap());
+        assert_eq!(
+            (
+                latency.minute_below_ppm,
+                latency.min_requests,
+                latency.min_minutes
+            ),
+            (None, 10, 1)
+        );
         round_trips(&impact);
         // Defaults: the reference rate 0.8 and coefficients, not written back.
         let plain = SlaDefinition::from_document(&doc(
-            "  credits:\n    currency: EUR\n    impact: {levels: {availability: L2}}\n",
+            "  credits:\n    currency: EUR\n    capPercentOfFee: 50\n    impact: {levels: {availability: L2}}\n",
         ))
         .unwrap();
         let CreditKind::Impact(i) = &plain.credits.as_ref().unwrap().kind else {
             panic!("impact")
         };
         assert_eq!(i.base_rate_micro_minor, 80_000_000);
-        assert!(!plain.to_native_yaml().contains("baseRate"));
+        assert_eq!(i.owed, ImpactOwed::WhenMissed);
+        assert!(i.incidents.is_empty());
+        let text = plain.to_native_yaml();
+        assert!(
+            !text.contains("baseRate") && !text.contains("owedWhen") && !text.contains("incidents"),
+            "{text}"
+        );
         round_trips(&plain);
 
-        let weighted = doc("  credits:\n    currency: XTS\n    minorUnits: 3\n    tiered:\n      - scope: composite\n        tiers: [{below: 99, percent: 10}]\n")
-            .replace("target: 99.9%,", "target: 99.9%, weight: 2,");
-        let composite = SlaDefinition::from_document(&weighted).unwrap();
-        assert_eq!(composite.credits.as_ref().unwrap().currency.exponent(), 3);
-        assert!(composite.to_native_yaml().contains("minorUnits: 3"));
-        round_trips(&composite);
+        let weighted = doc("  credits:\n    currency: XTS\n    minorUnits: 3\n    tiered:\n      - objective: latency\n        tiers: [{below: 99, percent: 10}]\n")
+            .replace("target: 99.95%,", "target: 99.95%, weight: 2,");
+        let minor = SlaDefinition::from_document(&weighted).unwrap();
+        assert_eq!(minor.credits.as_ref().unwrap().currency.exponent(), 3);
+        assert!(minor.to_native_yaml().contains("minorUnits: 3"));
+        round_trips(&minor);
+    }
+
+    /// A stored version is read as it was agreed, even where a provider's
+    /// document would now be refused (here: tiers over a composite).
+    #[test]
+    fn a_stored_version_keeps_a_policy_a_provider_can_no_longer_apply() {
+        let weighted = doc("  credits:\n    currency: EUR\n    tiered:\n      - scope: composite\n        tiers: [{below: 99, percent: 10}]\n")
+            .replace("target: 99.95%,", "target: 99.95%, weight: 2,");
+        let err = SlaDefinition::from_document(&weighted).unwrap_err();
+        assert!(
+            err.has("spec.credits.tiered[0].scope", "must name objectives"),
+            "{err}"
+        );
+        let value: serde_json::Value = serde_yaml_ng::from_str(&weighted).unwrap();
+        let stored: SlaDefinition = serde_json::from_value(value).unwrap();
+        assert!(matches!(
+            &stored.credits.as_ref().unwrap().kind,
+            CreditKind::Tiered(t) if t.tables[0].scope == TierScope::Composite
+        ));
+    }
+
+    /// Found in review: policies that read without fault but cannot work
+    /// as a contract. Each is refused, by the field, with what would happen.
+    #[test]
+    fn a_policy_that_could_not_work_as_a_contract_is_refused_by_the_field() {
+        // An impact policy without a ceiling.
+        let err = SlaDefinition::from_document(&doc(
+            "  credits:\n    currency: EUR\n    impact: {levels: {availability: L4}}\n",
+        ))
+        .unwrap_err();
+        assert!(err.has("spec.credits.impact", "needs a ceiling"), "{err}");
+        // A tier above its objective's target (99%): 99.5 would never pay
+        // between 99% and 99.5%, as the objective is met there.
+        let err = SlaDefinition::from_document(&doc(
+            "  credits:\n    currency: EUR\n    tiered:\n      - objective: latency\n        tiers: [{below: 99, percent: 5}, {below: 99.5, percent: 10}]\n",
+        ))
+        .unwrap_err();
+        assert!(
+            err.has(
+                "spec.credits.tiered[0].tiers[1].below",
+                "must be at most the target of latency (99%)"
+            ),
+            "{err}"
+        );
+        assert!(
+            !err.has("spec.credits.tiered[0].tiers[0].below", ""),
+            "{err}"
+        );
+        // A rolling window never closes: nothing would ever be paid.
+        let err = SlaDefinition::from_document(
+            &doc("  credits:\n    currency: EUR\n    tiered: [{objective: latency, tiers: [{below: 99, percent: 10}]}]\n")
+                .replace("{calendar: month, timeZone: Europe/Berlin}", "{rolling: 28d}"),
+        )
+        .unwrap_err();
+        assert!(err.has("spec.credits", "needs a calendar window"), "{err}");
+        // Bad incident terms are named.
+        let err = SlaDefinition::from_document(&doc(
+            "  credits:\n    currency: EUR\n    cap: 100\n    impact:\n      levels: {availability: L1}\n      incidents: {availability: {minuteBelow: 101, minRequests: 0, minMinutes: 2000}, nope: {}}\n      owedWhen: sometimes\n",
+        ))
+        .unwrap_err();
+        for (path, needle) in [
+            (
+                "spec.credits.impact.incidents.availability.minuteBelow",
+                "at most 100",
+            ),
+            (
+                "spec.credits.impact.incidents.availability.minRequests",
+                "from 1 to 1000000",
+            ),
+            (
+                "spec.credits.impact.incidents.availability.minMinutes",
+                "from 1 to 1440",
+            ),
+            (
+                "spec.credits.impact.incidents.nope",
+                "must name an objective",
+            ),
+            ("spec.credits.impact.owedWhen", "missed"),
+        ] {
+            assert!(err.has(path, needle), "{path}: {err}");
+        }
     }
 
     #[test]

@@ -127,9 +127,14 @@ fn read_sla(root: &Node<'_>, origin: Origin, p: &mut Problems) -> Option<SlaDefi
             p.push(&path, rule);
         }
     }
+    // A provider's policy must mean something as a contract; a stored
+    // version keeps the meaning it was agreed with.
+    let contract = (origin == Origin::Provider).then_some(super::credit::Contract {
+        window: window.as_ref(),
+    });
     let credits = spec
         .get("credits")
-        .map(|node| super::credit::read(&node, objectives.as_deref(), p));
+        .map(|node| super::credit::read(&node, objectives.as_deref(), contract, p));
     let attestation = match spec.get("attestation") {
         Some(node) => super::attestation::read(&node, p),
         None => Some(Default::default()),

@@ -253,6 +253,9 @@ fn read_all(docs: &[Value], p: &mut Problems) -> Option<SlaDefinition> {
             Ok(value) => crate::document::credit::read(
                 &Node::root(&value, path),
                 objectives.as_deref(),
+                Some(crate::document::credit::Contract {
+                    window: Some(&window),
+                }),
                 p,
             ),
             Err(e) => {
