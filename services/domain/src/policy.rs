@@ -98,7 +98,8 @@ impl Default for MaintenancePolicy {
 pub struct DegradePolicy {
     /// Burn rate in thousandths (2.0 = 2000).
     pub light_burn_milli: u64,
-    /// Consecutive evaluations at or above the light burn rate.
+    /// Consecutive evaluated minutes at or above the light burn rate (rounds
+    /// that evaluate one minute again count once).
     pub light_evaluations: u32,
     /// Burn rate in thousandths (5.0 = 5000).
     pub full_burn_milli: u64,

@@ -22,7 +22,8 @@
 //!
 //! Degrade levels follow the SLA's [`DegradePolicy`]: level 1 when the burn
 //! rate over the short lookback has stayed at or above the light threshold
-//! for the policy's number of consecutive evaluations; level 2 when it
+//! for the policy's number of consecutive evaluated minutes (rounds that
+//! evaluate the same minute again count once); level 2 when it
 //! reaches the full threshold or the period's budget at its expected
 //! volume is down to the policy's share or less. Each level is left as
 //! soon as its condition no longer holds.
@@ -108,12 +109,22 @@ pub type DegradeLevel = u8;
 
 /// The light-degrade streak after an evaluation whose short-lookback burn
 /// rate is `short_burn`: one more when at or above the light threshold,
-/// else back to 0.
-pub fn light_streak(policy: &DegradePolicy, short_burn: BurnRate, before: u32) -> u32 {
-    if short_burn >= BurnRate::from_milli(policy.light_burn_milli) {
+/// else back to 0. The streak counts evaluated minutes, not rounds: an
+/// evaluation of the minute already evaluated (`advanced` false: the
+/// watermark did not move) adds nothing, except to start a streak that
+/// late data began.
+pub fn light_streak(
+    policy: &DegradePolicy,
+    short_burn: BurnRate,
+    before: u32,
+    advanced: bool,
+) -> u32 {
+    if short_burn < BurnRate::from_milli(policy.light_burn_milli) {
+        0
+    } else if advanced || before == 0 {
         before.saturating_add(1)
     } else {
-        0
+        before
     }
 }
 
@@ -245,10 +256,16 @@ mod tests {
         let mut streak = 0;
         let mut levels = Vec::new();
         for b in [2_000, 2_500, 2_000, 1_999, 2_000] {
-            streak = light_streak(&policy, burn(b), streak);
+            streak = light_streak(&policy, burn(b), streak, true);
             levels.push(degrade_level(&policy, burn(b), streak, None));
         }
         assert_eq!(levels, [0, 0, 1, 0, 0]);
+        // Minutes, not rounds: the same minute evaluated again adds nothing
+        // (but starts a streak that late data began).
+        let again = light_streak(&policy, burn(2_000), 0, false);
+        assert_eq!(again, 1);
+        assert_eq!(light_streak(&policy, burn(2_000), again, false), 1);
+        assert_eq!(light_streak(&policy, burn(1_000), 2, false), 0);
         // Full at 5.0 at once, or with 5% of the budget left.
         assert_eq!(degrade_level(&policy, burn(5_000), 1, None), 2);
         let low = Outlook {

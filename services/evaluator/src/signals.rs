@@ -45,8 +45,8 @@ pub(crate) async fn record(
         TimeWindow::Calendar { .. } => e.period.start,
     };
     let tenant = tx.tenant().uuid();
-    let stored: Option<(DateTime<Utc>, bool, bool, i16, i32)> = sqlx::query_as(
-        "SELECT period_start, at_risk, exhausted, degrade_level, light_streak FROM objective_signals \
+    let stored: Option<(DateTime<Utc>, bool, bool, i16, i32, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT period_start, at_risk, exhausted, degrade_level, light_streak, evaluated_at FROM objective_signals \
          WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3",
     )
     .bind(tenant)
@@ -57,7 +57,7 @@ pub(crate) async fn record(
     .doing("reading an objective's signals")?;
     let before = stored.map_or(
         State::default(),
-        |(start, at_risk, exhausted, level, streak)| {
+        |(start, at_risk, exhausted, level, streak, _)| {
             let same_period = start == period_start;
             State {
                 at_risk: at_risk && same_period,
@@ -73,7 +73,11 @@ pub(crate) async fn record(
         .iter()
         .min_by_key(|a| a.rule.short_window)
         .map_or(BurnRate::ZERO, |a| BurnRate::of(a.short, e.budget.target));
-    let light_streak = risk::light_streak(&policy.degrade, short_burn, before.light_streak);
+    // Rounds repeat a minute until the watermark moves: only a minute not
+    // evaluated before lengthens the streak.
+    let advanced = stored.is_none_or(|s| e.as_of > s.5);
+    let light_streak =
+        risk::light_streak(&policy.degrade, short_burn, before.light_streak, advanced);
     let outlook = e.outlook.as_ref();
     let now = State {
         at_risk: outlook.is_some_and(|o| o.at_risk),

@@ -453,3 +453,42 @@ async fn a_new_sla_is_not_missing_data_before_its_wait_has_passed() {
     s.run(&later).await;
     assert_eq!(s.told_of("sla.no_data").await.len(), 1);
 }
+
+#[tokio::test]
+async fn light_degrade_counts_evaluated_minutes_not_rounds_that_repeat_one() {
+    // Found in review: level 1 (burn ≥ 2.0 for three consecutive
+    // evaluations) counted rounds, and rounds repeat the same minute
+    // until the watermark moves: three rounds in one minute degraded.
+    let s = Scenario::new(MONTHLY, "2026-10-28", "2026-12-02").await;
+    s.insert(&every(
+        Duration::seconds(10),
+        "2026-11-01T00:00:00Z",
+        "2026-11-10T11:50:00Z",
+        |_| false,
+    ))
+    .await;
+    // One request a second, one in 300 failed: every 5-minute lookback
+    // holds one failure in 300, a burn rate of about 3.3 (light, not full).
+    s.insert(&every(
+        Duration::seconds(1),
+        "2026-11-10T11:50:00Z",
+        "2026-11-10T12:10:00Z",
+        |i| i % 300 == 0,
+    ))
+    .await;
+    let levels = async || -> Vec<(i64, i64)> {
+        s.told_of("slo.degrade_level_changed")
+            .await
+            .iter()
+            .map(|p| (p["from"].as_i64().unwrap(), p["to"].as_i64().unwrap()))
+            .collect()
+    };
+    for _ in 0..4 {
+        s.run("2026-11-10T12:00:00Z").await;
+    }
+    assert_eq!(levels().await, [], "one minute evaluated four times");
+    s.run("2026-11-10T12:01:00Z").await;
+    assert_eq!(levels().await, []);
+    s.run("2026-11-10T12:02:00Z").await;
+    assert_eq!(levels().await, [(0, 1)], "the third minute evaluated");
+}
