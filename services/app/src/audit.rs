@@ -16,7 +16,7 @@ pub struct AuditRecordView {
     pub id: String,
     pub at: DateTime<Utc>,
     /// `maintenance.created`, `maintenance.cancelled`,
-    /// `maintenance.accepted` or `sla.applied`.
+    /// `maintenance.accepted`, `sla.applied` or `fee.recorded`.
     pub action: String,
     /// Who acted: the subject of the caller's credentials.
     pub actor: String,

@@ -380,6 +380,10 @@ impl App {
 
     /// Records the fee a customer pays per SLA period from an instant on
     /// (`customer:write`). A later price is a new fee; the history stays.
+    /// A fee never reaches back into a period already credited (409): a
+    /// price change after a close takes effect from a later period, so
+    /// that no recompute or re-close rewrites a credit the customer was
+    /// told. Recorded on the audit trail of each of the customer's SLAs.
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn set_customer_fee(
         &self,
@@ -399,6 +403,16 @@ impl App {
         let by = caller.principal.subject.clone();
         self.in_tx(caller, async |tx| {
             let customer = customer_by_ref(tx, customer_ref).await?;
+            if let Some((start, end)) = credits::last_credited(tx, customer).await?
+                && new.effective_from < end
+            {
+                return Err(AppError::Conflict(format!(
+                    "the period from {} to {} was credited already on the fee then on file: a new fee takes effect at {} or later",
+                    start.to_rfc3339(),
+                    end.to_rfc3339(),
+                    end.to_rfc3339()
+                )));
+            }
             let stored = credits::add_fee(
                 tx,
                 &Fee {
@@ -419,6 +433,15 @@ impl App {
                 )),
                 other => other.into(),
             })?;
+            let details = serde_json::json!({
+                "customer": customer_ref,
+                "effective_from": stored.effective_from,
+                "currency": stored.currency,
+                "amount_minor": stored.amount_minor,
+            });
+            for sla in slaproof_store::slas::of_customer(tx, customer).await? {
+                crate::audit::record(tx, caller, sla, "fee.recorded", &details).await?;
+            }
             fee_view(stored)
         })
         .await

@@ -64,9 +64,21 @@ pub async fn credit_period(
         return Ok(Credited::NotCovered);
     };
     let composite = credits::frozen_composite(tx, sla, period_start).await?;
-    let fee = match credits::fee_at(tx, customer, period_start).await? {
-        Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
-        None => None,
+    let previous = credits::latest_entry(tx, sla, customer, period_start).await?;
+    // A period credited already keeps the fee it was credited on, whatever
+    // fee was recorded since (a correction re-judges the period, not the
+    // price); the first credit takes the fee in effect at its start.
+    let credited_fee = previous.as_ref().and_then(|p| {
+        serde_json::from_value::<CreditRecord>(p.computation.clone())
+            .ok()
+            .and_then(|r| r.inputs.fee)
+    });
+    let fee = match credited_fee {
+        Some(f) => Some(f),
+        None => match credits::fee_at(tx, customer, period_start).await? {
+            Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
+            None => None,
+        },
     };
     let objectives: Vec<ObjectiveOutcome> = results
         .iter()
@@ -159,7 +171,6 @@ pub async fn credit_period(
     if let Some(c) = &composite {
         links.push(json!({"composite": true, "periodResult": c.id, "revision": c.revision}));
     }
-    let previous = credits::latest_entry(tx, sla, customer, period_start).await?;
     let total = computation.total.minor;
     // The ledger rule is the domain's (and property-tested there).
     let standing = previous.as_ref().map(|p| Standing {

@@ -45,7 +45,9 @@ pub(crate) async fn record(
         TimeWindow::Calendar { .. } => e.period.start,
     };
     let tenant = tx.tenant().uuid();
-    let stored: Option<(DateTime<Utc>, bool, bool, i16, i32, DateTime<Utc>)> = sqlx::query_as(
+    /// period_start, at_risk, exhausted, degrade_level, light_streak, evaluated_at.
+    type Stored = (DateTime<Utc>, bool, bool, i16, i32, DateTime<Utc>);
+    let stored: Option<Stored> = sqlx::query_as(
         "SELECT period_start, at_risk, exhausted, degrade_level, light_streak, evaluated_at FROM objective_signals \
          WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3",
     )

@@ -128,6 +128,25 @@ pub async fn fees(tx: &mut TenantTx, customer: CustomerId) -> Result<Vec<Fee>, S
     Ok(rows.into_iter().map(fee).collect())
 }
 
+/// The latest period credited to `customer` on a fee (an entry in the
+/// ledger for it, under any SLA, whose computation read a fee): its start
+/// and end. Credits that needed no fee (impact under a money cap) do not
+/// count: a fee recorded for them changes nothing they were told.
+pub async fn last_credited(
+    tx: &mut TenantTx,
+    customer: CustomerId,
+) -> Result<Option<(DateTime<Utc>, DateTime<Utc>)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT period_start, period_end FROM credit_entries WHERE tenant_id = $1 AND customer_id = $2 \
+           AND jsonb_typeof(computation #> '{inputs,fee}') = 'object' \
+         ORDER BY period_end DESC LIMIT 1",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(customer.uuid())
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
 /// The fee of the period starting at `period_start`: the latest in effect
 /// at that instant.
 pub async fn fee_at(

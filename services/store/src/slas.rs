@@ -297,6 +297,22 @@ pub async fn page(
     .await
 }
 
+/// The SLAs whose current version is for `customer`.
+#[tracing::instrument(skip(tx))]
+pub async fn of_customer(
+    tx: &mut TenantTx,
+    customer: CustomerId,
+) -> Result<Vec<SlaId>, StoreError> {
+    let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT id FROM slas WHERE tenant_id = $1 AND customer_id = $2 ORDER BY name",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(customer.uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(ids.into_iter().map(SlaId::from_uuid).collect())
+}
+
 /// The versions of an SLA that were for the customer `external_ref`
 /// (their documents name it in `spec.customer`: versions keep the native
 /// document as written), oldest first.

@@ -697,3 +697,99 @@ spec:
     assert_eq!(incidents[0]["start"], "2026-11-10T00:30:00Z");
     assert_eq!(incidents[0]["end"], "2026-11-10T00:35:00Z");
 }
+
+#[tokio::test]
+async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_trail() {
+    // Found in review: a back-dated fee rewrote months already credited
+    // at the next recompute or re-close, and fee changes were not on the
+    // audit trail.
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    assert_eq!(ledger(&app, &admin).await[0].total, "100.00");
+
+    // A price from mid-November is refused, by the period it would rewrite.
+    let back_dated = app
+        .set_customer_fee(
+            &admin,
+            "acme-corp",
+            NewFee {
+                effective_from: at("2026-11-15T00:00:00Z"),
+                currency: "EUR".into(),
+                amount: "2000.00".into(),
+                minor_units: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&back_dated, slaproof_app::AppError::Conflict(m)
+            if m.contains("2026-11-01T00:00:00+00:00 to 2026-12-01T00:00:00+00:00 was credited already")),
+        "{back_dated:?}"
+    );
+    // From the next period on, it is recorded, and told on the SLA's trail.
+    app.set_customer_fee(
+        &admin,
+        "acme-corp",
+        NewFee {
+            effective_from: at("2026-12-01T00:00:00Z"),
+            currency: "EUR".into(),
+            amount: "2000.00".into(),
+            minor_units: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        app.customer_fees(&admin, "acme-corp").await.unwrap().len(),
+        2
+    );
+    let trail = app
+        .sla_audit(&admin, "chat-sla", &PageRequest::default())
+        .await
+        .unwrap()
+        .items;
+    let recorded: Vec<_> = trail
+        .iter()
+        .filter(|r| r.action == "fee.recorded")
+        .collect();
+    assert_eq!(recorded.len(), 2, "both fees: {trail:?}");
+    assert_eq!(recorded[1].details["amount_minor"], 200_000);
+    assert_eq!(recorded[1].actor, admin.principal.subject);
+
+    // A back-dated fee already on file (written before this rule) does not
+    // move the credited period either: a recompute keeps the fee it was
+    // credited on.
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let customer = customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    slaproof_store::credits::add_fee(
+        &mut tx,
+        &slaproof_store::credits::Fee {
+            customer,
+            effective_from: at("2026-10-01T00:00:00Z"),
+            currency: "EUR".into(),
+            minor_units: 2,
+            amount_minor: 500_000,
+            created_at: chrono::Utc::now(),
+            created_by: "legacy".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    let again = credit_period(&mut tx, sla, at("2026-11-01T00:00:00Z"))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(matches!(again, Credited::Unchanged(_)), "{again:?}");
+    assert_eq!(ledger(&app, &admin).await.len(), 1);
+}

@@ -12,7 +12,7 @@ pub(super) struct AuditRecord {
     /// RFC 3339.
     at: String,
     /// `maintenance.created`, `maintenance.cancelled`,
-    /// `maintenance.accepted` or `sla.applied`.
+    /// `maintenance.accepted`, `sla.applied` or `fee.recorded`.
     action: String,
     /// Who acted: the subject of the caller's token.
     actor: String,

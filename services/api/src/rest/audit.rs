@@ -23,7 +23,7 @@ pub(crate) struct AuditRecordOut {
     pub id: String,
     pub at: DateTime<Utc>,
     /// `maintenance.created`, `maintenance.cancelled`,
-    /// `maintenance.accepted` or `sla.applied`.
+    /// `maintenance.accepted`, `sla.applied` or `fee.recorded`.
     pub action: String,
     /// Who acted: the subject of the caller's token.
     pub actor: String,

@@ -289,7 +289,7 @@ pub(crate) async fn statement(
     operation_id = "credits_recompute",
     tag = "credits",
     summary = "Compute a closed period's credit again",
-    description = "From the results in force and the fee on file now (after a fee was recorded, say): the compensation worker records a correction when the amount changed, nothing otherwise. Needs `sla:write`; 422 when no period of the SLA closed at that start.",
+    description = "From the results in force and the fee on file now (after a missing fee was recorded, say; a period credited already keeps the fee it was credited on): the compensation worker records a correction when the amount changed, nothing otherwise. Needs `sla:write`; 422 when no period of the SLA closed at that start.",
     params(
         ("name" = String, Path, description = "The SLA's name"),
         ("period_start" = String, Path, format = DateTime, description = "The period's start, RFC 3339 (URL-encoded)"),
@@ -338,7 +338,7 @@ pub(crate) async fn fees(
     operation_id = "customer_fees_set",
     tag = "credits",
     summary = "Record a customer's fee from an instant on",
-    description = "A later price is a new fee from a later instant; the history stays. 409 when a fee from the same instant is on file. Needs `customer:write`.",
+    description = "A later price is a new fee from a later instant; the history stays. 409 when a fee from the same instant is on file, or when the fee would reach back into a period already credited on a fee (it takes effect at that period's end or later). Recorded on the audit trail of each of the customer's SLAs (`fee.recorded`). Needs `customer:write`.",
     params(("ref" = String, Path, description = "The customer's external reference")),
     request_body = CustomerFeeIn,
     responses(
