@@ -73,6 +73,13 @@ pub trait EventFields {
     fn output_tokens(&self) -> Option<u64>;
     /// A free numeric attribute (`attr.cache_hit`).
     fn attr(&self, name: &str) -> Option<f64>;
+
+    /// Whether the request timed out: the provider's `timeout` error class,
+    /// or a 504 from a gateway. A timeout took longer than any duration
+    /// threshold, whether or not a duration was reported.
+    fn timed_out(&self) -> bool {
+        self.error_class() == Some("timeout") || self.status() == Some(504)
+    }
 }
 
 /// An owned event with every field optional: for tests, previews and callers

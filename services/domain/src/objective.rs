@@ -392,9 +392,12 @@ pub struct ThresholdSli {
 }
 
 impl ThresholdSli {
-    /// How one event of the SLA's service counts. Events without the field
-    /// (no TTFT on a non-streaming call) are not counted: failures are the
-    /// business of a ratio objective.
+    /// How one event of the SLA's service counts. An event without a
+    /// duration field that **timed out** ([`EventFields::timed_out`]) is bad
+    /// for a "lower is good" threshold: it took longer than any threshold,
+    /// and dropping it would let the slowest requests vanish from a latency
+    /// promise. Other events without the field (no TTFT on a non-streaming
+    /// call, a failure that reported no duration) are not counted.
     pub fn classify(&self, event: &impl EventFields) -> EventVerdict {
         if self.filter.as_ref().is_some_and(|f| !f.matches(event)) {
             return EventVerdict::NotCounted;
@@ -419,6 +422,12 @@ impl ThresholdSli {
         match good {
             Some(true) => EventVerdict::Good,
             Some(false) => EventVerdict::Bad,
+            None if matches!(self.op, ThresholdOp::Lte | ThresholdOp::Lt)
+                && matches!(self.value, ThresholdValue::Duration(_))
+                && event.timed_out() =>
+            {
+                EventVerdict::Bad
+            }
             None => EventVerdict::NotCounted,
         }
     }

@@ -49,6 +49,33 @@ fn demo_fixture_parses_into_the_expected_model() {
         sla.objectives[2].classify(&at_threshold),
         slaproof_domain::EventVerdict::Good
     );
+    // Found in review: a timeout without a latency vanished from the
+    // latency promise. It is bad; a failure that reported no latency, or
+    // a call without the field, is not counted.
+    let timed_out = EventView {
+        status: Some(200),
+        error_class: Some("timeout".to_owned()),
+        ..EventView::default()
+    };
+    let gateway_timeout = EventView {
+        status: Some(504),
+        ..EventView::default()
+    };
+    let failed = EventView {
+        status: Some(500),
+        ..EventView::default()
+    };
+    for (event, verdict) in [
+        (&timed_out, slaproof_domain::EventVerdict::Bad),
+        (&gateway_timeout, slaproof_domain::EventVerdict::Bad),
+        (&failed, slaproof_domain::EventVerdict::NotCounted),
+        (
+            &EventView::default(),
+            slaproof_domain::EventVerdict::NotCounted,
+        ),
+    ] {
+        assert_eq!(sla.objectives[2].classify(event), verdict, "{event:?}");
+    }
     // TTFT only counts streaming requests with short prompts.
     let long_prompt = EventView {
         streaming: Some(true),
