@@ -17,6 +17,14 @@ use slaproof_store::slas::StoredSla;
 
 use crate::AppError;
 
+/// An SLA document read and checked, not yet applied (see
+/// [`crate::App::read_sla_document`]).
+#[derive(Debug, Clone)]
+pub struct ReadDocument {
+    pub definition: SlaDefinition,
+    pub format: DocumentFormat,
+}
+
 /// How a document applies to an SLA that exists.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApplyOptions {

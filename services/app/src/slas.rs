@@ -12,7 +12,7 @@ use slaproof_store::{TenantTx, customers};
 
 use crate::authz::Scope;
 use crate::idempotency::Creating;
-pub use crate::sla_apply::ApplyOptions;
+pub use crate::sla_apply::{ApplyOptions, ReadDocument};
 use crate::sla_apply::{NextVersion, next_version};
 use crate::{App, AppError, Caller, Page, PageRequest, Redaction};
 
@@ -341,25 +341,47 @@ impl App {
         document: &str,
         options: ApplyOptions,
     ) -> Result<AppliedView, AppError> {
+        let document = self.read_sla_document(caller, document).await?;
         self.in_tx(caller, async |tx| {
             self.apply_sla_in(tx, caller, document, options).await
         })
         .await
     }
 
+    /// Reads an SLA document for [`App::apply_sla_in`], after checking the
+    /// caller may create SLAs: on a blocking thread, before any transaction
+    /// is open, so that a large document (up to the reader's caps) holds
+    /// neither the async runtime nor a database connection.
+    pub async fn read_sla_document(
+        &self,
+        caller: &Caller,
+        document: &str,
+    ) -> Result<ReadDocument, AppError> {
+        Creating::SLA.require(caller)?;
+        let text = document.to_owned();
+        tokio::task::spawn_blocking(move || SlaDefinition::read_document(&text))
+            .await
+            .map_err(|e| AppError::Internal(Box::new(e)))?
+            .map(|(definition, format)| ReadDocument { definition, format })
+            .map_err(|e| AppError::invalid("document", e.to_string()))
+    }
+
     /// [`App::apply_sla`] inside a transaction of the caller's tenant (see
-    /// [`App::once`]).
+    /// [`App::once`]), with the document read by
+    /// [`App::read_sla_document`].
     #[tracing::instrument(skip(self, tx, caller, document), fields(tenant = %caller.tenant()))]
     pub async fn apply_sla_in(
         &self,
         tx: &mut TenantTx,
         caller: &Caller,
-        document: &str,
+        document: ReadDocument,
         options: ApplyOptions,
     ) -> Result<AppliedView, AppError> {
         Creating::SLA.require(caller)?;
-        let (document, format) = SlaDefinition::read_document(document)
-            .map_err(|e| AppError::invalid("document", e.to_string()))?;
+        let ReadDocument {
+            definition: document,
+            format,
+        } = document;
         let current = match slas::find_for_update(tx, document.name.as_str()).await {
             Ok(current) => current,
             // A version in force that no longer reads (an old release's

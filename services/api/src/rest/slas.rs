@@ -133,6 +133,8 @@ pub(crate) async fn apply(
     let input: SlaIn = parse_body(&bytes)?;
     let route = "POST /v1/slas";
     let app = &state.app;
+    // Read before the transaction, off the runtime.
+    let document = app.read_sla_document(&caller, &input.document).await?;
     created(
         &state,
         &caller,
@@ -144,8 +146,7 @@ pub(crate) async fn apply(
                 replace: input.replace,
                 drop_objectives: input.drop_objectives,
             };
-            app.apply_sla_in(tx, &caller, &input.document, options)
-                .await
+            app.apply_sla_in(tx, &caller, document, options).await
         },
         |applied| {
             let status = if applied.outcome == "created" {

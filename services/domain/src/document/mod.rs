@@ -17,6 +17,15 @@ use error::DefinitionError;
 /// The longest document accepted (1 MiB): an SLA is a page, not a data set.
 pub(crate) const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 
+/// The most values (scalars, lists and maps) a document may expand to,
+/// counting each use of a YAML alias again: a 1 MiB document of short
+/// scalars written out holds fewer, and an alias bomb (a list of a
+/// thousand aliases of a list of a thousand scalars) is stopped after this
+/// many values instead of expanding to a million, or billions.
+pub(crate) const MAX_DOCUMENT_VALUES: usize = 300_000;
+
+mod budget;
+
 /// Parses the YAML (or JSON) documents in `text`, skipping empty ones and
 /// flattening top-level lists of objects (as OpenSLO examples use).
 fn load(text: &str) -> Result<Vec<Value>, DefinitionError> {
@@ -30,8 +39,9 @@ fn load(text: &str) -> Result<Vec<Value>, DefinitionError> {
         ));
     }
     let mut docs = Vec::new();
+    let budget = budget::Budget::new(MAX_DOCUMENT_VALUES);
     for (i, de) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        match Value::deserialize(de) {
+        match budget.load(de) {
             Ok(Value::Null) => {}
             Ok(Value::Array(items)) => docs.extend(items),
             Ok(v) => docs.push(v),
