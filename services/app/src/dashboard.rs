@@ -238,6 +238,13 @@ pub fn dashboard_range(
     now: DateTime<Utc>,
     step: Duration,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
+    // Any caller's instants, bounded before any minute arithmetic.
+    for (field, at) in [("from", from), ("to", to)] {
+        if let Some(at) = at {
+            slaproof_domain::minute::check_instant(at)
+                .map_err(|rule| AppError::invalid(field, rule))?;
+        }
+    }
     let to = ceil_minute(to.unwrap_or(now));
     let from = floor_minute(from.unwrap_or(to - Duration::minutes(DEFAULT_RANGE_MINUTES)));
     if to <= from {

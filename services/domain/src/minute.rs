@@ -4,6 +4,27 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::window::{Period, TimeWindow};
 
+/// The instants slaproof takes from a caller, in words: no SLA, fee, window
+/// or range of slaproof's lies outside them, and inside them no minute,
+/// day or period arithmetic can overflow (chrono holds years up to
+/// ±262,143; Postgres refuses years past 294,276).
+pub const INSTANT_BOUNDS: &str = "between 1970-01-01 and 2200-01-01 (UTC)";
+
+/// `at` when it lies in [`INSTANT_BOUNDS`] (1970-01-01 inclusive, 2200-01-01
+/// exclusive), else why not.
+pub fn check_instant(at: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    // 2200-01-01T00:00:00Z in Unix seconds.
+    const END: i64 = 7_258_118_400;
+    if (0..END).contains(&at.timestamp()) {
+        Ok(at)
+    } else {
+        Err(format!(
+            "must be an instant {INSTANT_BOUNDS}, got {}",
+            at.to_rfc3339()
+        ))
+    }
+}
+
 /// The start of the UTC minute containing `at`.
 pub fn floor_minute(at: DateTime<Utc>) -> DateTime<Utc> {
     let secs = at.timestamp().div_euclid(60) * 60;

@@ -450,3 +450,63 @@ async fn an_sla_document_of_aliases_is_refused_before_it_expands() {
     let (status, _) = w.call("GET", "/v1/slas", &admin, None).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn extreme_instants_in_a_query_are_refused_by_name_never_a_reset_or_a_500() {
+    // Found in review: `?to=+262142-12-31T23:59:30Z` reset the connection
+    // (chrono overflow in minute arithmetic) with any token, an embed
+    // token's included.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    for extreme in [
+        "%2B262142-12-31T23:59:30Z",
+        "-262143-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+        "2200-01-01T00:00:00Z",
+    ] {
+        for path in [
+            format!("/v1/slas/acme-enterprise/dashboard?to={extreme}"),
+            format!("/v1/slas/acme-enterprise/dashboard?from={extreme}"),
+            format!(
+                "/v1/slas/acme-enterprise/compliance/series?objective=availability&to={extreme}"
+            ),
+            format!("/v1/slas/acme-enterprise/maintenance-windows?to={extreme}"),
+            format!("/v1/credits?from={extreme}"),
+            format!("/v1/credits/export?to={extreme}"),
+            format!("/v1/slas/acme-enterprise/attestations?period_start={extreme}"),
+        ] {
+            let (status, body) = w.call("GET", &path, &admin, None).await;
+            assert!(status.is_client_error(), "{path}: {status} {body}");
+            if status == StatusCode::BAD_REQUEST || status == StatusCode::UNPROCESSABLE_ENTITY {
+                assert!(
+                    body.to_string()
+                        .contains("between 1970-01-01 and 2200-01-01"),
+                    "{path}: {body}"
+                );
+            }
+        }
+    }
+    // GraphQL takes the same rule (its RFC 3339 reader refuses signed years).
+    let answer = w
+        .graphql(
+            &admin,
+            r#"{ dashboard(sla: "acme-enterprise", to: "9999-12-31T23:59:30Z") { sla } }"#,
+        )
+        .await;
+    assert!(
+        answer["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("between 1970-01-01 and 2200-01-01")),
+        "{answer}"
+    );
+    // In range, as before.
+    let (status, body) = w
+        .call(
+            "GET",
+            "/v1/slas/acme-enterprise/dashboard?to=2199-12-31T23:00:00Z",
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

@@ -208,8 +208,9 @@ fn family_name(family: Family) -> &'static str {
 fn instant(field: &str, text: Option<String>) -> async_graphql::Result<Option<DateTime<Utc>>> {
     text.map(|t| {
         DateTime::parse_from_rfc3339(&t)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| refuse(AppError::invalid(field, format!("not RFC 3339: {e}"))))
+            .map_err(|e| format!("not RFC 3339: {e}"))
+            .and_then(|t| slaproof_domain::minute::check_instant(t.with_timezone(&Utc)))
+            .map_err(|rule| refuse(AppError::invalid(field, rule)))
     })
     .transpose()
 }

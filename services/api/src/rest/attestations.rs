@@ -23,6 +23,7 @@ pub(crate) fn router() -> Router<ApiState> {
 #[into_params(parameter_in = Query)]
 pub(crate) struct AttestationsQuery {
     /// Only the period starting at this instant (RFC 3339).
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub period_start: Option<DateTime<Utc>>,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,

@@ -40,8 +40,10 @@ pub(crate) struct CreditsQuery {
     /// An SLA's name.
     pub sla: Option<String>,
     /// Periods starting at or after this instant (RFC 3339).
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub from: Option<DateTime<Utc>>,
     /// Periods starting before this instant (RFC 3339).
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub to: Option<DateTime<Utc>>,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -61,8 +63,10 @@ pub(crate) struct ExportQuery {
     /// An SLA's name.
     pub sla: Option<String>,
     /// Periods starting at or after this instant (RFC 3339).
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub from: Option<DateTime<Utc>>,
     /// Periods starting before this instant (RFC 3339).
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub to: Option<DateTime<Utc>>,
 }
 
@@ -79,6 +83,7 @@ pub(crate) struct StatementQuery {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CustomerFeeIn {
+    #[serde(deserialize_with = "crate::rest::instant::required")]
     pub effective_from: DateTime<Utc>,
     /// ISO 4217 (`EUR`).
     pub currency: String,

@@ -36,7 +36,9 @@ pub(crate) struct MaintenanceWindowIn {
     /// The SLA's name; absent: every SLA of the tenant.
     #[serde(default)]
     pub sla: Option<String>,
+    #[serde(deserialize_with = "crate::rest::instant::required")]
     pub starts_at: DateTime<Utc>,
+    #[serde(deserialize_with = "crate::rest::instant::required")]
     pub ends_at: DateTime<Utc>,
     pub description: String,
 }
@@ -155,7 +157,9 @@ pub(crate) struct MaintenanceWindowsOut {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct RangeQuery {
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub from: Option<DateTime<Utc>>,
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub to: Option<DateTime<Utc>>,
 }
 

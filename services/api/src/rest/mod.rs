@@ -16,6 +16,7 @@ pub(crate) mod customers;
 pub(crate) mod embed;
 pub(crate) mod evaluation_status;
 pub(crate) mod ingest_keys;
+pub(crate) mod instant;
 pub(crate) mod maintenance;
 pub(crate) mod probes;
 pub(crate) mod slas;

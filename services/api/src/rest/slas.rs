@@ -324,7 +324,9 @@ pub(crate) async fn budget_status(
 pub(crate) struct SeriesQuery {
     /// The objective's name.
     pub objective: String,
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub from: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub to: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -363,8 +365,10 @@ pub(crate) async fn series(
 #[into_params(parameter_in = Query)]
 pub(crate) struct DashboardQuery {
     /// Start of the minutes (rounded down to the minute); default: a day before `to`.
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub from: Option<chrono::DateTime<chrono::Utc>>,
     /// End of the minutes (rounded up to the minute); default: now.
+    #[serde(default, deserialize_with = "crate::rest::instant::optional")]
     pub to: Option<chrono::DateTime<chrono::Utc>>,
     /// The width of each point: `1m` (default), `5m`, `15m`, `1h`, `6h` or
     /// `1d`; at most 2,880 points are answered (a month takes `1h`).
