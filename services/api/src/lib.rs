@@ -84,7 +84,24 @@ pub fn router(app: App, settings: &Settings) -> Result<Router, BuildError> {
             auth::request::authenticate,
         ))
         .layer(axum::middleware::from_fn(refuse_nul_in_uri))
+        .layer(axum::middleware::from_fn(no_store_by_default))
         .with_state(state))
+}
+
+/// Every answer is the caller's own (and some carry a secret once: a
+/// webhook's signing secret, an ingest key, an embed token): no cache may
+/// keep it, unless a route says otherwise. One rule for every route, REST
+/// and GraphQL alike, so that no secret-bearing answer can miss it.
+async fn no_store_by_default(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .entry(axum::http::header::CACHE_CONTROL)
+        .or_insert(axum::http::HeaderValue::from_static("no-store"));
+    response
 }
 
 /// `POST /graphql`: the caller is authenticated like any REST request and

@@ -275,6 +275,13 @@ impl App {
             if caller.customer().is_some_and(|own| own != entry.customer) {
                 return Err(not_found());
             }
+            // An embed token for one SLA's dashboard reads that SLA's
+            // credits only, as its lists do.
+            if let Some(only) = caller.only_sla()
+                && slaproof_store::slas::name_of(tx, entry.sla).await? != only
+            {
+                return Err(not_found());
+            }
             Names::default().view(tx, entry).await
         })
         .await

@@ -382,6 +382,17 @@ impl App {
             definition: document,
             format,
         } = document;
+        // `overview` names every SLA of a customer in an embed token: an
+        // SLA of that name would make a one-SLA token read them all.
+        if document.name.as_str() == crate::embed::OVERVIEW {
+            return Err(AppError::invalid(
+                "metadata.name",
+                format!(
+                    "{:?} is reserved: it names the overview of every SLA in embed tokens",
+                    crate::embed::OVERVIEW
+                ),
+            ));
+        }
         let current = match slas::find_for_update(tx, document.name.as_str()).await {
             Ok(current) => current,
             // A version in force that no longer reads (an old release's

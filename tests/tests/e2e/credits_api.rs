@@ -552,3 +552,70 @@ async fn credits_and_fees_through_graphql() {
         "{hidden:?}"
     );
 }
+
+#[tokio::test]
+async fn a_one_sla_embed_token_reads_that_slas_credits_only_and_overview_is_no_sla_name() {
+    // Found in review: `get_credit` ignored a one-SLA embed token's
+    // restriction, and an SLA named `overview` widened such a token.
+    let p = Platform::start().await;
+    let admin = p.token(&["provider_admin"], None);
+    let fee =
+        json!({ "effective_from": "2026-01-01T00:00:00Z", "currency": "EUR", "amount": "1000.00" });
+    let (status, body) = p
+        .call(&admin, "POST", "/v1/customers/acme-corp/fees", Some(fee))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    p.compensate().await;
+    let (_, listed) = p.call(&admin, "GET", "/v1/credits", None).await;
+    let id = listed["data"][0]["id"].as_str().unwrap().to_owned();
+    let other = TIERED.replace("name: chat-sla", "name: chat-two");
+    let (status, body) = p
+        .call(
+            &admin,
+            "POST",
+            "/v1/slas",
+            Some(json!({ "document": other })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, issued) = p
+        .call(
+            &admin,
+            "POST",
+            "/v1/embed-tokens",
+            Some(json!({
+                "customer": p.acme.to_string(),
+                "dashboard": "chat-two",
+                "scopes": ["sla:read", "sla:read:credits"],
+            })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{issued}");
+    let embed = issued["token"].as_str().unwrap().to_owned();
+    // chat-sla's credit is not chat-two's.
+    let (status, body) = p
+        .call(&embed, "GET", &format!("/v1/credits/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = p.call(&embed, "GET", "/v1/credits", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"], json!([]), "{body}");
+    // The customer's own user still reads it.
+    let user = p.token(&["customer_admin"], Some(p.acme));
+    let (status, _) = p
+        .call(&user, "GET", &format!("/v1/credits/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // No SLA may be called `overview`.
+    let overview = TIERED.replace("name: chat-sla", "name: overview");
+    let (status, body) = p
+        .call(
+            &admin,
+            "POST",
+            "/v1/slas",
+            Some(json!({ "document": overview })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["field"], "metadata.name", "{body}");
+}

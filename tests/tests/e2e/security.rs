@@ -510,3 +510,58 @@ async fn extreme_instants_in_a_query_are_refused_by_name_never_a_reset_or_a_500(
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+#[tokio::test]
+async fn secret_bearing_answers_are_never_cached_over_rest_or_graphql() {
+    // Found in review: webhook create and rotate over REST, and every
+    // GraphQL mutation answering a key, token or secret, had no
+    // `Cache-Control: no-store`.
+    let w = slaproof_tests::world::world_with(|config| {
+        config.outbound =
+            slaproof_http::outbound::OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]);
+    })
+    .await;
+    let admin = w.token(&["provider_admin"], None);
+    let send = |method: reqwest::Method, path: &str, body: Value| {
+        w.http
+            .request(method, format!("http://{}{path}", w.app.address))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let created = send(
+        reqwest::Method::POST,
+        "/v1/webhook-endpoints",
+        json!({ "url": "http://127.0.0.1:9/hook" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    assert_eq!(created.headers()["cache-control"], "no-store");
+    let endpoint: Value = created.json().await.unwrap();
+    let rotated = send(
+        reqwest::Method::POST,
+        &format!(
+            "/v1/webhook-endpoints/{}/rotate-secret",
+            endpoint["endpoint"]["id"].as_str().unwrap()
+        ),
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert!(rotated.status().is_success(), "{}", rotated.status());
+    assert_eq!(rotated.headers()["cache-control"], "no-store");
+    let mutation = send(
+        reqwest::Method::POST,
+        "/graphql",
+        json!({ "query": r#"mutation { createIngestKey(name: "ci") { key } }"# }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(mutation.headers()["cache-control"], "no-store");
+    let answer: Value = mutation.json().await.unwrap();
+    assert!(
+        answer["data"]["createIngestKey"]["key"].is_string(),
+        "{answer}"
+    );
+}
