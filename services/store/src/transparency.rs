@@ -689,8 +689,25 @@ pub async fn record_check(
     .bind(report)
     .execute(&mut **tx)
     .await?;
+    // Only the newest reports of this caller's side stay.
+    sqlx::query(
+        "DELETE FROM transparency_checks WHERE tenant_id = $1 \
+           AND customer_id IS NOT DISTINCT FROM $2 AND id NOT IN ( \
+             SELECT id FROM transparency_checks WHERE tenant_id = $1 \
+               AND customer_id IS NOT DISTINCT FROM $2 \
+             ORDER BY checked_at DESC, id DESC LIMIT $3)",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(summary.customer_id)
+    .bind(CHECKS_KEPT)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
+
+/// The reports of bulk checks kept per customer (and for the provider's
+/// own checks): the newest, older ones deleted as new ones are recorded.
+pub const CHECKS_KEPT: i64 = 20;
 
 const CHECK_COLUMNS: &str = "id, customer_id, checked_by, checked_at, head_day, head_size, \
     requests, included, disagreeing, altered, not_logged, missing";

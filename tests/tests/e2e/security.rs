@@ -565,3 +565,37 @@ async fn secret_bearing_answers_are_never_cached_over_rest_or_graphql() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn bulk_check_reports_are_kept_newest_first_not_forever() {
+    // Found in review: each `POST /v1/transparency/checks` stored a report
+    // of up to 2–3 MB that was never deleted.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    let acme = w.token(&["customer_admin"], Some(w.acme));
+    let body = json!({ "requests": [{ "request_id": "never-sent", "status": 200 }] });
+    let check = async |token: &str| -> String {
+        let (status, report) = w
+            .call("POST", "/v1/transparency/checks", token, Some(body.clone()))
+            .await;
+        assert!(status.is_success(), "{status} {report}");
+        report["id"].as_str().unwrap().to_owned()
+    };
+    let providers = check(&admin).await;
+    let mut ids = Vec::new();
+    for _ in 0..22 {
+        ids.push(check(&acme).await);
+    }
+    let read = async |id: &str, token: &str| {
+        w.call("GET", &format!("/v1/transparency/checks/{id}"), token, None)
+            .await
+            .0
+    };
+    // The newest 20 of the customer's stay; the two oldest are gone.
+    assert_eq!(read(&ids[0], &acme).await, StatusCode::NOT_FOUND);
+    assert_eq!(read(&ids[1], &acme).await, StatusCode::NOT_FOUND);
+    assert_eq!(read(&ids[2], &acme).await, StatusCode::OK);
+    assert_eq!(read(&ids[21], &acme).await, StatusCode::OK);
+    // The provider's own report is counted apart, and stays.
+    assert_eq!(read(&providers, &admin).await, StatusCode::OK);
+}
