@@ -48,6 +48,9 @@ impl PageRequest {
                 hex::decode(c)
                     .ok()
                     .and_then(|b| String::from_utf8(b).ok())
+                    // Keys never hold NUL, and Postgres text cannot: a
+                    // cursor decoding to one was not given by this API.
+                    .filter(|key| !key.contains('\0'))
                     .ok_or_else(|| AppError::invalid("cursor", "is not a cursor this API gave"))?,
             ),
         };
@@ -126,6 +129,12 @@ mod tests {
             limit: None,
         };
         assert_eq!(field(bad_cursor), "cursor");
+        // Found in review: a cursor decoding to NUL reached Postgres (500).
+        let nul = PageRequest {
+            cursor: Some(cursor_of("a\0b")),
+            limit: None,
+        };
+        assert_eq!(field(nul), "cursor");
         for limit in [0, MAX_PAGE + 1] {
             let bad_limit = PageRequest {
                 cursor: None,

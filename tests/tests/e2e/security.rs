@@ -599,3 +599,25 @@ async fn bulk_check_reports_are_kept_newest_first_not_forever() {
     // The provider's own report is counted apart, and stays.
     assert_eq!(read(&providers, &admin).await, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_cursor_that_decodes_to_nul_is_refused_by_name_on_every_list() {
+    // Found in review: a cursor decoding to NUL gave 500 on some lists.
+    let w = world().await;
+    let admin = w.token(&["provider_admin"], None);
+    for list in [
+        "/v1/slas",
+        "/v1/customers",
+        "/v1/credits",
+        "/v1/ingest-keys",
+        "/v1/probes",
+        "/v1/slas/acme-enterprise/audit",
+    ] {
+        for cursor in ["00", "610062"] {
+            let (status, body) = w
+                .call("GET", &format!("{list}?cursor={cursor}"), &admin, None)
+                .await;
+            assert!(status.is_client_error(), "{list}: {status} {body}");
+        }
+    }
+}
