@@ -25,7 +25,50 @@ impl std::fmt::Debug for CreatedKey {
     }
 }
 
+/// How the tenant's telemetry is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestSettings {
+    /// The OTLP attribute (on a span, else on its resource) that names the
+    /// customer the request served, by the provider's reference.
+    pub otlp_customer_attribute: String,
+}
+
 impl App {
+    /// The tenant's ingest settings (`ingest_key:manage`).
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn ingest_settings(&self, caller: &Caller) -> Result<IngestSettings, AppError> {
+        caller.require_provider(Scope::IngestKeyManage)?;
+        self.in_tx(caller, async |tx| {
+            Ok(IngestSettings {
+                otlp_customer_attribute: slaproof_store::tenants::otlp_customer_attribute(tx)
+                    .await?,
+            })
+        })
+        .await
+    }
+
+    /// Sets the tenant's ingest settings (`ingest_key:manage`): ingest reads
+    /// them with each key it authenticates, so a change reaches every
+    /// replica within `ingest.key_cache_secs`.
+    #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
+    pub async fn set_ingest_settings(
+        &self,
+        caller: &Caller,
+        settings: IngestSettings,
+    ) -> Result<IngestSettings, AppError> {
+        caller.require_provider(Scope::IngestKeyManage)?;
+        let attribute = settings.otlp_customer_attribute.trim().to_owned();
+        slaproof_domain::event::check_otlp_attribute_name(&attribute)
+            .map_err(|rule| AppError::invalid("otlp_customer_attribute", rule))?;
+        self.in_tx(caller, async |tx| {
+            slaproof_store::tenants::set_otlp_customer_attribute(tx, &attribute).await?;
+            Ok(IngestSettings {
+                otlp_customer_attribute: attribute.clone(),
+            })
+        })
+        .await
+    }
+
     pub async fn create_ingest_key(
         &self,
         caller: &Caller,

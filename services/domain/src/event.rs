@@ -82,6 +82,29 @@ pub trait EventFields {
     }
 }
 
+/// The OTLP attribute that names a span's customer when the tenant says
+/// nothing: `enduser.id`, `user.id` or any other the provider's
+/// instrumentation already sets may be chosen instead.
+pub const DEFAULT_OTLP_CUSTOMER_ATTRIBUTE: &str = "slaproof.customer";
+
+/// Checks the name of the OTLP attribute a tenant names customers with:
+/// 1 to 128 letters, digits, `_`, `.` or `-`, not starting with `.` or `-`
+/// (as the store's rule).
+pub fn check_otlp_attribute_name(name: &str) -> Result<(), String> {
+    let ok = (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && !name.starts_with(['.', '-']);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be an attribute name of 1 to 128 letters, digits, '_', '.' or '-' (not starting with '.' or '-'), such as enduser.id; got {name:?}"
+        ))
+    }
+}
+
 /// An owned event with every field optional: for tests, previews and callers
 /// that have no row type of their own.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

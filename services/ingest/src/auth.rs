@@ -40,7 +40,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// What the store said of a key, and when.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Answer {
     who: Option<Authenticated>,
     at: Instant,
@@ -90,7 +90,13 @@ impl Keys {
                 return Err(IngestProblem::unavailable(retry_after_secs));
             }
         };
-        self.remember(digest, Answer { who, at: now });
+        self.remember(
+            digest,
+            Answer {
+                who: who.clone(),
+                at: now,
+            },
+        );
         who.ok_or_else(IngestProblem::unauthorized)
     }
 
@@ -101,8 +107,8 @@ impl Keys {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .get(digest)
-            .copied()
             .filter(|a| now.saturating_duration_since(a.at) < self.ttl)
+            .cloned()
     }
 
     fn remember(&self, digest: [u8; 32], answer: Answer) {

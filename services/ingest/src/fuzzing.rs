@@ -129,7 +129,7 @@ pub fn traces(protobuf: bool, body: &[u8], bounds: &TimeBounds) -> Outcome {
                 .map(|s| s.spans.len())
                 .sum(),
         );
-        let m = otlp::map_export(&export, bounds);
+        let m = otlp::map_export(&export, bounds, otlp::DEFAULT_CUSTOMER_ATTRIBUTE);
         memory.kept.take(
             m.events.capacity() * size_of::<StoredEvent>()
                 + m.events.iter().map(budget::event_bytes).sum::<usize>()

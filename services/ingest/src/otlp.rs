@@ -154,11 +154,12 @@ async fn handle(
     request: Request,
 ) -> Result<Response, IngestProblem> {
     let (admission, who, _memory, body) = ingest.admit(request).await?.split();
+    let customer_attribute = who.otlp_customer_attribute.clone();
     let mapped = ingest
         .off_thread(body, encoding.syntax(), move |body, bounds, memory| {
             let estimate = estimate(Msg::TraceRequest, encoding, body)?;
             let export = decode(encoding, body, &estimate, memory)?;
-            let mapped = map_export(&export, &bounds);
+            let mapped = map_export(&export, &bounds, &customer_attribute);
             memory.kept.take(
                 mapped.events.capacity() * size_of::<StoredEvent>()
                     + mapped.events.iter().map(budget::event_bytes).sum::<usize>()
@@ -248,13 +249,14 @@ pub(crate) fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_
 /// integer id as its decimal text. Any other value (or an empty string,
 /// refused by the reference's rule later) refuses the span by name rather
 /// than counting it for another customer, or for none.
-fn customer_of(attributes: &[KeyValue]) -> Result<Option<String>, (String, String)> {
-    match find(attributes, CUSTOMER_KEYS[0]) {
+/// The customer named by the attribute `key` (the tenant's setting).
+fn customer_of(attributes: &[KeyValue], key: &str) -> Result<Option<String>, (String, String)> {
+    match find(attributes, key) {
         None => Ok(None),
         Some(any_value::Value::StringValue(s)) => Ok(Some(s.clone())),
         Some(any_value::Value::IntValue(i)) => Ok(Some(i.to_string())),
         Some(_) => Err((
-            CUSTOMER_KEYS[0].to_owned(),
+            key.to_owned(),
             "must be a string (or an integer id): the customer's reference".to_owned(),
         )),
     }
@@ -317,9 +319,11 @@ const OUTPUT_KEYS: &[&str] = &[
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.completion_tokens",
 ];
-/// The customer a span's request served, by the provider's reference: on
-/// the span, else on its resource.
-pub(crate) const CUSTOMER_KEYS: &[&str] = &["slaproof.customer"];
+/// The attribute naming the customer a span's request served, by the
+/// provider's reference (on the span, else on its resource), unless the
+/// tenant names another (`enduser.id`, `user.id`…: its ingest settings).
+pub(crate) const DEFAULT_CUSTOMER_ATTRIBUTE: &str =
+    slaproof_domain::event::DEFAULT_OTLP_CUSTOMER_ATTRIBUTE;
 /// Attributes mapped to columns; the other numeric ones become free
 /// attributes.
 const MAPPED_KEYS: &[&str] = &[
@@ -350,7 +354,11 @@ fn seconds_to_ms(seconds: Option<f64>) -> Option<f64> {
 
 /// Maps every GenAI span of an export to an event; `index` in errors counts
 /// the spans of the export in order, from 0.
-pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds) -> Mapped {
+pub(crate) fn map_export(
+    export: &ExportTraceServiceRequest,
+    bounds: &TimeBounds,
+    customer_attribute: &str,
+) -> Mapped {
     let mut mapped = Mapped::default();
     let mut index = 0;
     for resource_spans in &export.resource_spans {
@@ -360,7 +368,7 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
             .map(|r| r.attributes.as_slice())
             .unwrap_or_default();
         let service = string(resource, &["service.name"]).unwrap_or("unknown_service");
-        let resource_customer = customer_of(resource);
+        let resource_customer = customer_of(resource, customer_attribute);
         for scope_spans in &resource_spans.scope_spans {
             for span in &scope_spans.spans {
                 let this = index;
@@ -369,7 +377,13 @@ pub(crate) fn map_export(export: &ExportTraceServiceRequest, bounds: &TimeBounds
                     continue;
                 }
                 mapped.spans += 1;
-                match map_span(span, service, &resource_customer, bounds) {
+                match map_span(
+                    span,
+                    service,
+                    &resource_customer,
+                    customer_attribute,
+                    bounds,
+                ) {
                     Ok(event) => mapped.events.push(event),
                     Err((field, reason)) => {
                         mapped.errors.push(EventError::new(this, field, reason))
@@ -386,16 +400,17 @@ pub(crate) fn map_span(
     span: &Span,
     service: &str,
     resource_customer: &Result<Option<String>, (String, String)>,
+    customer_attribute: &str,
     bounds: &TimeBounds,
 ) -> Result<StoredEvent, (String, String)> {
     let attrs = span.attributes.as_slice();
     // The span's own attribute wins over its resource's: a gateway that
     // serves many customers sets it per request.
-    let customer = match customer_of(attrs)? {
+    let customer = match customer_of(attrs, customer_attribute)? {
         Some(own) => Some(own),
         None => resource_customer.clone()?,
     };
-    let customer = event::customer_ref(CUSTOMER_KEYS[0], customer)?;
+    let customer = event::customer_ref(customer_attribute, customer)?;
     let start = i64::try_from(span.start_time_unix_nano)
         .ok()
         .filter(|n| *n > 0)
@@ -455,6 +470,7 @@ pub(crate) fn map_span(
     for kv in attrs {
         if free.len() >= MAX_FREE_ATTRIBUTES
             || MAPPED_KEYS.contains(&kv.key.as_str())
+            || kv.key == customer_attribute
             || !slaproof_domain::filter::is_valid_attr_name(&kv.key)
         {
             continue;
@@ -535,7 +551,7 @@ mod tests {
             .unwrap()
             .attributes
             .push(kv("slaproof.customer", StringValue("globex".into())));
-        let mapped = map_export(&spans, &bounds());
+        let mapped = map_export(&spans, &bounds(), DEFAULT_CUSTOMER_ATTRIBUTE);
         let customers: Vec<Option<&str>> = mapped
             .events
             .iter()
@@ -605,7 +621,11 @@ mod tests {
 
     #[test]
     fn a_gen_ai_span_maps_to_an_event_with_every_field() {
-        let mapped = map_export(&export(vec![llm_span(1)]), &bounds());
+        let mapped = map_export(
+            &export(vec![llm_span(1)]),
+            &bounds(),
+            DEFAULT_CUSTOMER_ATTRIBUTE,
+        );
         assert_eq!(mapped.spans, 1);
         assert!(mapped.errors.is_empty(), "{:?}", mapped.errors);
         let e = &mapped.events[0];
@@ -627,7 +647,11 @@ mod tests {
             e.attributes,
             serde_json::json!({"gen_ai.request.temperature": 0.5})
         );
-        let again = map_export(&export(vec![llm_span(1)]), &bounds());
+        let again = map_export(
+            &export(vec![llm_span(1)]),
+            &bounds(),
+            DEFAULT_CUSTOMER_ATTRIBUTE,
+        );
         assert_eq!(again.events[0].id, e.id, "a re-sent span keeps its id");
     }
 
@@ -649,7 +673,11 @@ mod tests {
         let mut future = llm_span(3);
         future.start_time_unix_nano = START + 3_600_000_000_000;
         future.end_time_unix_nano = future.start_time_unix_nano + 1;
-        let mapped = map_export(&export(vec![plain, failed, future]), &bounds());
+        let mapped = map_export(
+            &export(vec![plain, failed, future]),
+            &bounds(),
+            DEFAULT_CUSTOMER_ATTRIBUTE,
+        );
         assert_eq!(mapped.spans, 2);
         assert_eq!(mapped.events.len(), 1);
         assert_eq!(mapped.events[0].error_class.as_deref(), Some("error"));

@@ -53,11 +53,13 @@ impl fmt::Debug for NewIngestKey {
     }
 }
 
-/// Who an accepted key speaks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who an accepted key speaks for, and how its tenant names customers.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authenticated {
     pub tenant: TenantId,
     pub key: IngestKeyId,
+    /// The OTLP attribute naming a span's customer (the tenant's setting).
+    pub otlp_customer_attribute: std::sync::Arc<str>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -141,9 +143,17 @@ pub async fn authenticate(db: &Database, key: &str) -> Result<Option<Authenticat
             .fetch_optional(&mut *tx)
             .await?;
     tx.commit().await?;
-    Ok(row.map(|(tenant, key)| Authenticated {
-        tenant: TenantId::from_uuid(tenant),
+    let Some((tenant, key)) = row else {
+        return Ok(None);
+    };
+    let tenant = TenantId::from_uuid(tenant);
+    let mut tx = db.tenant_tx(tenant).await?;
+    let attribute = crate::tenants::otlp_customer_attribute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(Some(Authenticated {
+        tenant,
         key: IngestKeyId::from_uuid(key),
+        otlp_customer_attribute: attribute.into(),
     }))
 }
 

@@ -65,6 +65,30 @@ pub async fn current(tx: &mut TenantTx) -> Result<Tenant, StoreError> {
     .ok_or_else(|| StoreError::not_found("tenant", tenant))
 }
 
+/// The OTLP attribute that names a span's customer for this tenant.
+pub async fn otlp_customer_attribute(tx: &mut TenantTx) -> Result<String, StoreError> {
+    let tenant = tx.tenant();
+    sqlx::query_scalar("SELECT otlp_customer_attribute FROM tenants WHERE id = $1")
+        .bind(tenant.uuid())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| StoreError::not_found("tenant", tenant))
+}
+
+/// Sets the OTLP attribute that names a span's customer for this tenant
+/// (checked by the caller; the table's rule refuses a malformed one).
+pub async fn set_otlp_customer_attribute(
+    tx: &mut TenantTx,
+    attribute: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE tenants SET otlp_customer_attribute = $2 WHERE id = $1")
+        .bind(tx.tenant().uuid())
+        .bind(attribute)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Finds a tenant by its id (`ten_…`) or its name. Operators type either.
 #[tracing::instrument(skip(db))]
 pub async fn resolve(db: &Database, id_or_name: &str) -> Result<TenantId, StoreError> {

@@ -1,6 +1,7 @@
 //! Customer traffic through the real HTTP API: each way an event names its
 //! customer (the native JSON and NDJSON `customer` field; OTLP's
-//! `slaproof.customer` on a span or its resource), a malformed reference
+//! `slaproof.customer` on a span or its resource, or the attribute the
+//! tenant names instead, such as `enduser.id`), a malformed reference
 //! refused by name, a reference not registered yet stored and counted for
 //! the provider in `evaluation-status`, then judged with its history once
 //! registered; and two customers on one service seeing, on their
@@ -387,4 +388,133 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     assert_eq!(availability(&app, &admin, "newco-sla").await, (5, 5));
     let (_, report) = call(&app, &admin, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(report["unknown_customer_count"], 0, "{report}");
+}
+
+#[tokio::test]
+async fn a_tenant_names_the_otlp_attribute_its_customers_are_named_by() {
+    // #29: an attribute the tenant configures, `enduser.id` or `user.id`
+    // accepted where the tenant says so; `slaproof.customer` by default.
+    let app = spawn_app_with(|c| {
+        fixtures::trust_test_key(c);
+        c.ingest.key_cache_secs = 0;
+    })
+    .await;
+    let (tenant, key) = tenant_with_key(&app.db, "acme").await;
+    let admin = fixtures::token(tenant, &["provider_admin"], None);
+    let start = (Utc::now() - Duration::minutes(1))
+        .timestamp_nanos_opt()
+        .unwrap();
+    let span = |id: &str, request: &str, attribute: Value| {
+        json!({
+            "traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": id,
+            "name": "chat llama-3",
+            "kind": 2,
+            "startTimeUnixNano": start.to_string(),
+            "endTimeUnixNano": (start + 300_000_000).to_string(),
+            "attributes": [
+                {"key": "gen_ai.request.model", "value": {"stringValue": "llama-3"}},
+                {"key": "gen_ai.response.id", "value": {"stringValue": request}},
+                attribute,
+            ],
+        })
+    };
+    let send = async |spans: Vec<Value>| {
+        let export = json!({"resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "chat"}}]},
+            "scopeSpans": [{"spans": spans}]
+        }]});
+        let (status, body) = post(
+            &app,
+            &key,
+            "/v1/traces",
+            "application/json",
+            serde_json::to_vec(&export).unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    };
+    let enduser = |v: Value| json!({"key": "enduser.id", "value": v});
+
+    let (status, settings) = call(&app, &admin, "GET", "/v1/ingest-settings", None).await;
+    assert_eq!(status, 200, "{settings}");
+    assert_eq!(settings["otlp_customer_attribute"], "slaproof.customer");
+    // By default `enduser.id` names nobody.
+    send(vec![span(
+        "eee19b7ec3c1b170",
+        "before",
+        enduser(json!({"stringValue": "globex"})),
+    )])
+    .await;
+
+    let (status, refused) = call(
+        &app,
+        &admin,
+        "PUT",
+        "/v1/ingest-settings",
+        Some(json!({"otlp_customer_attribute": "end user"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["field"], "otlp_customer_attribute");
+    let viewer = fixtures::token(tenant, &["operations_viewer"], None);
+    let (status, _) = call(
+        &app,
+        &viewer,
+        "PUT",
+        "/v1/ingest-settings",
+        Some(json!({"otlp_customer_attribute": "user.id"})),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, set) = call(
+        &app,
+        &admin,
+        "PUT",
+        "/v1/ingest-settings",
+        Some(json!({"otlp_customer_attribute": "enduser.id"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{set}");
+    send(vec![
+        span(
+            "eee19b7ec3c1b171",
+            "after",
+            enduser(json!({"stringValue": "globex"})),
+        ),
+        span(
+            "eee19b7ec3c1b172",
+            "numeric",
+            enduser(json!({"intValue": "42"})),
+        ),
+        span(
+            "eee19b7ec3c1b173",
+            "default-key",
+            json!({"key": "slaproof.customer", "value": {"stringValue": "acme-corp"}}),
+        ),
+    ])
+    .await;
+    assert_eq!(
+        customers_of(&app.db, tenant).await,
+        [
+            ("after".to_owned(), Some("globex".to_owned())),
+            ("before".to_owned(), None),
+            ("default-key".to_owned(), None),
+            ("numeric".to_owned(), Some("42".to_owned())),
+        ]
+    );
+    // GraphQL reads the same setting.
+    let (status, answer) = call(
+        &app,
+        &admin,
+        "POST",
+        "/graphql",
+        Some(json!({"query": "{ ingestSettings { otlpCustomerAttribute } }"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer["data"]["ingestSettings"]["otlpCustomerAttribute"], "enduser.id",
+        "{answer}"
+    );
 }

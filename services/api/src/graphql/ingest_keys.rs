@@ -1,5 +1,6 @@
-//! Ingest keys over GraphQL: listing, creating and revoking them; a secret
-//! is answered once, when its key is created.
+//! Ingest keys over GraphQL: listing, creating and revoking them (a secret
+//! is answered once, when its key is created), and the tenant's ingest
+//! settings.
 
 use async_graphql::connection::Connection;
 use async_graphql::{Context, Object, SimpleObject};
@@ -38,6 +39,14 @@ impl IngestKeyQuery {
         )
         .await
     }
+
+    /// How the tenant's telemetry is read.
+    #[graphql(visible = "holds_ingest_keys")]
+    async fn ingest_settings(&self, ctx: &Context<'_>) -> async_graphql::Result<IngestSettings> {
+        let (app, caller) = parts(ctx)?;
+        let s = app.ingest_settings(caller).await.map_err(refuse)?;
+        Ok(s.into())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +66,27 @@ impl IngestKeyMutation {
             ingest_key: created.key.into(),
             key: created.secret,
         })
+    }
+
+    /// Sets the OTLP attribute (on a span, else on its resource) that names
+    /// the customer a request served: `slaproof.customer` by default,
+    /// `enduser.id`, `user.id` or any other the instrumentation sets.
+    async fn set_ingest_settings(
+        &self,
+        ctx: &Context<'_>,
+        otlp_customer_attribute: String,
+    ) -> async_graphql::Result<IngestSettings> {
+        let (app, caller) = parts(ctx)?;
+        let s = app
+            .set_ingest_settings(
+                caller,
+                slaproof_app::ingest_keys::IngestSettings {
+                    otlp_customer_attribute,
+                },
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(s.into())
     }
 
     /// Revokes an ingest key by id or prefix.
@@ -99,4 +129,19 @@ impl From<slaproof_app::ingest_keys::IngestKey> for IngestKey {
 struct CreatedIngestKey {
     ingest_key: IngestKey,
     key: String,
+}
+
+/// How the tenant's telemetry is read.
+#[derive(Debug, SimpleObject)]
+struct IngestSettings {
+    /// The OTLP attribute that names the customer a request served.
+    otlp_customer_attribute: String,
+}
+
+impl From<slaproof_app::ingest_keys::IngestSettings> for IngestSettings {
+    fn from(s: slaproof_app::ingest_keys::IngestSettings) -> Self {
+        Self {
+            otlp_customer_attribute: s.otlp_customer_attribute,
+        }
+    }
 }

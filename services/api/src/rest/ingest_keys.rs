@@ -22,6 +22,74 @@ pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/ingest-keys", get(list).post(create))
         .route("/v1/ingest-keys/{id}", delete(revoke))
+        .route("/v1/ingest-settings", get(settings).put(set_settings))
+}
+
+/// How the tenant's telemetry is read.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IngestSettingsBody {
+    /// The OTLP attribute, on a span or else on its resource, that names
+    /// the customer the request served by the provider's reference:
+    /// `slaproof.customer` unless set (`enduser.id`, `user.id`, or any
+    /// attribute the provider's instrumentation already sets).
+    #[schema(example = "enduser.id")]
+    pub otlp_customer_attribute: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/ingest-settings",
+    operation_id = "ingest_settings_show",
+    tag = "ingest-keys",
+    summary = "How the tenant's telemetry is read",
+    description = "Needs `ingest_key:manage`.",
+    responses(
+        (status = 200, description = "OK", body = IngestSettingsBody),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn settings(
+    State(state): State<ApiState>,
+    caller: Caller,
+) -> Result<Json<IngestSettingsBody>, ApiProblem> {
+    let s = state.app.ingest_settings(&caller).await?;
+    Ok(Json(IngestSettingsBody {
+        otlp_customer_attribute: s.otlp_customer_attribute,
+    }))
+}
+
+#[utoipa::path(
+    put,
+    path = "/v1/ingest-settings",
+    operation_id = "ingest_settings_set",
+    tag = "ingest-keys",
+    summary = "Set how the tenant's telemetry is read",
+    description = "Ingest reads the settings with each key it authenticates: a change reaches every replica within `ingest.key_cache_secs` (30 s by default). Needs `ingest_key:manage`.",
+    request_body = IngestSettingsBody,
+    responses(
+        (status = 200, description = "OK", body = IngestSettingsBody),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn set_settings(
+    State(state): State<ApiState>,
+    caller: Caller,
+    bytes: Bytes,
+) -> Result<Json<IngestSettingsBody>, ApiProblem> {
+    let input: IngestSettingsBody = parse_body(&bytes)?;
+    let s = state
+        .app
+        .set_ingest_settings(
+            &caller,
+            slaproof_app::ingest_keys::IngestSettings {
+                otlp_customer_attribute: input.otlp_customer_attribute,
+            },
+        )
+        .await?;
+    Ok(Json(IngestSettingsBody {
+        otlp_customer_attribute: s.otlp_customer_attribute,
+    }))
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]

@@ -232,6 +232,8 @@ impl utoipa::Modify for BearerAuth {
         ingest_keys::create,
         ingest_keys::list,
         ingest_keys::revoke,
+        ingest_keys::settings,
+        ingest_keys::set_settings,
         embed::create,
         embed::origins,
         embed::set_origins,
