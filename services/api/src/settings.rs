@@ -226,14 +226,9 @@ impl Settings {
                 .map_err(|e| invalid("api.jwks_url", format!("is not a URL: {e}")))?;
             // Keys fetched over plain HTTP could be swapped by anyone on the
             // path; only a key server on this host may be spoken to so.
-            let loopback = parsed.host_str().is_some_and(|host| {
-                host == "localhost"
-                    || host
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback())
-            });
+            let loopback = parsed
+                .host_str()
+                .is_some_and(slaproof_domain::settings::is_loopback_host);
             let secure = parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback);
             if !secure || parsed.host().is_none() {
                 return Err(invalid(

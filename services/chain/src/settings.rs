@@ -107,13 +107,29 @@ impl Settings {
                 "set chain.key or chain.key_file, not both",
             ));
         }
-        if let Some(url) = &self.rpc_url
-            && !matches!(url.scheme(), "http" | "https")
-        {
-            return Err(SettingsError::new(
-                "chain.rpc_url",
-                format!("must be http or https, got {}", url.scheme()),
-            ));
+        if let Some(url) = &self.rpc_url {
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(SettingsError::new(
+                    "chain.rpc_url",
+                    format!("must be http or https, got {}", url.scheme()),
+                ));
+            }
+            // Receipts and anchors read over plain http could be forged by
+            // anyone on the path, and a provider-run RPC sees the key's
+            // transactions in clear: plain http only to this machine
+            // (anvil, a local node).
+            if url.scheme() == "http"
+                && !url
+                    .host_str()
+                    .is_some_and(slaproof_domain::settings::is_loopback_host)
+            {
+                return Err(SettingsError::new(
+                    "chain.rpc_url",
+                    format!(
+                        "must be https for a remote node (plain http only to this machine, such as anvil), got {url}"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -162,5 +178,24 @@ mod tests {
         let error = ws.validate().unwrap_err();
         assert_eq!(error.key, "chain.rpc_url");
         assert!(error.rule.contains("ws"), "{error}");
+        // Found in review: plain http to a remote node was accepted.
+        let remote = Settings {
+            rpc_url: Some("http://rpc.example.com:8545".parse().unwrap()),
+            ..Settings::default()
+        };
+        let error = remote.validate().unwrap_err();
+        assert_eq!(error.key, "chain.rpc_url");
+        assert!(error.rule.contains("must be https"), "{error}");
+        for ok in [
+            "http://127.0.0.1:8545",
+            "http://localhost:8545",
+            "https://rpc.example.com",
+        ] {
+            let local = Settings {
+                rpc_url: Some(ok.parse().unwrap()),
+                ..Settings::default()
+            };
+            local.validate().unwrap();
+        }
     }
 }
