@@ -52,6 +52,10 @@ pub struct Settings {
     pub daily_spend_limit_gwei: u64,
     /// Milliseconds between two polls of the node while waiting.
     pub poll_millis: u64,
+    /// Allows `rpc_url` over plain http to a node that is not this machine:
+    /// only on a private network the deployment trusts (a compose network's
+    /// anvil), as anyone on the path could forge what the node answers.
+    pub allow_http: bool,
 }
 
 impl Default for Settings {
@@ -72,6 +76,7 @@ impl Default for Settings {
             // 0.1 ETH a day at most.
             daily_spend_limit_gwei: 100_000_000,
             poll_millis: 250,
+            allow_http: false,
         }
     }
 }
@@ -119,6 +124,7 @@ impl Settings {
             // transactions in clear: plain http only to this machine
             // (anvil, a local node).
             if url.scheme() == "http"
+                && !self.allow_http
                 && !url
                     .host_str()
                     .is_some_and(slaproof_domain::settings::is_loopback_host)
@@ -126,7 +132,7 @@ impl Settings {
                 return Err(SettingsError::new(
                     "chain.rpc_url",
                     format!(
-                        "must be https for a remote node (plain http only to this machine, such as anvil), got {url}"
+                        "must be https for a remote node (plain http only to this machine, such as anvil, or with chain.allow_http on a private network), got {url}"
                     ),
                 ));
             }
@@ -186,6 +192,11 @@ mod tests {
         let error = remote.validate().unwrap_err();
         assert_eq!(error.key, "chain.rpc_url");
         assert!(error.rule.contains("must be https"), "{error}");
+        let trusted = Settings {
+            allow_http: true,
+            ..remote
+        };
+        trusted.validate().unwrap();
         for ok in [
             "http://127.0.0.1:8545",
             "http://localhost:8545",
