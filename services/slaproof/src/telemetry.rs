@@ -257,11 +257,30 @@ static REQUEST_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
         .build()
 });
 
+/// The method as a metric label: one of the nine HTTP methods, else
+/// `_OTHER` (OpenTelemetry's semantic conventions): a client choosing its
+/// own method names must not add a series for each.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::CONNECT => "CONNECT",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::PATCH => "PATCH",
+        _ => "_OTHER",
+    }
+}
+
 /// Records every request's duration by method, route template and status.
 /// Added to the router only when exporting.
 pub(crate) async fn http_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     // The template (`/v1/slas/{sla}`), never the path: bounded cardinality.
     let route = request
         .extensions()
@@ -280,4 +299,21 @@ pub(crate) async fn http_metrics(request: Request, next: Next) -> Response {
     }
     REQUEST_DURATION.record(started.elapsed().as_secs_f64(), &attributes);
     response
+}
+
+#[cfg(test)]
+mod method_tests {
+    use super::method_label;
+    use axum::http::Method;
+
+    #[test]
+    fn only_known_methods_become_labels() {
+        // Found in review: arbitrary method names became metric labels.
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        for made_up in ["FOO", "X1234567890", "get"] {
+            let method = Method::from_bytes(made_up.as_bytes()).unwrap();
+            assert_eq!(method_label(&method), "_OTHER", "{made_up}");
+        }
+    }
 }
