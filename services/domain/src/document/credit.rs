@@ -450,36 +450,15 @@ fn read_impact(
             p.push(&n.path, "must give at least one objective's service level");
             return None;
         }
-        let mut levels = BTreeMap::new();
-        let mut ok = true;
-        for (key, value) in map.map() {
-            let item = Node {
-                value,
-                path: map.path_of(key),
-            };
-            let name = objective_name(
-                &Node {
-                    value: &Value::String(key.clone()),
-                    path: item.path.clone(),
-                },
-                objectives,
-                p,
-            );
-            let level = item.str(p).and_then(|t| {
+        by_objective(&map, objectives, p, |item, p| {
+            item.str(p).and_then(|t| {
                 let l = ServiceLevel::parse(t);
                 if l.is_none() {
                     p.push(&item.path, format!("must be L1, L2, L3 or L4, got {t:?}"));
                 }
                 l
-            });
-            match (name, level) {
-                (Some(name), Some(level)) => {
-                    levels.insert(name, level);
-                }
-                _ => ok = false,
-            }
-        }
-        ok.then_some(levels)
+            })
+        })
     });
     let incidents = match i.get("incidents") {
         None => Some(BTreeMap::new()),
@@ -507,13 +486,15 @@ fn read_impact(
     })
 }
 
-/// `{objective: {minuteBelow, minRequests, minMinutes}}`, each key optional.
-fn read_incidents(
-    node: &Node<'_>,
+/// A map keyed by objective name (each a name of the SLA's objectives when
+/// they are known), each value read by `read`; every bad key and value
+/// named.
+fn by_objective<T>(
+    map: &Obj<'_>,
     objectives: Option<&[Objective]>,
     p: &mut Problems,
-) -> Option<BTreeMap<ObjectiveName, IncidentTerms>> {
-    let map = node.object(&[], true, p)?;
+    mut read: impl FnMut(&Node<'_>, &mut Problems) -> Option<T>,
+) -> Option<BTreeMap<ObjectiveName, T>> {
     let mut out = BTreeMap::new();
     let mut ok = true;
     for (key, value) in map.map() {
@@ -529,10 +510,25 @@ fn read_incidents(
             objectives,
             p,
         );
-        let Some(t) = item.object(&["minuteBelow", "minRequests", "minMinutes"], false, p) else {
-            ok = false;
-            continue;
-        };
+        match (name, read(&item, p)) {
+            (Some(name), Some(v)) => {
+                out.insert(name, v);
+            }
+            _ => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+/// `{objective: {minuteBelow, minRequests, minMinutes}}`, each key optional.
+fn read_incidents(
+    node: &Node<'_>,
+    objectives: Option<&[Objective]>,
+    p: &mut Problems,
+) -> Option<BTreeMap<ObjectiveName, IncidentTerms>> {
+    let map = node.object(&[], true, p)?;
+    by_objective(&map, objectives, p, |item, p| {
+        let t = item.object(&["minuteBelow", "minRequests", "minMinutes"], false, p)?;
         let defaults = IncidentTerms::default();
         let minute_below = match t.get("minuteBelow") {
             None => Some(None),
@@ -566,21 +562,12 @@ fn read_incidents(
             "minutes",
             p,
         );
-        match (name, minute_below, min_requests, min_minutes) {
-            (Some(name), Some(minute_below_ppm), Some(min_requests), Some(min_minutes)) => {
-                out.insert(
-                    name,
-                    IncidentTerms {
-                        minute_below_ppm,
-                        min_requests,
-                        min_minutes,
-                    },
-                );
-            }
-            _ => ok = false,
-        }
-    }
-    ok.then_some(out)
+        Some(IncidentTerms {
+            minute_below_ppm: minute_below?,
+            min_requests: min_requests?,
+            min_minutes: min_minutes?,
+        })
+    })
 }
 
 /// A coefficient above 0, at most 1000, to 10⁻⁶, in millionths.
