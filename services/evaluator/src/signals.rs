@@ -13,9 +13,10 @@ use slaproof_domain::burn::BurnRate;
 use slaproof_domain::risk::{self, DegradeLevel};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_domain::window::TimeWindow;
+use slaproof_store::signals as store_signals;
 use slaproof_store::{TenantTx, outbox};
 
-use crate::error::{Doing, EvaluatorError};
+use crate::error::EvaluatorError;
 use crate::evaluate::ObjectiveEvaluation;
 use crate::facts::summary;
 
@@ -44,31 +45,16 @@ pub(crate) async fn record(
         TimeWindow::Rolling { .. } => DateTime::<Utc>::UNIX_EPOCH,
         TimeWindow::Calendar { .. } => e.period.start,
     };
-    let tenant = tx.tenant().uuid();
-    /// period_start, at_risk, exhausted, degrade_level, light_streak, evaluated_at.
-    type Stored = (DateTime<Utc>, bool, bool, i16, i32, DateTime<Utc>);
-    let stored: Option<Stored> = sqlx::query_as(
-        "SELECT period_start, at_risk, exhausted, degrade_level, light_streak, evaluated_at FROM objective_signals \
-         WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3",
-    )
-    .bind(tenant)
-    .bind(e.sla.uuid())
-    .bind(&e.objective)
-    .fetch_optional(&mut **tx)
-    .await
-    .doing("reading an objective's signals")?;
-    let before = stored.map_or(
-        State::default(),
-        |(start, at_risk, exhausted, level, streak, _)| {
-            let same_period = start == period_start;
-            State {
-                at_risk: at_risk && same_period,
-                exhausted: exhausted && same_period,
-                degrade_level: DegradeLevel::try_from(level).unwrap_or(0),
-                light_streak: u32::try_from(streak).unwrap_or(0),
-            }
-        },
-    );
+    let stored = store_signals::find(tx, e.sla, &e.objective).await?;
+    let before = stored.map_or(State::default(), |s| {
+        let same_period = s.period_start == period_start;
+        State {
+            at_risk: s.at_risk && same_period,
+            exhausted: s.exhausted && same_period,
+            degrade_level: DegradeLevel::try_from(s.degrade_level).unwrap_or(0),
+            light_streak: u32::try_from(s.light_streak).unwrap_or(0),
+        }
+    });
     // The shortest lookback any alert rule checks: the page rule's short one.
     let short_burn = e
         .alerts
@@ -77,7 +63,7 @@ pub(crate) async fn record(
         .map_or(BurnRate::ZERO, |a| BurnRate::of(a.short, e.budget.target));
     // Rounds repeat a minute until the watermark moves: only a minute not
     // evaluated before lengthens the streak.
-    let advanced = stored.is_none_or(|s| e.as_of > s.5);
+    let advanced = stored.is_none_or(|s| e.as_of > s.evaluated_at);
     let light_streak =
         risk::light_streak(&policy.degrade, short_burn, before.light_streak, advanced);
     let outlook = e.outlook.as_ref();
@@ -124,29 +110,21 @@ pub(crate) async fn record(
     let changed = now.at_risk != before.at_risk
         || now.exhausted != before.exhausted
         || now.degrade_level != before.degrade_level
-        || stored.is_none_or(|s| s.0 != period_start);
-    sqlx::query(
-        "INSERT INTO objective_signals (tenant_id, sla_id, objective, period_start, at_risk, exhausted, \
-             degrade_level, light_streak, changed_at, evaluated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) \
-         ON CONFLICT (tenant_id, sla_id, objective) DO UPDATE SET period_start = EXCLUDED.period_start, \
-             at_risk = EXCLUDED.at_risk, exhausted = EXCLUDED.exhausted, \
-             degrade_level = EXCLUDED.degrade_level, light_streak = EXCLUDED.light_streak, \
-             changed_at = CASE WHEN $10 THEN EXCLUDED.changed_at ELSE objective_signals.changed_at END, \
-             evaluated_at = EXCLUDED.evaluated_at",
+        || stored.is_none_or(|s| s.period_start != period_start);
+    store_signals::record(
+        tx,
+        e.sla,
+        &e.objective,
+        &store_signals::Signals {
+            period_start,
+            at_risk: now.at_risk,
+            exhausted: now.exhausted,
+            degrade_level: i16::from(now.degrade_level),
+            light_streak: i32::try_from(now.light_streak).unwrap_or(i32::MAX),
+            evaluated_at: e.as_of,
+        },
+        changed,
     )
-    .bind(tenant)
-    .bind(e.sla.uuid())
-    .bind(&e.objective)
-    .bind(period_start)
-    .bind(now.at_risk)
-    .bind(now.exhausted)
-    .bind(i16::from(now.degrade_level))
-    .bind(i32::try_from(now.light_streak).unwrap_or(i32::MAX))
-    .bind(e.as_of)
-    .bind(changed)
-    .execute(&mut **tx)
-    .await
-    .doing("writing an objective's signals")?;
+    .await?;
     Ok(told)
 }

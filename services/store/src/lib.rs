@@ -32,6 +32,7 @@ pub mod partitions;
 pub mod platform_secrets;
 pub mod probes;
 pub mod scratch;
+pub mod signals;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;
