@@ -54,10 +54,26 @@ const outcome = await page.locator('.editor .outcome').innerText()
 check(outcome.includes('version 2'), `the fixed document is applied as version 2 (${outcome})`)
 check((await page.locator('#document-problems li').count()) === 0, 'the problems are gone')
 
+// Where the bad events came from: answered in place; a bad attribute name
+// is refused in the API's words.
+await page.selectOption('#a-hours', '24')
+await page.click('#attribution button[type="submit"]')
+await page.waitForSelector('[data-testid="attribution-summary"]')
+const summary = await page.locator('[data-testid="attribution-summary"]').innerText()
+check(/^0 bad of 0 counted events since .* over 0 values of model\.$/.test(summary), `the breakdown answers for the last day (${summary})`)
+await page.fill('#a-attr', 're gion')
+await page.click('#attribution button[type="submit"]')
+await page.waitForSelector('#attribution .error')
+check((await page.locator('#attribution .error').innerText()).includes('attr.re gion'), 'a bad attribute name is refused in place')
+await axe(page, 'SLA page with the breakdown')
+
 // Customers: listed, and one added.
 await page.click('a[href="#customers"]')
 await ready(page, 'customers')
-check((await page.locator('td', { hasText: 'acme-corp' }).count()) === 1, 'the customers list shows acme-corp')
+check((await page.locator('td', { hasText: 'acme-corp' }).count()) === 2, 'the ranking and the customers list show acme-corp')
+const ranked = await page.locator('[data-testid="ranking"] tbody tr').first().innerText()
+check(ranked.includes('acme-corp') && ranked.includes('chat-sla'), `the ranking names acme-corp and its SLA closest to missing (${ranked})`)
+await axe(page, 'customers with the ranking')
 await page.fill('#f-external_ref', 'globex')
 await page.fill('#f-name', 'Globex')
 await page.click('form.inline button')

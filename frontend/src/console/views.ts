@@ -3,7 +3,7 @@
 
 import { type Api, ApiError } from '../api'
 import { dataTable, el } from '../dom'
-import { when } from '../format'
+import { count, percent, when } from '../format'
 
 export interface View {
   id: string
@@ -137,6 +137,70 @@ function editor(api: Api, name: string | null, document: string): HTMLElement {
   return f
 }
 
+const DIMENSIONS: [string, string][] = [
+  ['model', 'model'],
+  ['status', 'HTTP status'],
+  ['error_class', 'error class'],
+  ['customer', 'customer'],
+  ['source', 'source (provider, probe, client)'],
+  ['streaming', 'streaming or not'],
+]
+
+/** Where an objective's bad events came from over the last hours, by one
+ * dimension or a numeric attribute, as the API breaks them down. */
+function attribution(api: Api, sla: string, objectives: string[]): HTMLElement {
+  const select = (id: string, label: string, options: [string, string][]) =>
+    el('p', {}, el('label', { for: id }, label), el('select', { id, name: id }, ...options.map(([v, t]) => el('option', { value: v }, t))))
+  const out = el('div', { class: 'outcome', 'aria-live': 'polite' })
+  const f = el(
+    'form',
+    { class: 'inline', id: 'attribution' },
+    el(
+      'fieldset',
+      {},
+      el('legend', {}, 'Where bad events came from'),
+      select('a-objective', 'Objective', objectives.map((o) => [o, o])),
+      select('a-by', 'By', DIMENSIONS),
+      el('p', {}, el('label', { for: 'a-attr' }, 'or by an attribute (its name)'), el('input', { id: 'a-attr', name: 'a-attr', type: 'text', autocomplete: 'off' })),
+      select('a-hours', 'Over the last', [
+        ['1', 'hour'],
+        ['6', '6 hours'],
+        ['24', '24 hours'],
+      ]),
+      el('p', {}, el('button', { type: 'submit' }, 'Break down')),
+    ),
+    out,
+  )
+  f.addEventListener('submit', (e) => {
+    e.preventDefault()
+    const data = new FormData(f)
+    const attr = String(data.get('a-attr') ?? '').trim()
+    const by = attr ? `attr.${attr}` : String(data.get('a-by'))
+    // Both ends from this clock: the server's own now would make the
+    // stretch a little longer than asked.
+    const now = Date.now()
+    const from = new Date(now - Number(data.get('a-hours')) * 3600_000).toISOString()
+    const query = new URLSearchParams({ objective: String(data.get('a-objective')), by, from, to: new Date(now).toISOString() })
+    api
+      .get<Row>(`/v1/slas/${encodeURIComponent(sla)}/attribution?${query.toString()}`)
+      .then((answer) => {
+        const bad = Number(answer.bad)
+        const rows = (answer.contributions as Row[] | undefined) ?? []
+        out.replaceChildren(
+          el('p', { 'data-testid': 'attribution-summary' }, `${count(bad)} bad of ${count(Number(answer.total))} counted events since ${when(String(answer.from))}, over ${count(Number(answer.values))} values of ${by}.`),
+          table(`Bad events by ${by}`, rows, [
+            ['Value', (r) => (r.value === null || r.value === undefined ? '(none)' : String(r.value))],
+            ['Bad', (r) => count(Number(r.bad))],
+            ['Counted', (r) => count(Number(r.total))],
+            ['Share of the bad', (r) => (bad > 0 ? `${((100 * Number(r.bad)) / bad).toFixed(1)}%` : '—')],
+          ]),
+        )
+      })
+      .catch((err) => out.replaceChildren(el('p', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err))))
+  })
+  return f
+}
+
 const slas: View = {
   id: 'slas',
   title: 'SLAs',
@@ -146,13 +210,15 @@ const slas: View = {
     }
     if (args[0]) {
       const name = args[0]
-      const doc = await api.text(`/v1/slas/${encodeURIComponent(name)}/export`)
+      const [doc, sla] = await Promise.all([api.text(`/v1/slas/${encodeURIComponent(name)}/export`), api.get<Row>(`/v1/slas/${encodeURIComponent(name)}`)])
+      const objectives = ((sla.objectives as Row[] | undefined) ?? []).filter((o) => o.kind !== 'gauge').map((o) => String(o.name))
       return el(
         'section',
         {},
         el('h2', {}, name),
         el('p', {}, el('a', { href: '#slas' }, 'All SLAs')),
         editor(api, name, doc),
+        objectives.length > 0 ? attribution(api, name, objectives) : el('p', { class: 'empty' }, 'No objective counts events to break down.'),
       )
     }
     const page = await api.get<Page<Row>>('/v1/slas?limit=200')
@@ -171,15 +237,57 @@ const slas: View = {
   },
 }
 
+/** The budget left, in millionths of the period's budget, as a percentage
+ * (below zero: overspent). */
+const budgetLeft = (ppm: number): string => `${(ppm / 10_000).toFixed(ppm % 10_000 === 0 ? 0 : 1)}%`
+
+/** The provider's customers ranked by their SLAs' bad requests this period. */
+function ranking(data: Row): HTMLElement {
+  const rows = (data.ranking as Row[] | undefined) ?? []
+  const shown = rows.length
+  const all = Number(data.customers ?? 0)
+  return el(
+    'div',
+    { 'data-testid': 'ranking' },
+    table('Customers by bad requests this period', rows, [
+      ['Customer', (r) => (r.name ? `${text(r.name)} (${text(r.customer)})` : text(r.customer))],
+      ['SLAs', (r) => text(r.slas)],
+      ['Bad requests', (r) => count(Number(r.bad_events))],
+      ['Requests', (r) => count(Number(r.requests))],
+      ['Objectives missing', (r) => text(r.objectives_missed)],
+      [
+        'Closest to missing',
+        (r) => {
+          const w = r.worst as Row | null | undefined
+          if (!w) return '—'
+          const compliance = typeof w.compliance_ppm === 'number' ? percent(w.compliance_ppm) : 'no requests yet'
+          return el(
+            'span',
+            {},
+            el('a', { href: `#slas/${encodeURIComponent(String(w.sla))}` }, `${text(w.sla)} / ${text(w.objective)}`),
+            `: ${compliance}, target ${percent(Number(w.target_ppm))}, budget left ${budgetLeft(Number(w.budget_remaining_ppm))}`,
+          )
+        },
+      ],
+    ]),
+    el(
+      'p',
+      { class: 'note' },
+      `${shown < all ? `The ${shown} of ${all} customers` : `All ${all} customers`} with an SLA verdict this period. Bad requests: for each SLA, its event-counting objective with the most, summed over the customer's SLAs.`,
+    ),
+  )
+}
+
 const customers: View = {
   id: 'customers',
   title: 'Customers',
   async render(api) {
-    const page = await api.get<Page<Row>>('/v1/customers?limit=200')
+    const [standing, page] = await Promise.all([api.get<Row>('/v1/customers/ranking?limit=50'), api.get<Page<Row>>('/v1/customers?limit=200')])
     return el(
       'section',
       {},
       el('h2', {}, 'Customers'),
+      ranking(standing),
       table('Customers', page.data, [
         ['Reference', (r) => text(r.external_ref)],
         ['Name', (r) => text(r.name)],

@@ -9,12 +9,14 @@
 //! is refused with [`AppError::MissingScope`] naming it.
 
 pub mod attestations;
+pub mod attribution;
 pub mod audit;
 mod authz;
 mod caller;
 pub mod compliance;
 pub mod credit_statement;
 pub mod credits;
+pub mod customer_ranking;
 pub mod customers;
 pub mod dashboard;
 pub mod embed;
@@ -108,6 +110,10 @@ impl From<StoreError> for AppError {
     }
 }
 
+/// The evaluator's default late grace (`evaluator.grace_secs`), until the
+/// configuration says otherwise ([`App::with_late_grace`]).
+pub const DEFAULT_LATE_GRACE_SECS: i64 = 300;
+
 /// The application layer's handle: the database, the policy, and what the
 /// operator configured for tenants' URLs and embed tokens.
 #[derive(Debug, Clone)]
@@ -126,6 +132,10 @@ pub struct App {
     /// The transparency log's secrets, read from the database once: they
     /// never change once made.
     log_secrets: Arc<tokio::sync::OnceCell<transparency::LogSecrets>>,
+    /// The late grace of SLAs that set none, as the evaluator is
+    /// configured (`evaluator.grace_secs`): readers that count raw events
+    /// (attribution) leave out what the evaluator leaves out.
+    late_grace: chrono::Duration,
 }
 
 impl App {
@@ -140,7 +150,15 @@ impl App {
             webhook_key: None,
             platform_webhook_key: Arc::default(),
             log_secrets: Arc::default(),
+            late_grace: chrono::Duration::seconds(DEFAULT_LATE_GRACE_SECS),
         }
+    }
+
+    /// The late grace of SLAs that set none: the evaluator's
+    /// `evaluator.grace_secs` (default [`DEFAULT_LATE_GRACE_SECS`]).
+    pub fn with_late_grace(mut self, grace: chrono::Duration) -> Self {
+        self.late_grace = grace;
+        self
     }
 
     /// The layer over `db` with the roles shipped with slaproof.

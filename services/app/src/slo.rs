@@ -136,7 +136,9 @@ mod tests {
         ObjectiveState {
             sla: "chat".into(),
             customer: Some("globex".into()),
+            customer_name: Some("Globex".into()),
             objective: "availability".into(),
+            kind: "ratio".into(),
             as_of: start,
             period_start: start,
             period_end: Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap(),

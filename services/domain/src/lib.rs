@@ -3,6 +3,7 @@
 //! OpenSLO import and export. Pure: no I/O, no clock reads, no database.
 
 pub mod anchoring;
+pub mod attribution;
 pub mod budget;
 pub mod burn;
 pub mod composite;

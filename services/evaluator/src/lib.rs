@@ -1,7 +1,6 @@
 #![doc = include_str!("../README.md")]
 //! The evaluator service: exact rollups, evaluations, budgets and burn-rate alerts per tenant.
 
-pub mod attribution;
 pub mod composite;
 mod error;
 pub mod evaluate;

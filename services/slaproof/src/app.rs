@@ -137,7 +137,8 @@ impl Application {
             let app = slaproof_app::App::with_default_policy(db.clone())
                 .await
                 .context("loading the authorization policy")?
-                .with_outbound(config.outbound.clone());
+                .with_outbound(config.outbound.clone())
+                .with_late_grace(config.evaluator.grace());
             let app = with_configured_webhook_key(app, &config)?;
             let mut api = config.api.clone();
             if api.embed_secret.is_none() {

@@ -318,7 +318,12 @@ pub struct ObjectiveState {
     pub sla: String,
     /// The customer's external reference; `None` for an SLA with none.
     pub customer: Option<String>,
+    /// The customer's name, beside its reference.
+    pub customer_name: Option<String>,
     pub objective: String,
+    /// `ratio`, `threshold`, `time_slices` or `gauge`: what `good` and
+    /// `total` count (events, slices, values).
+    pub kind: String,
     pub as_of: DateTime<Utc>,
     pub period_start: DateTime<Utc>,
     pub period_end: DateTime<Utc>,
@@ -339,7 +344,7 @@ pub struct ObjectiveState {
 #[tracing::instrument(skip(tx))]
 pub async fn objective_states(tx: &mut TenantTx) -> Result<Vec<ObjectiveState>, StoreError> {
     sqlx::query_as(
-        "SELECT s.name AS sla, c.external_ref AS customer, e.objective, e.as_of, e.period_start, \
+        "SELECT s.name AS sla, c.external_ref AS customer, c.name AS customer_name, e.objective, o.kind, e.as_of, e.period_start, \
              e.period_end, e.target_ppm, e.good, e.total, e.met, e.compliance_ppm, e.budget_allowed, \
              e.budget_consumed, e.budget_remaining, e.burn_rate_milli \
          FROM slas s \

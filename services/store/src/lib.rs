@@ -19,6 +19,7 @@ pub mod embed_tokens;
 mod error;
 pub mod evaluation_failures;
 pub mod evaluations;
+pub mod event_reads;
 pub mod events;
 pub mod gauges;
 pub mod histograms;

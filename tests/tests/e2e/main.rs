@@ -15,6 +15,7 @@ mod chain_verifier;
 mod citus_rules;
 mod credits;
 mod credits_api;
+mod customer_ranking;
 mod customer_traffic;
 mod customer_traffic_api;
 mod definer;

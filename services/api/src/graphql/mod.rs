@@ -8,6 +8,7 @@
 //! holds what one query may ask and spend, and what each field costs.
 
 mod attestations;
+mod attribution;
 mod audit;
 mod compliance;
 mod credits;
@@ -83,6 +84,7 @@ pub struct Query(
     webhooks::WebhookQuery,
     credits::CreditQuery,
     attestations::AttestationQuery,
+    attribution::AttributionQuery,
 );
 
 // Every mutation, resource by resource (no description, as above).

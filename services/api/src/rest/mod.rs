@@ -10,6 +10,7 @@
 //! same rule.
 
 pub(crate) mod attestations;
+pub(crate) mod attribution;
 pub(crate) mod audit;
 pub(crate) mod credits;
 pub(crate) mod customers;
@@ -41,6 +42,7 @@ pub(crate) use crate::problem::{ApiProblem, ProblemOut, ProblemResponses, invali
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
         .route("/openapi.json", axum::routing::get(openapi_json))
+        .merge(attribution::router())
         .merge(customers::router())
         .merge(slas::router())
         .merge(maintenance::router())
@@ -211,6 +213,7 @@ impl utoipa::Modify for BearerAuth {
         customers::list,
         customers::create,
         customers::show,
+        attribution::ranking,
         slas::list,
         slas::apply,
         slas::show,
@@ -220,6 +223,7 @@ impl utoipa::Modify for BearerAuth {
         slas::budget_status,
         slas::series,
         slas::dashboard,
+        attribution::attribution,
         slas::alerts,
         slas::breaches,
         slas::periods,
