@@ -10,6 +10,7 @@
 //! - [`problem`] answers its errors as RFC 9457 problem documents.
 
 pub mod auth;
+mod body;
 mod graphql;
 mod pages;
 mod problem;
@@ -79,6 +80,13 @@ pub fn router(app: App, settings: &Settings) -> Result<Router, BuildError> {
     Ok(rest::router()
         .merge(pages::router(pages))
         .route("/graphql", axum::routing::post(graphql))
+        // Every body, whoever sends it (a token is checked here but
+        // refused only by the handler's `Caller`), arrives within the
+        // deadline or is answered 408.
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_secs(settings.body_read_timeout_secs),
+            body::read_within,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::request::authenticate,

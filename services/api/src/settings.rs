@@ -34,6 +34,11 @@ pub struct Settings {
     pub graphql_max_app_reads: usize,
     /// Seconds one GraphQL query may run before it is cancelled.
     pub graphql_timeout_secs: u64,
+    /// Seconds a request's body may take to arrive, whole, once its
+    /// headers are in: a client sending slower is answered 408 and its
+    /// connection freed (`server.header_read_timeout_secs` bounds the
+    /// headers, `server.max_connections` the connections).
+    pub body_read_timeout_secs: u64,
     /// The HS256 secret (32+ bytes) slaproof signs embed tokens with. Every
     /// replica must share it; unset, slaproof makes one on first start and
     /// keeps it in the database (`platform_secrets`), which every replica
@@ -72,6 +77,7 @@ impl Default for Settings {
             graphql_max_fields: crate::graphql::limits::MAX_FIELDS,
             graphql_max_app_reads: crate::graphql::limits::MAX_APP_READS,
             graphql_timeout_secs: crate::graphql::limits::TIME_BUDGET.as_secs(),
+            body_read_timeout_secs: 30,
             embed_secret: None,
             jwks_url: None,
             jwks_algorithms: vec![
@@ -203,6 +209,15 @@ impl Settings {
                     ),
                 ));
             }
+        }
+        if !(1..=300).contains(&self.body_read_timeout_secs) {
+            return Err(invalid(
+                "api.body_read_timeout_secs",
+                format!(
+                    "must be between 1 and 300, got {}",
+                    self.body_read_timeout_secs
+                ),
+            ));
         }
         if !(1..=300).contains(&self.graphql_timeout_secs) {
             return Err(invalid(
@@ -396,6 +411,13 @@ mod tests {
                     ..Settings::default()
                 },
                 "api.graphql_timeout_secs",
+            ),
+            (
+                Settings {
+                    body_read_timeout_secs: 0,
+                    ..Settings::default()
+                },
+                "api.body_read_timeout_secs",
             ),
         ] {
             assert_eq!(settings.validate().unwrap_err().key, key);

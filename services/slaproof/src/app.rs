@@ -316,19 +316,22 @@ impl Application {
             }
         }
         tracing::info!(address = %self.local_addr(), "listening");
-        let header_timeout = Duration::from_secs(self.config.server.header_read_timeout_secs);
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(self.config.server.header_read_timeout_secs),
+            max_connections: self.config.server.max_connections,
+        };
         if let Some((listener, router)) = self.metrics {
             if let Ok(address) = listener.local_addr() {
                 tracing::info!(%address, "serving Prometheus metrics at /metrics and /metrics/slo");
             }
             let shutdown = shutdown.clone();
             workers.spawn(async move {
-                if let Err(err) = serve(listener, router, header_timeout, shutdown).await {
+                if let Err(err) = serve(listener, router, limits, shutdown).await {
                     tracing::error!(error = %err, "the metrics listener stopped");
                 }
             });
         }
-        let server = serve(self.listener, self.router, header_timeout, shutdown.clone());
+        let server = serve(self.listener, self.router, limits, shutdown.clone());
         let deadline = async {
             shutdown.cancelled().await;
             tokio::time::sleep(grace).await;
@@ -384,10 +387,17 @@ pub fn cancel_on_signals(token: CancellationToken) {
 /// timer, so a client trickling its headers (slowloris) would hold a
 /// connection for ever; here each request's headers must arrive within
 /// `header_timeout`.
+/// What bounds the connections of a listener.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionLimits {
+    header_timeout: Duration,
+    max_connections: usize,
+}
+
 async fn serve(
     listener: TcpListener,
     router: axum::Router,
-    header_timeout: Duration,
+    limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
@@ -396,9 +406,19 @@ async fn serve(
 
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(limits.header_timeout);
     let graceful = GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     loop {
+        // A slot before accepting: at the cap, new connections wait in the
+        // kernel's queue instead of each holding a task and a socket here.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -419,6 +439,7 @@ async fn serve(
             if let Err(err) = connection.await {
                 tracing::debug!(error = %err, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     drop(listener);

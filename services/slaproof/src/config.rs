@@ -90,8 +90,15 @@ pub struct ServerConfig {
     /// signal, in seconds.
     pub shutdown_grace_secs: u64,
     /// How long a connection may take to send a request's headers, in
-    /// seconds: a client trickling them (slowloris) is cut off then.
+    /// seconds: a client trickling them (slowloris) is cut off then; an
+    /// idle keep-alive connection waits at most this long for its next
+    /// request.
     pub header_read_timeout_secs: u64,
+    /// The most connections served at once; further ones wait, unaccepted,
+    /// in the kernel's queue until one ends. Bounds what a flood of slow
+    /// clients can hold (with `header_read_timeout_secs` and the API's
+    /// `api.body_read_timeout_secs`).
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -100,6 +107,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             shutdown_grace_secs: 20,
             header_read_timeout_secs: 10,
+            max_connections: 1_024,
         }
     }
 }
@@ -444,6 +452,15 @@ impl Config {
                 format!(
                     "must be between 1 and 300, got {}",
                     self.server.header_read_timeout_secs
+                ),
+            ));
+        }
+        if !(1..=100_000).contains(&self.server.max_connections) {
+            return Err(invalid(
+                "server.max_connections",
+                format!(
+                    "must be between 1 and 100000, got {}",
+                    self.server.max_connections
                 ),
             ));
         }

@@ -97,3 +97,113 @@ async fn a_client_trickling_its_headers_is_cut_off() {
     stream.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+/// Sends `head` on a new connection and reads what comes back within
+/// `wait` (`None`: nothing came).
+async fn answer_within(
+    address: std::net::SocketAddr,
+    head: &[u8],
+    wait: std::time::Duration,
+) -> (tokio::net::TcpStream, Option<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(head).await.unwrap();
+    let mut buffer = vec![0u8; 4096];
+    let read = tokio::time::timeout(wait, stream.read(&mut buffer)).await;
+    let text = match read {
+        Ok(Ok(n)) => Some(String::from_utf8_lossy(&buffer[..n]).into_owned()),
+        Ok(Err(err)) => Some(format!("error: {err}")),
+        Err(_) => None,
+    };
+    (stream, text)
+}
+
+#[tokio::test]
+async fn an_api_body_slower_than_the_timeout_is_answered_408_and_the_connection_freed() {
+    // #31 item 7: the API read bodies with no deadline, so any token
+    // holder (an embed token included) could hold a connection and a task
+    // for as long as it liked by sending a body a byte at a time. Before
+    // the fix this request was never answered.
+    let app = slaproof_tests::spawn_app_with(|config| {
+        slaproof_tests::fixtures::trust_test_key(config);
+        config.api.body_read_timeout_secs = 1;
+    })
+    .await;
+    let head = |token: &str| {
+        format!(
+            "POST /v1/slas HTTP/1.1\r\nHost: slaproof\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"document\":"
+        )
+    };
+    // Without a valid token too: the body's deadline comes first.
+    let (_, refused) = answer_within(
+        app.address,
+        head("not-a-token").as_bytes(),
+        std::time::Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|a| a.starts_with("HTTP/1.1 408")),
+        "{refused:?}"
+    );
+    // An authenticated one gets 408 once the second has passed.
+    let tenant = slaproof_store::tenants::create(&app.db, "acme", "acme")
+        .await
+        .unwrap()
+        .id;
+    let head = head(&slaproof_tests::fixtures::token(
+        tenant,
+        &["provider_admin"],
+        None,
+    ));
+    let started = std::time::Instant::now();
+    let (_, answer) = answer_within(
+        app.address,
+        head.as_bytes(),
+        std::time::Duration::from_secs(10),
+    )
+    .await;
+    let answer = answer.expect("the server answers a body that never arrives");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("application/problem+json"), "{answer}");
+    assert!(answer.contains("api.body_read_timeout_secs"), "{answer}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+    app.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_until_one_ends() {
+    // #31 item 7: no connection cap, so a flood of idle connections each
+    // held a task and a socket. With server.max_connections = 2, a third
+    // connection is not served while two are open, and is served as soon
+    // as one of them ends.
+    let app = slaproof_tests::spawn_app_with(|config| {
+        config.server.max_connections = 2;
+        config.server.header_read_timeout_secs = 30;
+    })
+    .await;
+    let wait = std::time::Duration::from_millis(1500);
+    let (first, none) = answer_within(app.address, b"GET /healthz HTTP/1.1\r\n", wait).await;
+    assert_eq!(none, None);
+    let (_second, none) = answer_within(app.address, b"GET /healthz HTTP/1.1\r\n", wait).await;
+    assert_eq!(none, None);
+    let whole = b"GET /healthz HTTP/1.1\r\nHost: slaproof\r\nConnection: close\r\n\r\n";
+    let (mut third, none) = answer_within(app.address, whole, wait).await;
+    assert_eq!(
+        none, None,
+        "a third connection is not served while two are open"
+    );
+    drop(first);
+    use tokio::io::AsyncReadExt;
+    let mut answer = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        third.read_to_string(&mut answer),
+    )
+    .await
+    .expect("served once a connection ended")
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
