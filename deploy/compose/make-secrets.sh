@@ -3,6 +3,8 @@
 # (existing files are kept). For local use only.
 #   slaproof-secrets.toml  a configuration fragment (SLAPROOF_CONFIG): the
 #                          webhook sealing key and the API's token keys
+#   metrics-token          the bearer token of every service's Prometheus
+#                          listener (telemetry.metrics_token_file)
 #   chain-key              the attester's private key: anvil's first
 #                          well-known development account (never on a real
 #                          chain)
@@ -36,5 +38,9 @@ if [ ! -f chain-key ]; then
   printf '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80\n' > chain-key
   echo "wrote $(pwd)/chain-key (anvil's development key)"
 fi
+if [ ! -f metrics-token ]; then
+  head -c 32 /dev/urandom | base64 | tr -d '\n/+=' > metrics-token
+  echo "wrote $(pwd)/metrics-token (Prometheus sends it as a bearer token)"
+fi
 # The containers run as uid 65532 and must read the files.
-chmod 0644 slaproof-secrets.toml chain-key
+chmod 0644 slaproof-secrets.toml chain-key metrics-token

@@ -173,7 +173,7 @@ impl App {
         }
         let read_at = Utc::now();
         let mut tx = self.tx(caller).await?;
-        let states = evaluations::objective_states(&mut tx).await?;
+        let states = evaluations::objective_states(&mut tx, None).await?;
         tx.commit().await?;
         let (customers, ranking) = rank(states, limit);
         Ok(CustomerRanking {

@@ -96,19 +96,33 @@ pub struct TenantQueue {
 pub struct SloReport {
     pub slos: Vec<SloState>,
     pub queues: Vec<TenantQueue>,
+    /// The tenants (by name) with more objectives than the report's cap:
+    /// their first objectives by SLA and name are shown, the rest not.
+    pub truncated: Vec<String>,
 }
 
 impl App {
-    /// Every objective of every tenant's SLAs and every tenant's queues,
-    /// tenant by tenant (each read in one transaction of its own, under
-    /// its own row-level security).
+    /// Every objective of every tenant's SLAs (at most `per_tenant` of
+    /// each tenant: one tenant's thousands of SLAs do not make every scrape
+    /// as large) and every tenant's queues, tenant by tenant (each read in
+    /// one transaction of its own, under its own row-level security).
     #[tracing::instrument(skip(self, caller))]
-    pub async fn slo_report(&self, caller: &Caller) -> Result<SloReport, AppError> {
+    pub async fn slo_report(
+        &self,
+        caller: &Caller,
+        per_tenant: usize,
+    ) -> Result<SloReport, AppError> {
         caller.require_provider(Scope::TenantAdmin)?;
         let mut report = SloReport::default();
+        let cap = i64::try_from(per_tenant).unwrap_or(i64::MAX - 1);
         for tenant in tenants::list(&self.db).await? {
             let mut tx = self.db.tenant_tx(tenant.id).await?;
-            let rows = evaluations::objective_states(&mut tx).await?;
+            // One more than shown tells whether any was left out.
+            let mut rows = evaluations::objective_states(&mut tx, Some(cap + 1)).await?;
+            if rows.len() > per_tenant {
+                rows.truncate(per_tenant);
+                report.truncated.push(tenant.name.clone());
+            }
             let queues = backlog::queues(&mut tx).await?;
             tx.commit().await?;
             report

@@ -195,7 +195,18 @@ impl Application {
                 let app = slaproof_app::App::with_default_policy(db.clone())
                     .await
                     .context("loading the authorization policy")?;
-                Some((listener, metrics::router(app)))
+                let token_digest = config.telemetry.metrics_token()?.map(|token| {
+                    use sha2::{Digest, Sha256};
+                    <[u8; 32]>::from(Sha256::digest(token.as_bytes()))
+                });
+                Some((
+                    listener,
+                    metrics::router(metrics::MetricsState {
+                        app,
+                        token_digest,
+                        per_tenant: config.telemetry.slo_series_per_tenant,
+                    }),
+                ))
             }
             None => None,
         };

@@ -253,6 +253,71 @@ pub struct TelemetryConfig {
     /// series. Unset: neither is served. Keep it off the public network:
     /// the SLO series name every tenant.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The token Prometheus sends to the metrics listener
+    /// (`Authorization: Bearer …`; in prometheus.yml `authorization:
+    /// {credentials_file: …}`). Required unless `metrics_listen` is a
+    /// loopback address (this machine only).
+    pub metrics_token: Option<ConfigSecret>,
+    /// A file holding the metrics token instead (compose or Kubernetes
+    /// secrets mounted as files); surrounding whitespace is ignored.
+    pub metrics_token_file: Option<std::path::PathBuf>,
+    /// At most this many objectives of one tenant in `/metrics/slo` (by SLA
+    /// and objective name; `slaproof_slo_series_truncated` marks a tenant
+    /// with more), so that one tenant cannot make every scrape large.
+    pub slo_series_per_tenant: usize,
+}
+
+/// A secret from the configuration: never printed (`Debug` says
+/// `[redacted]`), compared only to check defaults in tests.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct ConfigSecret(SecretString);
+
+impl ConfigSecret {
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl std::fmt::Debug for ConfigSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl PartialEq for ConfigSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl TelemetryConfig {
+    /// The metrics listener's token, read from `metrics_token` or
+    /// `metrics_token_file`; `None` when neither is set.
+    pub fn metrics_token(&self) -> anyhow::Result<Option<String>> {
+        use anyhow::Context;
+        match (&self.metrics_token, &self.metrics_token_file) {
+            (Some(token), None) => Ok(Some(token.expose().to_owned())),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!("reading telemetry.metrics_token_file {}", path.display())
+                })?;
+                let token = text.trim();
+                anyhow::ensure!(
+                    token.len() >= 16,
+                    "telemetry.metrics_token_file {}: the token must be at least 16 characters",
+                    path.display()
+                );
+                Ok(Some(token.to_owned()))
+            }
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => {
+                anyhow::bail!(
+                    "set telemetry.metrics_token or telemetry.metrics_token_file, not both"
+                )
+            }
+        }
+    }
 }
 
 impl Default for TelemetryConfig {
@@ -263,6 +328,9 @@ impl Default for TelemetryConfig {
             export_interval_secs: 60,
             sample_ratio: 1.0,
             metrics_listen: None,
+            metrics_token: None,
+            metrics_token_file: None,
+            slo_series_per_tenant: 1_000,
         }
     }
 }
@@ -359,6 +427,43 @@ impl Config {
             return Err(invalid(
                 "telemetry.metrics_listen",
                 format!("is server.listen ({metrics}); the metrics need an address of their own"),
+            ));
+        }
+        if let Some(metrics) = self.telemetry.metrics_listen {
+            let t = &self.telemetry;
+            if t.metrics_token.is_some() && t.metrics_token_file.is_some() {
+                return Err(invalid(
+                    "telemetry.metrics_token",
+                    "set it or telemetry.metrics_token_file, not both",
+                ));
+            }
+            if let Some(token) = &t.metrics_token
+                && token.expose().trim().len() < 16
+            {
+                return Err(invalid(
+                    "telemetry.metrics_token",
+                    "must be at least 16 characters",
+                ));
+            }
+            if t.metrics_token.is_none()
+                && t.metrics_token_file.is_none()
+                && !metrics.ip().is_loopback()
+            {
+                return Err(invalid(
+                    "telemetry.metrics_token",
+                    format!(
+                        "must be set (or telemetry.metrics_token_file) when telemetry.metrics_listen ({metrics}) is reachable from other machines: /metrics/slo names every tenant's SLAs and customers"
+                    ),
+                ));
+            }
+        }
+        if !(1..=100_000).contains(&self.telemetry.slo_series_per_tenant) {
+            return Err(invalid(
+                "telemetry.slo_series_per_tenant",
+                format!(
+                    "must be between 1 and 100000, got {}",
+                    self.telemetry.slo_series_per_tenant
+                ),
             ));
         }
         if self.telemetry.service_name.trim().is_empty() {
@@ -737,5 +842,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("database.migrate_url"), "{err}");
+    }
+
+    #[test]
+    fn a_metrics_listener_other_machines_reach_needs_a_token() {
+        // #31 item 6: /metrics/slo named every tenant to anyone who could
+        // reach 0.0.0.0:9464.
+        let err = with("[telemetry]\nmetrics_listen = \"0.0.0.0:9464\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("telemetry.metrics_token"), "{err}");
+        // This machine only: no token needed.
+        let config = with("[telemetry]\nmetrics_listen = \"127.0.0.1:9464\"").unwrap();
+        assert_eq!(config.telemetry.metrics_token().unwrap(), None);
+        let err = with("[telemetry]\nmetrics_listen = \"0.0.0.0:9464\"\nmetrics_token = \"short\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("at least 16") && !err.contains("short\""),
+            "{err}"
+        );
+        let config = with(
+            "[telemetry]\nmetrics_listen = \"0.0.0.0:9464\"\nmetrics_token = \"prometheus-scrapes-here\"",
+        )
+        .unwrap();
+        assert!(!format!("{config:?}").contains("prometheus-scrapes-here"));
+        assert_eq!(
+            config.telemetry.metrics_token().unwrap().as_deref(),
+            Some("prometheus-scrapes-here")
+        );
+        let err = with(
+            "[telemetry]\nmetrics_listen = \"0.0.0.0:9464\"\nmetrics_token = \"prometheus-scrapes-here\"\nmetrics_token_file = \"/x\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not both"), "{err}");
+        let err = with("[telemetry]\nslo_series_per_tenant = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("telemetry.slo_series_per_tenant"), "{err}");
     }
 }

@@ -16,12 +16,59 @@ use slaproof_http::Problem;
 
 use crate::telemetry;
 
-/// The routes of the metrics listener.
-pub(crate) fn router(app: App) -> Router {
+/// What the metrics listener serves with.
+#[derive(Debug, Clone)]
+pub(crate) struct MetricsState {
+    pub app: App,
+    /// The SHA-256 of the token Prometheus must send (`Authorization:
+    /// Bearer …`); `None` only on a loopback listener (config rule).
+    pub token_digest: Option<[u8; 32]>,
+    /// At most this many objectives of one tenant in `/metrics/slo`.
+    pub per_tenant: usize,
+}
+
+/// The routes of the metrics listener, every one behind the token.
+pub(crate) fn router(state: MetricsState) -> Router {
     Router::new()
         .route("/metrics", get(process_metrics))
         .route("/metrics/slo", get(slo_metrics))
-        .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_token,
+        ))
+        .with_state(state)
+}
+
+/// Refuses a scrape without the configured bearer token (401): the SLO
+/// series name every tenant, its SLAs and customers.
+async fn require_token(
+    State(state): State<MetricsState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use sha2::{Digest, Sha256};
+    if let Some(expected) = state.token_digest {
+        let sent = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        // Digests compared, not the tokens: the comparison's time tells
+        // nothing about the token.
+        let matches = sent.is_some_and(|token| <[u8; 32]>::from(Sha256::digest(token)) == expected);
+        if !matches {
+            return Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "metrics-unauthorized",
+                "A metrics token is required",
+            )
+            .with_detail(
+                "send the listener's token (telemetry.metrics_token) as `Authorization: Bearer …`",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 async fn process_metrics() -> Response {
@@ -33,9 +80,10 @@ async fn process_metrics() -> Response {
     exposition(&families)
 }
 
-async fn slo_metrics(State(app): State<App>) -> Response {
+async fn slo_metrics(State(state): State<MetricsState>) -> Response {
+    let app = &state.app;
     let report = match app.operator().await {
-        Ok(operator) => app.slo_report(&operator).await,
+        Ok(operator) => app.slo_report(&operator, state.per_tenant).await,
         Err(err) => Err(err),
     };
     match report
@@ -263,6 +311,20 @@ fn queue_series(registry: &Registry, report: &SloReport) -> anyhow::Result<()> {
         "slaproof_queue_oldest_seconds",
         "Age of the oldest waiting item since it became due (absent when none waits)",
     )?;
+    let truncated = GaugeVec::new(
+        Opts::new(
+            "slaproof_slo_series_truncated",
+            "1 for a tenant with more objectives than telemetry.slo_series_per_tenant: only its first are shown",
+        ),
+        &["tenant"],
+    )
+    .context("the series slaproof_slo_series_truncated")?;
+    registry
+        .register(Box::new(truncated.clone()))
+        .context("registering slaproof_slo_series_truncated")?;
+    for tenant in &report.truncated {
+        truncated.with_label_values(&[tenant.as_str()]).set(1.0);
+    }
     let failed = gauge(
         "slaproof_queue_failed",
         "Items stuck or given up on: jobs failing their attempts in a row, deliveries failed for good, periods not provable",
@@ -307,11 +369,21 @@ mod tests {
         let report = SloReport {
             slos: states.to_vec(),
             queues: Vec::new(),
+            truncated: vec!["big".into()],
         };
         let families = slo_families(&report).unwrap();
         let mut body = Vec::new();
         TextEncoder::new().encode(&families, &mut body).unwrap();
         String::from_utf8(body).unwrap()
+    }
+
+    #[test]
+    fn a_tenant_over_the_cap_is_marked_truncated() {
+        let body = text(&[]);
+        assert!(
+            body.contains("slaproof_slo_series_truncated{tenant=\"big\"} 1"),
+            "{body}"
+        );
     }
 
     #[test]

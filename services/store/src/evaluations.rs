@@ -340,9 +340,13 @@ pub struct ObjectiveState {
 
 /// The latest in-period evaluation of every objective of every SLA of the
 /// transaction's tenant, as [`latest`] reads one SLA's: the objectives of
-/// each SLA's version in force, one index probe each.
+/// each SLA's version in force, one index probe each; at most `limit`
+/// (by SLA and objective name) when one is given.
 #[tracing::instrument(skip(tx))]
-pub async fn objective_states(tx: &mut TenantTx) -> Result<Vec<ObjectiveState>, StoreError> {
+pub async fn objective_states(
+    tx: &mut TenantTx,
+    limit: Option<i64>,
+) -> Result<Vec<ObjectiveState>, StoreError> {
     sqlx::query_as(
         "SELECT s.name AS sla, c.external_ref AS customer, c.name AS customer_name, e.objective, o.kind, e.as_of, e.period_start, \
              e.period_end, e.target_ppm, e.good, e.total, e.met, e.compliance_ppm, e.budget_allowed, \
@@ -358,9 +362,11 @@ pub async fn objective_states(tx: &mut TenantTx) -> Result<Vec<ObjectiveState>, 
                    AND p.sla_id = s.id AND p.objective = o.name AND p.evaluation_id = evaluations.id) \
              ORDER BY evaluated_at DESC, id DESC LIMIT 1) AS e \
          WHERE s.tenant_id = $1 \
-         ORDER BY s.name, e.objective",
+         ORDER BY s.name, e.objective \
+         LIMIT $2",
     )
     .bind(tx.tenant().uuid())
+    .bind(limit)
     .fetch_all(&mut **tx)
     .await
     .map_err(StoreError::from)

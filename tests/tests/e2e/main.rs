@@ -38,6 +38,7 @@ mod ingest_restart;
 mod isolation;
 mod layering;
 mod maintenance;
+mod metrics_listener;
 mod openslo_apply;
 mod oracle;
 mod pages;
