@@ -10,6 +10,19 @@ export interface EmbedClaims {
   exp: number
 }
 
+/** A JWT's payload, unverified (for showing whose token it is); `null`
+ * when it is not a JWT. */
+export function payloadOf(token: string): Record<string, unknown> | null {
+  const part = token.split('.')[1]
+  if (!part) return null
+  try {
+    const value: unknown = JSON.parse(atob(part.replace(/-/g, '+').replace(/_/g, '/')))
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
 /** The claims of a JWT, unverified: the API verifies the token on every
  * read; the page only needs to know which reads it may make. */
 export function claimsOf(token: string): EmbedClaims | null {

@@ -139,6 +139,7 @@ for (const [scheme, device, width, height] of [
   const other = await browser.newContext({ viewport: { width, height }, colorScheme: scheme })
   const shown = await other.newPage()
   await shown.goto(`${env('BASE_URL')}/console/#token=${env('TOKEN')}`)
+  await shown.click('#link-sign-in')
   await ready(shown, 'slas')
   check(!(await shown.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1)), `${scheme} ${device}: no sideways scrolling`)
   await shown.screenshot({ path: `${env('SHOTS')}/console-slas-${scheme}-${device}.png`, fullPage: true })
@@ -148,7 +149,22 @@ for (const [scheme, device, width, height] of [
 // A phone, dark.
 const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' })
 const small = await phone.newPage()
+// A token in a link is not used until confirmed (login CSRF): the page
+// names the token's tenant and makes no API call before the click.
+const calls = []
+small.on('request', (r) => {
+  if (r.url().includes('/v1/')) calls.push(r.url())
+})
 await small.goto(`${env('BASE_URL')}/console/#token=${env('TOKEN')}`)
+await small.waitForSelector('[data-testid="confirm-link"]')
+check(!(await small.evaluate(() => window.location.hash.includes('token'))), 'the token leaves the address at once')
+check((await small.locator('[data-testid="link-tenant"]').innerText()).length > 10, 'the confirmation names the token\'s tenant')
+check(calls.length === 0 && (await small.evaluate(() => sessionStorage.length)) === 0, `nothing is read or kept before the click (${calls.join(', ')})`)
+await axe(small, 'sign in from a link')
+await small.click('#link-sign-in')
+await ready(small, 'slas')
+// The keyboard checks start from a fresh load (the tab keeps the token).
+await small.reload()
 await ready(small, 'slas')
 await small.keyboard.press('Tab')
 check((await small.evaluate(() => document.activeElement?.className)) === 'skip', 'the first Tab reaches the skip link')

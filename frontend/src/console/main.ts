@@ -8,6 +8,7 @@ import '../forms.css'
 import './console.css'
 import { Api, ApiError } from '../api'
 import { el } from '../dom'
+import { payloadOf } from '../token'
 import { VIEWS, type View } from './views'
 
 const view = document.getElementById('view') as HTMLElement
@@ -36,6 +37,54 @@ function signIn(reason?: string): void {
   input.focus()
 }
 
+/** A token that came in a link (`#token=…`) signs in only once the person
+ * at the screen says so: otherwise anyone could send a provider a link
+ * that signs it into another tenant's console (login CSRF), where what it
+ * then enters (customers, webhook URLs) would land. */
+function confirmLink(token: string): void {
+  nav.hidden = true
+  const claims = payloadOf(token)
+  const shown = (key: string): string => {
+    const v = claims?.[key]
+    if (Array.isArray(v)) return v.join(', ')
+    return v === undefined || v === null ? '—' : String(v)
+  }
+  const expires = typeof claims?.exp === 'number' ? new Date(claims.exp * 1000).toLocaleString() : '—'
+  const yes = el('button', { type: 'submit', id: 'link-sign-in' }, 'Sign in with it')
+  const no = el('button', { type: 'button', id: 'link-refuse' }, 'Not mine: sign in otherwise')
+  const form = el(
+    'form',
+    { class: 'sign-in', 'data-testid': 'confirm-link' },
+    el('h2', {}, 'Sign in from a link?'),
+    el('p', {}, 'The address you opened carries an API token. Use it only if you made the link yourself (slaproof up prints one): a link from someone else would sign you into their console, and what you enter would be theirs.'),
+    el(
+      'dl',
+      {},
+      el('dt', {}, 'Tenant'),
+      el('dd', { 'data-testid': 'link-tenant' }, shown('tenant')),
+      el('dt', {}, 'Signed in as'),
+      el('dd', {}, shown('sub')),
+      el('dt', {}, 'Roles'),
+      el('dd', {}, shown('roles')),
+      el('dt', {}, 'Valid until'),
+      el('dd', {}, expires),
+    ),
+    el('p', {}, yes, ' ', no),
+  )
+  form.addEventListener('submit', (e) => {
+    e.preventDefault()
+    sessionStorage.setItem(KEY, token)
+    void route()
+  })
+  no.addEventListener('click', () => {
+    sessionStorage.removeItem(KEY)
+    signIn()
+  })
+  view.replaceChildren(form)
+  document.documentElement.dataset.ready = 'true'
+  yes.focus()
+}
+
 function renderNav(current: string): void {
   nav.hidden = false
   nav.replaceChildren(
@@ -55,12 +104,14 @@ function renderNav(current: string): void {
 }
 
 async function route(): Promise<void> {
-  // A token in the fragment (#token=…) signs in and leaves the address.
+  // A token in the fragment (#token=…) leaves the address at once, and
+  // signs in only once confirmed.
   const fragment = new URLSearchParams(window.location.hash.slice(1))
   const given = fragment.get('token')
   if (given) {
-    sessionStorage.setItem(KEY, given)
     window.history.replaceState(null, '', `${window.location.pathname}#slas`)
+    confirmLink(given)
+    return
   }
   const token = sessionStorage.getItem(KEY)
   if (!token) {
