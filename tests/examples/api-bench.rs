@@ -56,6 +56,7 @@ async fn main() -> anyhow::Result<()> {
             public_key_pem: Some(RS_PUBLIC.into()),
             secret: None,
             operator: false,
+            tenants: Vec::new(),
         }];
     })
     .await;

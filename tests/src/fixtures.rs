@@ -31,6 +31,7 @@ pub fn trust_test_key(config: &mut Config) {
             public_key_pem: Some(RS_PUBLIC.into()),
             secret: None,
             operator: false,
+            tenants: Vec::new(),
         },
         KeySettings {
             id: OPERATOR_KID.into(),
@@ -38,6 +39,7 @@ pub fn trust_test_key(config: &mut Config) {
             public_key_pem: Some(OPERATOR_PUBLIC.into()),
             secret: None,
             operator: true,
+            tenants: Vec::new(),
         },
     ];
 }

@@ -79,6 +79,8 @@ pub enum AuthError {
     WrongAudience,
     #[error("token claim {0} is invalid")]
     BadClaim(&'static str),
+    #[error("the key that signed the token may not sign tokens for its tenant")]
+    TenantNotAllowed,
 }
 
 /// A refused token as answered: 401 with the reason.
@@ -104,6 +106,8 @@ pub struct VerifyingKey {
     validation: Validation,
     /// Signs operator tokens, and only those (see `KeySettings::operator`).
     operator: bool,
+    /// The tenants it may sign tokens for; `None`: any.
+    tenants: Option<std::sync::Arc<std::collections::HashSet<TenantId>>>,
 }
 
 /// The role only an operator key's tokens carry.
@@ -124,7 +128,17 @@ impl VerifyingKey {
             key,
             validation,
             operator: false,
+            tenants: None,
         }
+    }
+
+    /// This key as one that signs tokens of `tenants` only (`None`: any).
+    pub(crate) fn bound_to(
+        mut self,
+        tenants: Option<std::sync::Arc<std::collections::HashSet<TenantId>>>,
+    ) -> Self {
+        self.tenants = tenants;
+        self
     }
 
     /// This key as one that signs operator tokens only.
@@ -148,7 +162,10 @@ impl Verifier {
         settings.validate()?;
         let mut keys = HashMap::new();
         for k in &settings.keys {
-            let key = VerifyingKey::new(k.algorithm.jwt(), k.decoding_key()?, settings);
+            let key = VerifyingKey::new(k.algorithm.jwt(), k.decoding_key()?, settings).bound_to(
+                crate::settings::tenant_ids("api.keys.tenants", &k.tenants)?
+                    .map(std::sync::Arc::new),
+            );
             keys.insert(
                 k.id.clone(),
                 if k.operator { key.for_operator() } else { key },
@@ -282,6 +299,13 @@ fn check(token: &str, alg: Algorithm, key: &VerifyingKey) -> Result<Principal, A
         .tenant
         .parse()
         .map_err(|_| AuthError::BadClaim("tenant"))?;
+    if key
+        .tenants
+        .as_ref()
+        .is_some_and(|allowed| !allowed.contains(&tenant))
+    {
+        return Err(AuthError::TenantNotAllowed);
+    }
     let customer = claims
         .customer
         .as_deref()
@@ -369,6 +393,7 @@ mod tests {
             public_key_pem: pem.map(str::to_owned),
             secret: secret.map(|s| s.to_owned().into()),
             operator: false,
+            tenants: Vec::new(),
         }
     }
 
@@ -429,6 +454,64 @@ mod tests {
             assert_eq!(p.subject, "user-1");
             assert_eq!(p.tenant.to_string(), c.tenant);
         }
+    }
+
+    #[test]
+    fn a_key_bound_to_tenants_signs_for_those_only() {
+        // #31 item 8: any trusted key signed tokens for any `tenant`, so
+        // one provider's identity provider could speak for another tenant.
+        let mine = TenantId::new();
+        let mut bound = key("rs", KeyAlgorithm::RS256, Some(RS_PUBLIC), None);
+        bound.tenants = vec![mine.to_string()];
+        let v = Verifier::new(&Settings {
+            keys: vec![bound],
+            ..Settings::default()
+        })
+        .unwrap();
+        let mut c = claims();
+        c.tenant = mine.to_string();
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c))
+                .unwrap()
+                .tenant,
+            mine
+        );
+        c.tenant = TenantId::new().to_string();
+        assert_eq!(
+            v.verify(&sign(Algorithm::RS256, "rs", &rs(), &c)),
+            Err(AuthError::TenantNotAllowed)
+        );
+        // An unbound key still signs for any tenant.
+        assert!(
+            verifier(false)
+                .verify(&sign(Algorithm::RS256, "rs", &rs(), &c))
+                .is_ok()
+        );
+        // Bad bindings are named.
+        let mut wrong = key("rs", KeyAlgorithm::RS256, Some(RS_PUBLIC), None);
+        wrong.tenants = vec!["acme".into()];
+        let err = Verifier::new(&Settings {
+            keys: vec![wrong],
+            ..Settings::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "api.keys.tenants");
+        let mut operator = key("op", KeyAlgorithm::RS256, Some(RS_PUBLIC), None);
+        operator.operator = true;
+        operator.tenants = vec![mine.to_string()];
+        let err = Verifier::new(&Settings {
+            keys: vec![operator],
+            ..Settings::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "api.keys.tenants");
+        let err = Settings {
+            jwks_tenants: vec!["nope".into()],
+            ..Settings::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(err.key, "api.jwks_tenants");
     }
 
     #[test]

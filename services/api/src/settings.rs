@@ -51,6 +51,9 @@ pub struct Settings {
     /// The algorithms a JWKS key may verify: RS256, ES256, EdDSA. HS256 is
     /// never taken from a JWKS (a published key cannot be a secret).
     pub jwks_algorithms: Vec<KeyAlgorithm>,
+    /// The tenants (`ten_…`) the JWKS's keys may sign tokens for; empty:
+    /// any (an issuer shared by every tenant).
+    pub jwks_tenants: Vec<String>,
     /// How long a fetched key set is kept when its answer carries no
     /// `Cache-Control: max-age`, and the longest it is kept at all.
     pub jwks_refresh_secs: u64,
@@ -85,6 +88,7 @@ impl Default for Settings {
                 KeyAlgorithm::ES256,
                 KeyAlgorithm::EdDSA,
             ],
+            jwks_tenants: Vec::new(),
             jwks_refresh_secs: 300,
             jwks_min_refetch_secs: 30,
             pages_dir: None,
@@ -116,6 +120,11 @@ pub struct KeySettings {
     /// key never acts as a tenant's user.
     #[serde(default)]
     pub operator: bool,
+    /// The tenants (`ten_…`) this key may sign tokens for; empty: any.
+    /// Bind a provider's own identity provider to its tenant, so that its
+    /// tokens can never speak for another tenant.
+    #[serde(default)]
+    pub tenants: Vec<String>,
 }
 
 /// The algorithms a key may be pinned to.
@@ -302,9 +311,38 @@ impl Settings {
                 ));
             }
             key.decoding_key()?;
+            if key.operator && !key.tenants.is_empty() {
+                return Err(invalid(
+                    "api.keys.tenants",
+                    format!(
+                        "key {:?}: an operator key spans every tenant; bind only tenants' keys",
+                        key.id
+                    ),
+                ));
+            }
+            tenant_ids("api.keys.tenants", &key.tenants)?;
         }
+        tenant_ids("api.jwks_tenants", &self.jwks_tenants)?;
         Ok(())
     }
+}
+
+/// The tenants a key is bound to, parsed; `None` for an unbound key.
+pub(crate) fn tenant_ids(
+    key: &'static str,
+    tenants: &[String],
+) -> Result<Option<std::collections::HashSet<slaproof_domain::ids::TenantId>>, SettingsError> {
+    if tenants.is_empty() {
+        return Ok(None);
+    }
+    tenants
+        .iter()
+        .map(|t| {
+            t.parse()
+                .map_err(|_| invalid(key, format!("{t:?} is not a tenant id (ten_…)")))
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 impl KeySettings {

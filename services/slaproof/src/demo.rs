@@ -224,6 +224,7 @@ pub fn api_key(data_dir: &Path) -> anyhow::Result<slaproof_api::settings::KeySet
         public_key_pem: None,
         secret: Some(secret.into()),
         operator: false,
+        tenants: Vec::new(),
     })
 }
 

@@ -812,6 +812,7 @@ async fn introspection_can_be_turned_off() {
             public_key_pem: Some(RS_PUBLIC.into()),
             secret: None,
             operator: false,
+            tenants: Vec::new(),
         }];
     })
     .await;

@@ -60,6 +60,9 @@ pub struct Jwks {
     refresh: Duration,
     min_refetch: Duration,
     settings: Settings,
+    /// The tenants its keys may sign tokens for (`api.jwks_tenants`);
+    /// `None`: any.
+    tenants: Option<Arc<std::collections::HashSet<slaproof_domain::ids::TenantId>>>,
     state: RwLock<State>,
     /// One fetch at a time; callers waiting on it then read its result.
     fetching: tokio::sync::Mutex<()>,
@@ -89,6 +92,8 @@ impl Jwks {
             refresh: Duration::from_secs(settings.jwks_refresh_secs),
             min_refetch: Duration::from_secs(settings.jwks_min_refetch_secs),
             settings: settings.clone(),
+            tenants: crate::settings::tenant_ids("api.jwks_tenants", &settings.jwks_tenants)?
+                .map(Arc::new),
             state: RwLock::new(State::default()),
             fetching: tokio::sync::Mutex::new(()),
         }))
@@ -231,7 +236,7 @@ impl Jwks {
             return Err("an algorithm not in api.jwks_algorithms");
         }
         let key = DecodingKey::from_jwk(jwk).map_err(|_| "unreadable key material")?;
-        Ok(VerifyingKey::new(algorithm, key, &self.settings))
+        Ok(VerifyingKey::new(algorithm, key, &self.settings).bound_to(self.tenants.clone()))
     }
 }
 
