@@ -270,12 +270,15 @@ impl Deliverer {
         let mut response = match request.send().await {
             Ok(response) => response,
             Err(err) => {
-                let error = match refusal_of(&err) {
-                    Some(refusal) => format!("refused: {refusal}"),
+                let refused = refusal_of(&err).map(|refusal| format!("refused: {refusal}"));
+                let error = match refused {
+                    Some(refused) => refused,
                     None if err.is_timeout() => {
                         format!("no answer within {}s", self.settings.request_timeout_secs)
                     }
-                    None => format!("request failed: {}", error_chain(&err)),
+                    // Without the URL: its query may carry the
+                    // receiver's secret, and this text is stored and logged.
+                    None => format!("request failed: {}", error_chain(&err.without_url())),
                 };
                 return failed(error);
             }
@@ -300,7 +303,10 @@ impl Deliverer {
                 }
                 Ok(None) => break,
                 Err(err) => {
-                    error = Some(format!("reading the answer: {}", error_chain(&err)));
+                    error = Some(format!(
+                        "reading the answer: {}",
+                        error_chain(&err.without_url())
+                    ));
                     break;
                 }
             }

@@ -1436,3 +1436,31 @@ async fn an_endpoint_failing_for_longer_than_the_setting_is_disabled_and_told_of
     assert!(enabled().await.enabled);
     assert_eq!(receiver.seen().len(), 5);
 }
+
+#[tokio::test]
+async fn a_secret_in_an_endpoints_url_never_reaches_the_attempt_error_or_the_logs() {
+    // #31 item 8: a failed request's error was reqwest's text, which names
+    // the whole URL ("error sending request for url (…?token=…)"); it was
+    // stored as the attempt's error and logged with it.
+    let world = world().await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{closed}/hook?token=s3cr3t-in-the-url");
+    world.endpoint(&url, &["sla.*"]).await;
+    world.fact("sla.period_closed", json!({})).await;
+    let deliverer = world.deliverer("w1", loopback(), Settings::default()).await;
+    deliverer.round().await.unwrap();
+    let errors: Vec<Option<String>> = sqlx::query_scalar("SELECT error FROM webhook_attempts")
+        .fetch_all(&mut world.database.owner_connection().await)
+        .await
+        .unwrap();
+    assert_eq!(errors.len(), 1);
+    let error = errors[0].clone().unwrap();
+    assert!(error.starts_with("request failed"), "{error}");
+    assert!(
+        !error.contains("s3cr3t") && !error.contains("token="),
+        "{error}"
+    );
+}
