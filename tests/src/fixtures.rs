@@ -133,3 +133,28 @@ pub async fn call(
     }
     (status, body)
 }
+
+/// One evaluator round of `tenant` over everything stored, as the worker
+/// would run it two minutes from now (so no settling holds events back);
+/// while the platform's own evaluator holds the tenant, again a moment
+/// later (for at most 5 s).
+pub async fn evaluate_now(db: &slaproof_store::Database, tenant: TenantId) {
+    for _ in 0..50 {
+        let mut tx = db.tenant_tx(tenant).await.unwrap();
+        match slaproof_evaluator::evaluate_tenant_up_to(
+            &mut tx,
+            &slaproof_evaluator::Settings::default(),
+            Some(chrono::Utc::now() + chrono::Duration::minutes(2)),
+        )
+        .await
+        {
+            Ok(_) => return tx.commit().await.unwrap(),
+            Err(slaproof_evaluator::EvaluatorError::Busy { .. }) => {
+                drop(tx);
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("evaluating: {err}"),
+        }
+    }
+    panic!("the tenant stayed busy for 5 s");
+}

@@ -6,8 +6,7 @@
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
-use slaproof_domain::ids::TenantId;
-use slaproof_store::{Database, customers, ingest_keys, tenants};
+use slaproof_store::{customers, ingest_keys, tenants};
 use slaproof_tests::{TestApp, fixtures, spawn_app_with};
 
 fn rfc3339(time: DateTime<Utc>) -> String {
@@ -58,30 +57,6 @@ async fn apply(app: &TestApp, admin: &str, name: &str, customer: &str) {
     )
     .await;
     assert!(status.is_success(), "{status} {body}");
-}
-
-/// One evaluator round over everything stored, as the worker would run it
-/// two minutes from now; again a moment later while the platform's own
-/// evaluator holds the tenant.
-async fn evaluate(db: &Database, tenant: TenantId) {
-    for _ in 0..50 {
-        let mut tx = db.tenant_tx(tenant).await.unwrap();
-        match slaproof_evaluator::evaluate_tenant_up_to(
-            &mut tx,
-            &slaproof_evaluator::Settings::default(),
-            Some(Utc::now() + Duration::minutes(2)),
-        )
-        .await
-        {
-            Ok(_) => return tx.commit().await.unwrap(),
-            Err(slaproof_evaluator::EvaluatorError::Busy { .. }) => {
-                drop(tx);
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(err) => panic!("evaluating: {err}"),
-        }
-    }
-    panic!("the tenant stayed busy for 5 s");
 }
 
 /// (value, bad, total) of an attribution answer.
@@ -169,7 +144,7 @@ async fn the_provider_sees_its_customers_ranked_and_where_bad_events_came_from()
         .await
         .unwrap();
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    evaluate(&app.db, tenant).await;
+    fixtures::evaluate_now(&app.db, tenant).await;
 
     // The ranking: most bad requests first, the SLA without a customer
     // left out, names beside references.

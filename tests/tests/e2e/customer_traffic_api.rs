@@ -88,30 +88,6 @@ async fn customers_of(db: &Database, tenant: TenantId) -> Vec<(String, Option<St
     rows
 }
 
-/// One evaluator round over everything stored (as the worker would run it
-/// two minutes from now, so that no settling holds events back); while the
-/// platform's own evaluator holds the tenant, again a moment later.
-async fn evaluate(db: &Database, tenant: TenantId) {
-    for _ in 0..50 {
-        let mut tx = db.tenant_tx(tenant).await.unwrap();
-        match slaproof_evaluator::evaluate_tenant_up_to(
-            &mut tx,
-            &slaproof_evaluator::Settings::default(),
-            Some(Utc::now() + Duration::minutes(2)),
-        )
-        .await
-        {
-            Ok(_) => return tx.commit().await.unwrap(),
-            Err(slaproof_evaluator::EvaluatorError::Busy { .. }) => {
-                drop(tx);
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(err) => panic!("evaluating: {err}"),
-        }
-    }
-    panic!("the tenant stayed busy for 5 s");
-}
-
 #[tokio::test]
 async fn each_way_of_naming_a_customer_is_stored_and_a_malformed_reference_is_refused_by_name() {
     let app = spawn_app().await;
@@ -330,7 +306,7 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     )
     .await;
     assert_eq!((status, &body["stored"]), (200, &json!(18)), "{body}");
-    evaluate(&app.db, tenant).await;
+    fixtures::evaluate_now(&app.db, tenant).await;
 
     // Each customer sees its own requests only: through its own token and
     // through the provider's.
@@ -384,7 +360,7 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     .await;
     assert!(status.is_success(), "{status} {body}");
     apply(&app, &admin, "newco-sla", "newco").await;
-    evaluate(&app.db, tenant).await;
+    fixtures::evaluate_now(&app.db, tenant).await;
     assert_eq!(availability(&app, &admin, "newco-sla").await, (5, 5));
     let (_, report) = call(&app, &admin, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(report["unknown_customer_count"], 0, "{report}");
