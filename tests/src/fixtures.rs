@@ -134,6 +134,21 @@ pub async fn call(
     (status, body)
 }
 
+/// Applies an SLA document through `POST /v1/slas` as `token`; panics
+/// unless it is accepted.
+pub async fn apply_sla(address: SocketAddr, token: &str, document: &str) {
+    let (status, body) = call(
+        &reqwest::Client::new(),
+        address,
+        token,
+        "POST",
+        "/v1/slas",
+        Some(json!({ "document": document })),
+    )
+    .await;
+    assert!(status.is_success(), "{status} {body}");
+}
+
 /// One evaluator round of `tenant` over everything stored, as the worker
 /// would run it two minutes from now (so no settling holds events back);
 /// while the platform's own evaluator holds the tenant, again a moment

@@ -87,12 +87,7 @@ fn stretch(
     to: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
-    for (field, at) in [("from", from), ("to", to)] {
-        if let Some(at) = at {
-            slaproof_domain::minute::check_instant(at)
-                .map_err(|rule| AppError::invalid(field, rule))?;
-        }
-    }
+    crate::check_instants(&[("from", from), ("to", to)])?;
     let to = to.unwrap_or(now);
     let from = from.unwrap_or(to - DEFAULT_STRETCH);
     if to <= from {

@@ -103,6 +103,16 @@ pub enum SlaScopeView {
     Service,
 }
 
+impl SlaScopeView {
+    /// The name REST serializes it as (`customer`, `service`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Customer => "customer",
+            Self::Service => "service",
+        }
+    }
+}
+
 impl From<slaproof_domain::SlaScope> for SlaScopeView {
     fn from(scope: slaproof_domain::SlaScope) -> Self {
         match scope {
@@ -239,12 +249,7 @@ pub fn dashboard_range(
     step: Duration,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
     // Any caller's instants, bounded before any minute arithmetic.
-    for (field, at) in [("from", from), ("to", to)] {
-        if let Some(at) = at {
-            slaproof_domain::minute::check_instant(at)
-                .map_err(|rule| AppError::invalid(field, rule))?;
-        }
-    }
+    crate::check_instants(&[("from", from), ("to", to)])?;
     let to = ceil_minute(to.unwrap_or(now));
     let from = floor_minute(from.unwrap_or(to - Duration::minutes(DEFAULT_RANGE_MINUTES)));
     if to <= from {

@@ -191,10 +191,7 @@ pub(crate) const MAX_HISTORY_DAYS: i64 = 400;
 /// A range `[from, to)` a history read may be asked for: not empty, at
 /// most [`MAX_HISTORY_DAYS`].
 pub(crate) fn check_history_range(from: DateTime<Utc>, to: DateTime<Utc>) -> Result<(), AppError> {
-    for (field, at) in [("from", from), ("to", to)] {
-        slaproof_domain::minute::check_instant(at)
-            .map_err(|rule| AppError::invalid(field, rule))?;
-    }
+    crate::check_instants(&[("from", Some(from)), ("to", Some(to))])?;
     if to <= from || to - from > Duration::days(MAX_HISTORY_DAYS) {
         return Err(AppError::invalid(
             "to",

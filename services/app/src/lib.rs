@@ -110,6 +110,21 @@ impl From<StoreError> for AppError {
     }
 }
 
+/// Refuses any given instant outside 1970–2200 (`minute::check_instant`),
+/// naming its field, before any minute arithmetic: the one check every
+/// range a caller gives goes through.
+pub(crate) fn check_instants(
+    instants: &[(&str, Option<chrono::DateTime<chrono::Utc>>)],
+) -> Result<(), AppError> {
+    for (field, at) in instants {
+        if let Some(at) = at {
+            slaproof_domain::minute::check_instant(*at)
+                .map_err(|rule| AppError::invalid(*field, rule))?;
+        }
+    }
+    Ok(())
+}
+
 /// The evaluator's default late grace (`evaluator.grace_secs`), until the
 /// configuration says otherwise ([`App::with_late_grace`]).
 pub const DEFAULT_LATE_GRACE_SECS: i64 = 300;

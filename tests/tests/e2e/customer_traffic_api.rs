@@ -217,15 +217,7 @@ spec:
 
 async fn apply(app: &TestApp, admin: &str, name: &str, customer: &str) {
     let document = SLA.replace("{NAME}", name).replace("{CUSTOMER}", customer);
-    let (status, body) = call(
-        app,
-        admin,
-        "POST",
-        "/v1/slas",
-        Some(json!({ "document": document })),
-    )
-    .await;
-    assert!(status.is_success(), "{status} {body}");
+    fixtures::apply_sla(app.address, admin, &document).await;
 }
 
 /// The dashboard's availability figures: (good, total) over the period.

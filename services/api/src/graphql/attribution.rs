@@ -47,10 +47,7 @@ impl AttributionQuery {
             from: view.from.to_rfc3339(),
             to: view.to.to_rfc3339(),
             as_of: view.as_of.to_rfc3339(),
-            scope: match view.scope {
-                slaproof_app::dashboard::SlaScopeView::Customer => "customer",
-                slaproof_app::dashboard::SlaScopeView::Service => "service",
-            },
+            scope: view.scope.as_str(),
             bad: view.bad,
             total: view.total,
             values: view.values,

@@ -88,10 +88,7 @@ impl Dashboard {
     /// Whose requests the SLA is judged on: `customer` (its customer's own)
     /// or `service` (every request of the service).
     async fn scope(&self) -> &'static str {
-        match self.0.scope {
-            slaproof_app::dashboard::SlaScopeView::Customer => "customer",
-            slaproof_app::dashboard::SlaScopeView::Service => "service",
-        }
+        self.0.scope.as_str()
     }
     async fn objectives(&self) -> Vec<DashboardObjective> {
         self.0
