@@ -29,8 +29,13 @@ struct LogAnchorRequest {
 
 impl Worker {
     /// Claims and runs due log-anchor jobs until none is left; answers how
-    /// many ran. Without a chain each waits and is retried.
+    /// many ran. Without a chain none is claimed: the days stay due, for
+    /// this worker once its chain is there (`up` finds its anvil a moment
+    /// after the worker starts) or for a replica that has one.
     pub async fn anchor_logs_due(&self) -> Result<usize, AttestationError> {
+        if self.anchoring.is_none() {
+            return Ok(0);
+        }
         let mut ran = 0;
         loop {
             let claimed = jobs::claim(
@@ -49,6 +54,7 @@ impl Worker {
             for job in claimed {
                 if let Err(err) = self.anchor_log_day(&job).await {
                     let retry = match err {
+                        // The chain went away mid-run.
                         AttestationError::NoChain => jobs::RETRY_CAP,
                         _ => jobs::retry_delay(job.attempts),
                     };

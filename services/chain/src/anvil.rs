@@ -19,6 +19,14 @@ pub fn dev_key() -> SecretString {
     SecretString::from(DEV_KEY)
 }
 
+/// The development key's address: the attester of a chain `up` runs.
+pub fn dev_address() -> alloy::primitives::Address {
+    DEV_KEY
+        .parse::<alloy::signers::local::PrivateKeySigner>()
+        .expect("anvil's first development key is a key")
+        .address()
+}
+
 /// The anvil binary: from `contracts/node_modules` under `root` (the
 /// per-platform package npm installs, or the `dist/` its install script
 /// downloads), else `anvil` on the `PATH`. Run directly rather than through

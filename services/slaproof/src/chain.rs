@@ -160,6 +160,10 @@ pub(crate) fn banner(chain: &UpChain) -> String {
     out
 }
 
+/// How long the attestation service waits for its first look for the
+/// chain before it proves without one.
+const FIRST_LOOK_FOR_CHAIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The attestation service: loads (or makes) the proving keys off the
 /// runtime, connects to the chain the `chain` commands would use, and runs
 /// the worker until `shutdown`. Without a chain it proves and keeps the
@@ -245,9 +249,20 @@ pub(crate) async fn run_attestation(
         ),
     };
     let poll = std::time::Duration::from_millis(worker.settings.poll_interval_ms);
+    // The first look for the chain is waited for, briefly: a worker that
+    // took a closed period before it knew of its chain would prove it over
+    // a vector committed at the close instead of over its anchored days
+    // (and leave the days' anchors for ten minutes), as every first start
+    // of `up` did, its anvil found a second after the worker started.
+    let mut first = tokio::select! {
+        () = shutdown.cancelled() => return,
+        looked = tokio::time::timeout(FIRST_LOOK_FOR_CHAIN, &mut arrived) => {
+            looked.ok().and_then(Result::ok)
+        }
+    };
     loop {
         if worker.anchoring.is_none()
-            && let Ok(anchoring) = arrived.try_recv()
+            && let Some(anchoring) = first.take().or_else(|| arrived.try_recv().ok())
         {
             tracing::info!(
                 chain_id = anchoring.chain.chain_id(),

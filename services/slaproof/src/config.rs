@@ -207,11 +207,18 @@ impl Default for EventsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct DemoConfig {
     pub enabled: bool,
+    /// Requests a second (at the day's mean) of the history the demo is
+    /// given on its first start, from the start of the previous month to
+    /// now; 0: no history.
+    pub history_rate: f64,
 }
 
 impl Default for DemoConfig {
     fn default() -> Self {
-        Self { enabled: true }
+        Self {
+            enabled: true,
+            history_rate: 0.1,
+        }
     }
 }
 
@@ -542,6 +549,15 @@ impl Config {
         self.transparency
             .validate()
             .map_err(|rule| invalid("transparency", rule))?;
+        // Five a second is about 15 million requests over two months: more
+        // would keep a first start busy for minutes.
+        let rate = self.demo.history_rate;
+        if !(rate.is_finite() && (0.0..=5.0).contains(&rate)) {
+            return Err(invalid(
+                "demo.history_rate",
+                format!("must be between 0 and 5 requests a second, got {rate}"),
+            ));
+        }
         if self.server.shutdown_grace_secs > 600 {
             return Err(invalid(
                 "server.shutdown_grace_secs",

@@ -12,6 +12,8 @@ use slaproof_domain::ids::{CustomerId, TenantId};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_store::{Database, StoreError, customers, ingest_keys, slas, tenants};
 
+pub mod history;
+
 /// The demo tenant's name.
 pub const TENANT: &str = "demo";
 /// The demo SLA, shipped with the domain crate's fixtures.

@@ -132,3 +132,18 @@ pub async fn count(
     .await?;
     Ok(n)
 }
+
+/// Whether the tenant has stored any event, or has had its events read by
+/// the evaluator (a watermark): a tool that writes a tenant's past (the
+/// demo's history) must come before either, since the evaluator learns
+/// events in the order they were received.
+pub async fn any_or_evaluated(tx: &mut TenantTx) -> Result<bool, StoreError> {
+    let found: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE tenant_id = $1) \
+             OR EXISTS (SELECT 1 FROM evaluator_watermarks WHERE tenant_id = $1)",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(found)
+}

@@ -11,11 +11,9 @@
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::{AlertSeverity, EventVerdict, EventView, MeasuredField, SlaDefinition, Sli};
 use slaproof_evaluator::TenantRun;
-use slaproof_ingest::EventIn;
-use slaproof_ingest::event::{IdSeed, TimeBounds};
-use slaproof_ingest::loadgen::{self, Customers, Stretch};
+use slaproof_ingest::loadgen::{Customers, Stretch};
 use slaproof_store::events::StoredEvent;
-use slaproof_tests::scenario::{Scenario, at};
+use slaproof_tests::scenario::{Scenario, at, settings};
 
 /// The demo's incident, starting at `start`.
 fn incident_from(start: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
@@ -23,20 +21,9 @@ fn incident_from(start: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
     (start, start + length)
 }
 
-/// The loadgen's traffic over `stretch`, validated as ingest validates it,
-/// each request with the instant it finished (when it was sent).
+/// The loadgen's traffic over `stretch`, as the demo's history draws it.
 fn traffic(stretch: &Stretch) -> Vec<(StoredEvent, DateTime<Utc>)> {
-    let bounds = TimeBounds::at(stretch.to, 30, Duration::minutes(5));
-    loadgen::requests(stretch)
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let json = r.to_event(&format!("demo-{i}"));
-            let event: EventIn = serde_json::from_value(json).unwrap();
-            let stored = event.validate(i, &bounds, IdSeed::Fresh).unwrap();
-            (stored, r.finished_at())
-        })
-        .collect()
+    slaproof::demo::history::traffic(stretch, 30)
 }
 
 /// The events that started in `[from, to)`.
@@ -400,5 +387,93 @@ async fn the_live_demo_meets_its_sla_then_pages_at_the_incidents_first_round() {
     // throughout: the incident never touched them.
     for run in &runs {
         assert_met_and_quiet(run, "globex-standard", 2);
+    }
+}
+
+#[tokio::test]
+async fn the_demos_history_closes_acme_corps_month_missed_and_every_other_met() {
+    // What `slaproof up` writes on its first start, on the 5th of a month:
+    // the loadgen's traffic from the previous month's start (in Berlin),
+    // with the 70B model's six-hour incident on the 12th.
+    let now = at("2026-12-05T06:00:00Z");
+    let plan = slaproof::demo::history::HistoryPlan::for_demo(now, 0.1).unwrap();
+    // acme-corp's November in Berlin; the first round within every demo
+    // SLA's November (globex's in New York starts last).
+    assert_eq!(plan.closed.start, at("2026-10-31T23:00:00Z"));
+    assert_eq!(plan.closed.end, at("2026-11-30T23:00:00Z"));
+    assert_eq!(plan.stretch.from, plan.closed.start);
+    assert_eq!(plan.first_round, at("2026-11-01T04:00:00Z"));
+    // Less than a day into a month, the month before is the one closed.
+    let early =
+        slaproof::demo::history::HistoryPlan::for_demo(at("2026-12-01T02:00:00Z"), 0.1).unwrap();
+    assert_eq!(early.closed.start, at("2026-09-30T22:00:00Z"));
+    assert_eq!(early.first_round, at("2026-10-01T04:00:00Z"));
+    let (from, to) = plan.incident();
+    assert_eq!(
+        (from, to),
+        (at("2026-11-12T08:00:00Z"), at("2026-11-12T14:00:00Z"))
+    );
+
+    let s = Scenario::new(slaproof::demo::SLA_DOCUMENT, "2026-11-01", "2026-12-05").await;
+    s.customers(&["globex", "initech"]).await;
+    for (document, _) in slaproof::demo::OTHER_SLAS {
+        s.apply(document).await;
+    }
+    let written = slaproof::demo::history::write(&s.db, s.tenant, &plan, 400, &settings())
+        .await
+        .unwrap();
+    // About 0.1 a second over 34¼ days, none received after now.
+    assert!((250_000..330_000).contains(&written), "{written}");
+    // Written once: a tenant with events gets no second history.
+    assert_eq!(
+        slaproof::demo::history::write(&s.db, s.tenant, &plan, 400, &settings())
+            .await
+            .unwrap(),
+        0
+    );
+
+    // The history's rounds closed each SLA's month, as the live evaluator
+    // would have: what they froze.
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let results: Vec<(String, String, DateTime<Utc>, i64, i64, bool)> = sqlx::query_as(
+        "SELECT s.name, r.objective, r.period_start, r.good, r.total, r.met \
+         FROM period_results r JOIN slas s ON s.tenant_id = r.tenant_id AND s.id = r.sla_id",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let closed = |sla: &str, objective: &str| {
+        results
+            .iter()
+            .find(|r| r.0 == sla && r.1 == objective)
+            .unwrap_or_else(|| panic!("{sla} {objective} closed: {results:?}"))
+    };
+    // acme-corp's availability misses its 99.9%: the incident failed about
+    // a sixth of its requests for six hours; its latency objectives hold.
+    let availability = closed("acme-enterprise", "availability");
+    assert_eq!(availability.2, plan.closed.start);
+    let compliance = availability.3 as f64 / availability.4 as f64;
+    assert!(!availability.5, "{availability:?}");
+    assert!((0.997..0.999).contains(&compliance), "{availability:?}");
+    for objective in ["ttft-p95", "latency-p99"] {
+        let result = closed("acme-enterprise", objective);
+        assert!(result.5, "{result:?}");
+    }
+    // Available minutes sit at their target's edge at this volume (about
+    // three of acme-corp's requests a minute: one failure fails a minute),
+    // so the story does not rest on them; the credit policy does not
+    // either.
+    let minutes = closed("acme-enterprise", "minutes-available");
+    assert!(minutes.4 > 30_000, "most minutes had requests: {minutes:?}");
+    // Globex never uses the 70B model, Initech barely; the public SLA
+    // spreads the incident over every customer's requests. Each closes the
+    // month of its own zone (New York, London, UTC).
+    for sla in ["globex-standard", "initech-pro", "chat-public"] {
+        let of: Vec<_> = results.iter().filter(|r| r.0 == sla).collect();
+        assert!(!of.is_empty(), "{sla} closed");
+        for result in of {
+            assert!(result.5, "{result:?}");
+        }
     }
 }

@@ -359,6 +359,26 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
         } else {
             None
         };
+        // Before any worker runs: the evaluator learns events in the order
+        // they were received, so a past is written before it first reads.
+        let history = match &demo {
+            Some(demo) => {
+                let started = std::time::Instant::now();
+                let written =
+                    demo::history::ensure(&db, &config, demo.tenant, chrono::Utc::now()).await?;
+                if let Some(w) = &written {
+                    eprintln!(
+                        "gave the demo its history: {} requests since {}, {} transparency log days, in {:.1} s",
+                        w.events,
+                        w.plan.stretch.from.format("%Y-%m-%d %H:%M UTC"),
+                        w.log_days,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+                written
+            }
+            None => None,
+        };
         // With no token issuer configured the API would refuse everyone:
         // the demo brings a key of its own and prints tokens to try it.
         let tokens = match &demo {
@@ -382,9 +402,32 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
             chain.as_ref(),
             demo.as_ref(),
             tokens.as_ref(),
+            history.as_ref(),
         );
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
+        if let (Some(demo), Some(tokens), Some(history)) = (&demo, &tokens, &history) {
+            tokio::spawn(demo::history::announce(
+                demo::history::Pointers {
+                    url: format!("http://{}", app.local_addr()),
+                    provider_admin: tokens.provider_admin.clone(),
+                    customer_admin: tokens.customer_admin.clone(),
+                    sla: demo.sla_name.clone(),
+                    closed: history.plan.closed,
+                    chain: chain.as_ref().and_then(|c| {
+                        let eas = c.deployment.as_ref()?.eas;
+                        // up's own anvil attests with its development key.
+                        c.anvil.as_ref()?;
+                        Some((
+                            c.rpc_url.clone(),
+                            eas,
+                            slaproof_chain::anvil::dev_address(),
+                        ))
+                    }),
+                },
+                shutdown.clone(),
+            ));
+        }
         if let (Some(demo), Some(tokens)) = (&demo, &tokens) {
             tokio::spawn(crate::pages::announce_dashboard(
                 app.local_addr(),
@@ -419,6 +462,7 @@ fn print_welcome(
     chain: Option<&UpChain>,
     demo: Option<&demo::Demo>,
     tokens: Option<&demo::DemoTokens>,
+    history: Option<&demo::history::Written>,
 ) {
     let url = format!("http://{}", app.local_addr());
     let mut out = String::new();
@@ -469,6 +513,17 @@ fn print_welcome(
         out.push_str(
             "              loadgen traffic spreads over acme-corp, globex, initech and unregistered trial-N;\n              the incident hits the 70B model, which acme-corp uses most and globex never\n",
         );
+        if let Some(history) = history {
+            let (from, to) = history.plan.incident();
+            out.push_str(&format!(
+                "  History     {} requests from {} to now, written at this first start as if received live;\n              the 70B model's incident from {} to {} makes {}'s month missed:\n              its close, credit, proofs and anchors follow within minutes (printed below when ready)\n",
+                history.events,
+                history.plan.stretch.from.format("%Y-%m-%d %H:%M UTC"),
+                from.format("%Y-%m-%d %H:%M"),
+                to.format("%H:%M UTC"),
+                demo.sla_name,
+            ));
+        }
         out.push_str(&format!("  Ingest key  {}\n", demo.ingest_key));
         if let Some(tokens) = tokens {
             out.push_str(&format!(

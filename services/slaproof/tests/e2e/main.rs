@@ -7,6 +7,7 @@ mod support;
 mod cli;
 mod cli_apply;
 mod cli_log;
+mod demo_history;
 mod prometheus;
 mod telemetry;
 mod verify;

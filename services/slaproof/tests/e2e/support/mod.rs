@@ -51,11 +51,21 @@ pub(crate) struct Up {
     pub child: Child,
     pub banner: String,
     pub url: String,
+    /// What it prints after the banner, line by line.
+    pub later: mpsc::Receiver<String>,
 }
 
 /// Starts `command` (a `slaproof up` with its environment set) and waits
 /// for its banner, at most 180 s.
 pub(crate) fn start(mut command: Command) -> Up {
+    // A history costs a first start a minute of writing and the services
+    // minutes of work: only the test that follows it asks for one.
+    if !command
+        .get_envs()
+        .any(|(key, _)| key == "SLAPROOF_DEMO__HISTORY_RATE")
+    {
+        command.env("SLAPROOF_DEMO__HISTORY_RATE", "0");
+    }
     let mut child = command
         .arg("up")
         .stdout(Stdio::piped())
@@ -95,7 +105,12 @@ pub(crate) fn start(mut command: Command) -> Up {
         .and_then(|l| l.split_whitespace().next())
         .expect("the banner names the HTTP address")
         .to_owned();
-    Up { child, banner, url }
+    Up {
+        child,
+        banner,
+        url,
+        later: received,
+    }
 }
 
 impl Up {
@@ -106,6 +121,23 @@ impl Up {
             .find_map(|l| l.trim().strip_prefix("Ingest key"))
             .map(|k| k.trim().to_owned())
             .expect("the banner shows the demo ingest key")
+    }
+
+    /// Waits up to `within` for a line after the banner containing
+    /// `needle`; returns it and the lines after it up to the next empty one.
+    pub(crate) fn wait_for(&self, needle: &str, within: Duration) -> Option<Vec<String>> {
+        let deadline = Instant::now() + within;
+        let mut found: Option<Vec<String>> = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.later.recv_timeout(left).ok()?;
+            match &mut found {
+                None if line.contains(needle) => found = Some(vec![line]),
+                None => {}
+                Some(_) if line.trim().is_empty() => return found,
+                Some(lines) => lines.push(line),
+            }
+        }
     }
 
     /// Sends SIGTERM; the exit status, or `None` (and a kill) after 60 s.
