@@ -60,7 +60,11 @@ pub async fn credit_period(
         .max()
         .unwrap_or(period_start);
     let stored = slas::find_version(tx, sla, version).await?;
-    let (Some(policy), Some(customer)) = (&stored.definition.credits, stored.customer) else {
+    // The customer the judged version was for, not the SLA's customer now:
+    // a month judged under one customer's version is that customer's
+    // credit, at its fee, after the SLA moved to another.
+    let customer = slas::customer_of_version(tx, sla, version).await?;
+    let (Some(policy), Some(customer)) = (&stored.definition.credits, customer) else {
         return Ok(Credited::NotCovered);
     };
     let composite = credits::frozen_composite(tx, sla, period_start).await?;

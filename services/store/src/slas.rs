@@ -333,6 +333,36 @@ pub async fn versions_for_customer(
     .await?)
 }
 
+/// The customer version `version` of an SLA was for: the one its document
+/// names in `spec.customer`, whoever the SLA is for now (an SLA moved to
+/// another customer keeps each version's). `None` for a service-wide
+/// version, or one naming a customer not on file.
+#[tracing::instrument(skip(tx))]
+pub async fn customer_of_version(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+) -> Result<Option<CustomerId>, StoreError> {
+    let found: Option<Option<uuid::Uuid>> = sqlx::query_scalar(
+        "SELECT c.id FROM sla_versions v \
+         LEFT JOIN customers c ON c.tenant_id = v.tenant_id \
+              AND c.external_ref = v.definition #>> '{spec,customer}' \
+         WHERE v.tenant_id = $1 AND v.sla_id = $2 AND v.version = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(version)
+    .fetch_optional(&mut **tx)
+    .await?;
+    match found {
+        Some(customer) => Ok(customer.map(CustomerId::from_uuid)),
+        None => Err(StoreError::NotFound {
+            what: "SLA version",
+            key: format!("{sla} version {version}"),
+        }),
+    }
+}
+
 async fn summaries(
     tx: &mut TenantTx,
     customer: Option<CustomerId>,

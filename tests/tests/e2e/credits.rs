@@ -793,3 +793,48 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
     assert!(matches!(again, Credited::Unchanged(_)), "{again:?}");
     assert_eq!(ledger(&app, &admin).await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_month_judged_under_one_customers_version_is_credited_to_that_customer_after_the_sla_moves()
+{
+    // Found in review (hardening II, re-assigned SLAs): the credit took the
+    // SLA's current customer, so a month judged under acme-corp's version
+    // was booked to globex, at globex's fee, and readable by globex.
+    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
+    s.customers(&["globex"]).await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    app.set_customer_fee(
+        &admin,
+        "globex",
+        NewFee {
+            effective_from: at("2026-01-01T00:00:00Z"),
+            currency: "EUR".into(),
+            amount: "9000.00".into(),
+            minor_units: None,
+        },
+    )
+    .await
+    .unwrap();
+    // November under version 1, acme-corp's: 98.0% on both objectives,
+    // 25% + 10% of the fee, capped at 30%.
+    s.insert(&november(1000, |i| if i < 20 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    // The provider moves the SLA to globex before the credit is computed.
+    s.apply(&tiered("").replace("customer: acme-corp", "customer: globex"))
+        .await;
+    assert_eq!(compensate(&s).await, 1);
+
+    let credits = ledger(&app, &admin).await;
+    assert_eq!(credits.len(), 1, "{credits:?}");
+    assert_eq!(credits[0].version, 1);
+    assert_eq!(credits[0].customer_ref, "acme-corp");
+    // 30% of acme-corp's 1,000.00, not of globex's 9,000.00 (2,700.00).
+    assert_eq!(credits[0].amount, "300.00");
+    let globex = customer_user(&s, &app, "globex").await;
+    assert!(ledger(&app, &globex).await.is_empty());
+    let acme = customer_user(&s, &app, "acme-corp").await;
+    assert_eq!(ledger(&app, &acme).await.len(), 1);
+}
