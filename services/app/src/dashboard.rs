@@ -321,7 +321,24 @@ impl App {
                 .await?;
         let charts_latency = caller.has(Scope::SlaReadLatency) && caller.has(Scope::SlaReadHistory);
         let sketches = if charts_latency {
-            Some(charts::percentiles(&mut tx, stored.id, from, to, step, &QUANTILES).await?)
+            // A customer's user reads the sketches of the versions that
+            // were its own only: an SLA moved from another customer keeps
+            // that customer's latencies.
+            let versions = self
+                .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+                .await?;
+            Some(
+                charts::percentiles(
+                    &mut tx,
+                    stored.id,
+                    versions.as_deref(),
+                    from,
+                    to,
+                    step,
+                    &QUANTILES,
+                )
+                .await?,
+            )
         } else {
             None
         };

@@ -37,11 +37,14 @@ pub struct Point {
 ///
 /// Each minute is read from the newest SLA version that has it (a version
 /// is backfilled from its coverage start, so a minute is never counted
-/// twice). `from` is rounded down and `to` up to whole minutes.
+/// twice), among `versions` when given (a customer's own versions of an SLA
+/// that moved between customers). `from` is rounded down and `to` up to
+/// whole minutes.
 #[tracing::instrument(skip(tx))]
 pub async fn percentiles(
     tx: &mut TenantTx,
     sla: SlaId,
+    versions: Option<&[i32]>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     step: Duration,
@@ -90,12 +93,14 @@ pub async fn percentiles(
     let rows: Vec<(DateTime<Utc>, Bytes, Bytes, Bytes)> = sqlx::query_as(&format!(
         "SELECT DISTINCT ON ({unit}) {unit}, latency, ttft, tpot FROM {table} \
              WHERE tenant_id = $1 AND sla_id = $2 AND {unit} >= $3 AND {unit} < $4 \
+               AND ($5::int4[] IS NULL OR version = ANY($5)) \
              ORDER BY {unit}, version DESC"
     ))
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
     .bind(from)
     .bind(to)
+    .bind(versions)
     .fetch_all(&mut **tx)
     .await?;
     let mut points: Vec<Sketches> = vec![Sketches::default(); usize::try_from(steps).unwrap_or(0)];

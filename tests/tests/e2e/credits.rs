@@ -796,7 +796,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
 
 #[tokio::test]
 async fn a_month_judged_under_one_customers_version_is_credited_to_that_customer_after_the_sla_moves()
-{
+ {
     // Found in review (hardening II, re-assigned SLAs): the credit took the
     // SLA's current customer, so a month judged under acme-corp's version
     // was booked to globex, at globex's fee, and readable by globex.

@@ -1230,7 +1230,8 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
         async move {
             let mut tx = db.tenant_tx(tenant).await.unwrap();
             let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-            let points = percentiles(&mut tx, sla.id, at(from), at(to), step, &[0.5, 1.0]).await;
+            let points =
+                percentiles(&mut tx, sla.id, None, at(from), at(to), step, &[0.5, 1.0]).await;
             tx.commit().await.unwrap();
             points
         }

@@ -621,3 +621,71 @@ async fn a_cursor_that_decodes_to_nul_is_refused_by_name_on_every_list() {
         }
     }
 }
+
+#[tokio::test]
+async fn latency_percentiles_of_an_sla_moved_to_another_customer_are_the_new_customers_only() {
+    // Found in review (hardening II, re-assigned SLAs): the dashboard's
+    // percentiles read every version's sketches, so after the SLA moved
+    // from acme-corp to globex, globex read the latencies of acme-corp's
+    // requests.
+    use slaproof_tests::scenario::{Request, Scenario, at};
+    const LATENCY: &str = "apiVersion: slaproof/v1\nkind: SLA\nmetadata:\n  name: chat-latency\nspec:\n  service: chat\n  customer: acme-corp\n  window: {calendar: month, timeZone: UTC}\n  objectives:\n  - name: fast\n    target: 99%\n    threshold: {field: latency, op: lte, value: 2s}\n";
+    let s = Scenario::new(LATENCY, "2026-11-01", "2026-11-30").await;
+    s.customers(&["globex"]).await;
+    s.run("2026-11-10T00:00:00Z").await;
+    // Ten of acme-corp's requests under version 1.
+    let requests: Vec<Request> = (0..10)
+        .map(|i| {
+            Request::at(
+                at("2026-11-10T00:00:00Z") + chrono::Duration::minutes(i),
+                true,
+            )
+        })
+        .collect();
+    s.insert(&requests).await;
+    s.run("2026-11-10T01:00:00Z").await;
+    // The provider moves the SLA to globex: version 2.
+    s.apply(&LATENCY.replace("customer: acme-corp", "customer: globex"))
+        .await;
+    s.run("2026-11-10T02:00:00Z").await;
+
+    let (app, admin) = s.app().await;
+    let counted = async |caller: &slaproof_app::Caller| -> u64 {
+        let view = app
+            .sla_dashboard(
+                caller,
+                "chat-latency",
+                Some(at("2026-11-10T00:00:00Z")),
+                Some(at("2026-11-10T02:00:00Z")),
+                chrono::Duration::hours(1),
+            )
+            .await
+            .unwrap();
+        view.percentiles
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.latency.count)
+            .sum()
+    };
+    // The provider reads every version's; globex none of acme-corp's.
+    assert_eq!(counted(&admin).await, 10);
+    let globex = {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let id = slaproof_store::customers::find_by_ref(&mut tx, "globex")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        app.caller(slaproof_app::Principal {
+            subject: "user@globex".into(),
+            tenant: s.tenant,
+            roles: vec!["customer_admin".into()],
+            customer: Some(id),
+            embed: None,
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(counted(&globex).await, 0);
+}
