@@ -247,10 +247,40 @@ pub fn check_openings(statement: &StatementFile, openings: &Openings) -> Result<
         good += opened.good;
         bad += opened.bad;
     }
+    // The proof says at least `quota_ppm` of the values are good; the
+    // opened days are the data it was made over. A proof made with the
+    // setup's toxic waste can claim more than they hold, and only this
+    // comparison sees it.
+    let total = u128::from(good) + u128::from(bad);
+    let quota = u128::from(statement.quota_ppm);
+    if total == 0 {
+        return Err(format!(
+            "the {} opened days hold no values: nothing supports the claimed {}",
+            days.len(),
+            percent(quota)
+        ));
+    }
+    let held = u128::from(good) * 1_000_000 / total;
+    if u128::from(good) * 1_000_000 < quota * total {
+        return Err(format!(
+            "the opened days hold {good} good of {total} ({}), less than the {} the proof claims: \
+             the proof does not hold for the anchored data",
+            percent(held),
+            percent(quota)
+        ));
+    }
     Ok(format!(
-        "{} days open to their anchored commitments: {good} good and {bad} bad in all",
-        days.len()
+        "{} days open to their anchored commitments: {good} good and {bad} bad in all, {} \
+         against the {} the proof claims",
+        days.len(),
+        percent(held),
+        percent(quota)
     ))
+}
+
+/// Millionths as a percentage with four decimals: 996991 → `99.6991%`.
+fn percent(ppm: u128) -> String {
+    format!("{}.{:04}%", ppm / 10_000, ppm % 10_000)
 }
 
 /// A log day's leaves as exported (`slaproof log export`), its head

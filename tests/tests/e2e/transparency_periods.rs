@@ -330,6 +330,34 @@ async fn disputed(s: &Scenario, rows: &[Attestation], bundles: &[tempfile::TempD
         report
     };
 
+    // A proof claiming more than the anchored days hold, as one made with
+    // the setup's toxic waste would (found in review: the dispute summed
+    // the opened counts and never compared them with the claim): its
+    // statement says 99.9%, the opened days 4308 of 4321 (99.6991%).
+    let forged = tempfile::tempdir().unwrap();
+    for file in std::fs::read_dir(bundle).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(file.path(), forged.path().join(file.file_name())).unwrap();
+    }
+    let statement_path = forged.path().join("statement.json");
+    let mut statement: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&statement_path).unwrap()).unwrap();
+    assert_eq!(statement["quota_ppm"], 996_991);
+    statement["quota_ppm"] = 999_000.into();
+    std::fs::write(&statement_path, statement.to_string()).unwrap();
+    let path = files.path().join("openings-forged.json");
+    std::fs::write(&path, serde_json::to_string(&openings).unwrap()).unwrap();
+    let mut report = Report::default();
+    dispute_checks(&mut report, forged.path(), &path, &log_days, Some(&key));
+    assert_eq!(report.failed(), ["day openings"], "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("4308 good of 4321 (99.6991%), less than the 99.9000% the proof claims"),
+        "{}",
+        report.render()
+    );
+
     // Weights other than the committed ones do not open the commitment.
     let mut more = openings.clone();
     more.days[10].good += 1;
