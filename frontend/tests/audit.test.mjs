@@ -5,7 +5,8 @@
 //
 // Environment: BASE_URL, RPC (anvil), BUNDLE (a folder of the four files),
 // TAMPERED (the same with a changed public input), OTHER_KEY (with another
-// verifying key), ATTESTATION and TOKEN
+// verifying key), LYING (a summary claiming more than the proof) and PROVEN
+// (the claim the proof makes), ATTESTATION and TOKEN
 // (an auditor's, to load the bundle from the API), ATTESTER, EAS,
 // VK_SHA256 (pins), CHROMIUM, SHOTS.
 
@@ -51,7 +52,7 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot, widt
   const { context, statuses, verdict, errors, focused, page } = await run({ files: env('BUNDLE'), shot: 'audit-valid-light-desktop' })
   check(focused === 'verify', `the button is reached with the keyboard (${focused})`)
   check(errors.length === 0, `valid: no script errors (${errors.join('; ')})`)
-  for (const name of ['files', 'format', 'verifying key', 'public inputs', 'claim form', 'context', 'proof', 'statement id', 'anchor', 'attester', 'attester pinned']) {
+  for (const name of ['files', 'format', 'verifying key', 'public inputs', 'claim form', 'context', 'summary', 'proof', 'statement id', 'anchor', 'attester', 'attester pinned']) {
     check(statuses[name] === 'passed', `valid: ${name} passed (${statuses[name]})`)
   }
   check(verdict.startsWith('Every check passed'), `valid: the verdict says so (${verdict})`)
@@ -74,6 +75,17 @@ for (const [scheme, device, width, height] of [
   check(statuses.proof === 'failed', `tampered: the proof check fails (${statuses.proof})`)
   check(statuses['statement id'] === 'failed', `tampered: the statement id no longer matches (${statuses['statement id']})`)
   check(verdict.includes('failed') && verdict.includes('proof'), `tampered: the verdict names the failed checks (${verdict})`)
+  await context.close()
+}
+{
+  // A summary claiming 99.99%: the headline is the claim rebuilt from the
+  // checked fields, never the bundle's text, and the summary fails.
+  const { context, statuses, verdict, page } = await run({ files: env('LYING') })
+  const headline = await page.locator('.claim').innerText()
+  check(statuses.summary === 'failed', `lying summary: the summary check fails (${statuses.summary})`)
+  check(!headline.includes('99.99%'), `lying summary: the headline is not the bundle's text (${headline})`)
+  check(headline.startsWith(env('PROVEN')), `lying summary: the headline states the proven claim (${headline})`)
+  check(verdict.includes('failed') && verdict.includes('summary'), `lying summary: the verdict names it (${verdict})`)
   await context.close()
 }
 {

@@ -15,7 +15,7 @@ import {
   parseAbi,
   toBytes,
 } from 'viem'
-import { type Bundle, FORMAT } from './bundle'
+import { type Bundle, FORMAT, type StatementFile } from './bundle'
 import { keyBytes, proofBytes, sha256Hex } from './serialize'
 
 export type Status = 'passed' | 'failed' | 'skipped'
@@ -58,6 +58,7 @@ const MEANS: Record<string, string> = {
   'public inputs': 'The numbers the proof is about are the claim’s threshold and fraction.',
   'claim form': 'The claim is of the one form the proof system proves ("at least q of the values are at most T").',
   context: 'The proof is bound to this provider, SLA, objective and period, not to another claim.',
+  summary: 'The sentence the provider wrote says what the checked numbers say; the claim shown above is rebuilt from those numbers, never from that sentence.',
   proof: 'The zero-knowledge proof is mathematically valid: the hidden data meet the claim.',
   'statement id': 'The claim’s fingerprint is what anyone recomputes from it.',
   anchor: 'The chain holds this very claim, written when it was anchored, so it cannot have been changed since.',
@@ -153,6 +154,18 @@ const REGISTRY_ABI = parseAbi([
 ])
 const RESOLVER_ABI = parseAbi(['function isAttester(address attester) view returns (bool)'])
 
+/** The claim with its proven fraction in one sentence, as `slaproof
+ * verify` rebuilds it (`ClaimRecord::sentence` in the attestation crate):
+ * from the fields the context input and the public inputs bind. */
+export function sentence(s: StatementFile): string {
+  const c = s.claim
+  return (
+    `At least ${s.quota_ppm / 10000}% of the weighted ${c.field} values of objective ${c.objective} ` +
+    `of SLA ${c.sla} v${c.sla_version} (tenant ${c.tenant}) from ${c.period_start} to ${c.period_end} ` +
+    `(Unix seconds, result revision ${c.revision}) are ${c.operator} ${c.threshold} ${c.unit}.`
+  )
+}
+
 export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promise<Check[]> {
   const r = new Report()
   const s = b.statement
@@ -190,8 +203,13 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
   else r.pass('claim form', s.claim.unit === 'us' ? 'values ≤ T, in microseconds' : 'verdicts: 0 good, 1 bad, T = 0')
 
   const context = await contextOf(b)
-  if (String(context) === b.public[3]) r.pass('context', `the claim hashes to the context input (${s.summary})`)
+  // The claim as shown is rebuilt from the fields the context and the
+  // public inputs bind, never taken from the bundle's free text.
+  const claimed = sentence(s)
+  if (String(context) === b.public[3]) r.pass('context', `the claim hashes to the context input (${claimed})`)
   else r.fail('context', 'the claim in statement.json does not hash to the context input: the proof is about another claim')
+  if (s.summary.startsWith(claimed)) r.pass('summary', 'the bundle’s summary states the claim the fields make')
+  else r.fail('summary', `the bundle’s summary says “${s.summary}”; the claim its checked fields make is “${claimed}”`)
 
   const proofHash = await sha256Hex(proofBytes(b.proof))
   if (!keyOk) r.skip('proof', 'no trusted verifying key')

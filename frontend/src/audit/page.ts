@@ -7,7 +7,7 @@ import './audit.css'
 import { el } from '../dom'
 import { periodOf, viewerZone } from '../format'
 import { FILES, parseBundle } from './bundle'
-import { type Check, audit } from './checks'
+import { type Check, audit, sentence } from './checks'
 
 const form = document.getElementById('audit') as HTMLFormElement
 const result = document.getElementById('result') as HTMLElement
@@ -125,7 +125,7 @@ form.addEventListener('submit', (event) => {
       })
       const c = bundle.statement.claim
       show(
-        bundle.statement.summary,
+        sentence(bundle.statement),
         periodOf(new Date(c.period_start * 1000).toISOString(), new Date(c.period_end * 1000).toISOString()),
         checks,
       )

@@ -301,12 +301,26 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
         },
     );
     let context = ContextHash::of(&s.claim.claim()).as_field().to_string();
+    // The claim as shown is rebuilt from the fields the context and the
+    // public inputs bind, never taken from the bundle's free text.
+    let sentence = s.claim.sentence(s.quota_ppm);
     report.check(
         "context",
         if files.public.get(3) == Some(&context) {
-            Ok(format!("the claim hashes to the context input ({})", s.summary))
+            Ok(format!("the claim hashes to the context input ({sentence})"))
         } else {
             Err("the claim in statement.json does not hash to the context input: the proof is about another claim".into())
+        },
+    );
+    report.check(
+        "summary",
+        if s.summary.starts_with(&sentence) {
+            Ok("the bundle's summary states the claim the fields make".into())
+        } else {
+            Err(format!(
+                "the bundle's summary says {:?}; the claim its checked fields make is {sentence:?}",
+                s.summary
+            ))
         },
     );
 

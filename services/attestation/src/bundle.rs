@@ -35,6 +35,29 @@ pub struct ClaimRecord {
 }
 
 impl ClaimRecord {
+    /// The claim with the fraction `quota_ppm` proven, in one sentence:
+    /// what the worker writes as a bundle's summary and what an auditor
+    /// shows once the claim and the fraction are checked (the page has
+    /// the same sentence in `frontend/src/audit/checks.ts`).
+    pub fn sentence(&self, quota_ppm: u32) -> String {
+        format!(
+            "At least {}% of the weighted {} values of objective {} of SLA {} v{} (tenant {}) \
+             from {} to {} (Unix seconds, result revision {}) are {} {} {}.",
+            f64::from(quota_ppm) / 10_000.0,
+            self.field,
+            self.objective,
+            self.sla,
+            self.sla_version,
+            self.tenant,
+            self.period_start,
+            self.period_end,
+            self.revision,
+            self.operator,
+            self.threshold,
+            self.unit,
+        )
+    }
+
     /// The circuit's view of the claim.
     pub fn claim(&self) -> Claim<'_> {
         Claim {
@@ -191,22 +214,7 @@ impl StatementFile {
             &verifying_key_sha256,
         )?
         .id();
-        let summary = format!(
-            "At least {}% of the weighted {} values of objective {} of SLA {} v{} (tenant {}) \
-             from {} to {} (Unix seconds, result revision {}) are {} {} {}.",
-            f64::from(statement.quota_ppm()) / 10_000.0,
-            claim.field,
-            claim.objective,
-            claim.sla,
-            claim.sla_version,
-            claim.tenant,
-            claim.period_start,
-            claim.period_end,
-            claim.revision,
-            claim.operator,
-            claim.threshold,
-            claim.unit,
-        );
+        let summary = claim.sentence(statement.quota_ppm());
         let public_inputs = vec![
             PublicInput {
                 name: "commitment".into(),

@@ -316,6 +316,18 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
     key["IC"][0] = key["IC"][1].clone();
     std::fs::write(&key_file, serde_json::to_vec(&key).unwrap()).unwrap();
 
+    // A summary that states more than the proof: the page headlines the
+    // claim rebuilt from the checked fields, and fails the summary.
+    let lying = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, lying.path()).unwrap();
+    let statement_file = lying.path().join("statement.json");
+    let mut statement: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&statement_file).unwrap()).unwrap();
+    let told = statement["summary"].as_str().unwrap().to_owned();
+    let (_, rest) = told.split_once("% ").unwrap();
+    statement["summary"] = format!("At least 99.99% {rest}").into();
+    std::fs::write(&statement_file, serde_json::to_vec(&statement).unwrap()).unwrap();
+
     // The customer's dashboard links each anchored proof to this page.
     let customer = acme_corp(&s).await;
     let (app, tenant) = s.serve(trust_test_key).await;
@@ -340,6 +352,8 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
             ("BUNDLE", valid.path().display().to_string()),
             ("TAMPERED", tampered.path().display().to_string()),
             ("OTHER_KEY", other_key.path().display().to_string()),
+            ("LYING", lying.path().display().to_string()),
+            ("PROVEN", told),
             ("ATTESTATION", row.id.to_string()),
             ("TOKEN", auditor),
             ("EMBED_TOKEN", embed),

@@ -257,6 +257,26 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         assert!(report.render().contains(expected), "{}", report.render());
     }
 
+    // A summary stating more than the proof (found in review: the CLI and
+    // the page showed it as the claim): the claim shown is rebuilt from the
+    // checked fields, and the summary fails.
+    let lying = tampered(&|f| {
+        let told = f["summary"].as_str().unwrap().to_owned();
+        let (_, rest) = told.split_once("% ").unwrap();
+        f["summary"] = format!("At least 99.99% {rest}").into();
+    });
+    let report = audit(lying.path(), None, &pins).await;
+    assert_eq!(report.failed(), ["summary"], "{}", report.render());
+    let text = report.render();
+    assert!(
+        text.contains("the claim hashes to the context input (At least 99.6991% of"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the bundle's summary says \"At least 99.99%"),
+        "{text}"
+    );
+
     disputed(&s, &rows, &bundles).await;
 }
 
