@@ -559,3 +559,77 @@ async fn a_new_webhook_key_opens_the_old_ones_secrets_and_a_reseal_lets_the_old_
     let lost = stranger.reseal_webhook_secrets().await.unwrap();
     assert_eq!(lost.unopenable, 2, "{lost:?}");
 }
+
+#[tokio::test]
+async fn facts_about_an_sla_moved_to_another_customer_go_to_the_customer_they_were_about() {
+    // Found in review (hardening II, re-assigned SLAs): the customer filter
+    // resolved a fact's SLA to the SLA's customer at fan-out, and a fact
+    // naming a customer went to the SLA's current customer as well. After
+    // acme-sla moved to beta-inc, beta-inc's endpoint got acme-corp's facts
+    // (and a recovery would have replayed acme-corp's history to it).
+    let f = flow().await;
+    f.scenario.customers(&["beta-inc"]).await;
+    let mut tx = f.scenario.db.tenant_tx(f.scenario.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "acme-sla", None).await.unwrap().id;
+    let acme = customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    tx.commit().await.unwrap();
+    let (acme_hook, beta_hook, all) = (
+        Receiver::start(Duration::ZERO, 0).await,
+        Receiver::start(Duration::ZERO, 0).await,
+        Receiver::start(Duration::ZERO, 0).await,
+    );
+    for (receiver, customer) in [
+        (&acme_hook, Some("acme-corp")),
+        (&beta_hook, Some("beta-inc")),
+        (&all, None),
+    ] {
+        f.endpoint(NewWebhookEndpoint {
+            url: receiver.url.clone(),
+            customer_ref: customer.map(str::to_owned),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    // Two facts of version 1, acme-corp's: one names the SLA's version, one
+    // (a credit) the customer too.
+    let breach = f
+        .fact(
+            "sla.breached",
+            json!({"sla": sla.to_string(), "version": 1}),
+        )
+        .await;
+    let credit = f
+        .fact(
+            "credit.issued",
+            json!({"sla": sla.to_string(), "version": 1, "customer": acme.to_string()}),
+        )
+        .await;
+    // The provider moves the SLA to beta-inc before they are fanned out;
+    // a fact of version 2 is beta-inc's.
+    f.scenario
+        .apply(&ACME.replace("customer: acme-corp", "customer: beta-inc"))
+        .await;
+    let after = f
+        .fact(
+            "sla.breached",
+            json!({"sla": sla.to_string(), "version": 2}),
+        )
+        .await;
+
+    let deliverer = f.deliverer(Settings::default(), "w1").await;
+    deliver_until(&deliverer, &all, 3).await;
+    for _ in 0..5 {
+        deliverer.round().await.unwrap();
+    }
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    assert_eq!(sorted(acme_hook.ids()), sorted(vec![breach, credit]));
+    assert_eq!(beta_hook.ids(), [after]);
+}
