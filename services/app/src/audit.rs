@@ -56,8 +56,14 @@ impl App {
         caller.require(Scope::SlaReadAudit)?;
         let keyset = page.keyset()?;
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let rows = audit::page(&mut tx, stored.id, &keyset).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        // A customer's user reads none of another customer's records: an
+        // SLA moved between customers keeps each one's from the other.
+        let own = match (caller.customer(), customer_ref.as_deref()) {
+            (Some(id), Some(reference)) => Some((id, reference)),
+            _ => None,
+        };
+        let rows = audit::page(&mut tx, stored.id, own, &keyset).await?;
         tx.commit().await?;
         let views = rows
             .into_iter()

@@ -54,11 +54,16 @@ pub async fn record(
 }
 
 /// A page of an SLA's records, oldest first, paged by id (`aud_…`, time
-/// ordered).
+/// ordered). With `for_customer` (a customer's id and reference), only the
+/// records that are not another customer's: none acted on by another
+/// customer's user, none naming another customer in its details (a fee),
+/// so an SLA moved between customers keeps each one's records from the
+/// other.
 #[tracing::instrument(skip(tx))]
 pub async fn page(
     tx: &mut TenantTx,
     sla: SlaId,
+    for_customer: Option<(CustomerId, &str)>,
     page: &Keyset,
 ) -> Result<Vec<AuditRecord>, StoreError> {
     #[derive(sqlx::FromRow)]
@@ -83,12 +88,18 @@ pub async fn page(
     };
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, at, action, actor, actor_customer_id, details FROM verdict_audit \
-         WHERE tenant_id = $1 AND sla_id = $2 AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4",
+         WHERE tenant_id = $1 AND sla_id = $2 AND ($3::uuid IS NULL OR id > $3) \
+           AND ($5::uuid IS NULL OR ( \
+                (actor_customer_id IS NULL OR actor_customer_id = $5) \
+                AND (details ->> 'customer' IS NULL OR details ->> 'customer' = $6))) \
+         ORDER BY id LIMIT $4",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
     .bind(after)
     .bind(page.fetch())
+    .bind(for_customer.map(|(id, _)| id.uuid()))
+    .bind(for_customer.map(|(_, reference)| reference))
     .fetch_all(&mut **tx)
     .await?;
     Ok(rows

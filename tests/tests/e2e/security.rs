@@ -689,3 +689,93 @@ async fn latency_percentiles_of_an_sla_moved_to_another_customer_are_the_new_cus
     };
     assert_eq!(counted(&globex).await, 0);
 }
+
+#[tokio::test]
+async fn the_audit_trail_of_an_sla_moved_to_another_customer_keeps_the_earlier_customers_records() {
+    // Found in review (hardening II, re-assigned SLAs): after the SLA moved
+    // from acme-corp to globex, globex read acme-corp's users' subjects and
+    // acme-corp's fees on the SLA's audit trail.
+    use slaproof_tests::scenario::Scenario;
+    const DOC: &str = "apiVersion: slaproof/v1\nkind: SLA\nmetadata:\n  name: chat-audit\nspec:\n  service: chat\n  customer: acme-corp\n  window: {calendar: month, timeZone: UTC}\n  objectives:\n  - name: availability\n    target: 99%\n    ratio: {good: status < 500}\n";
+    let s = Scenario::new(DOC, "2026-11-01", "2026-11-30").await;
+    s.customers(&["globex"]).await;
+    let (app, admin) = s.app().await;
+    let user = async |reference: &str| {
+        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let id = slaproof_store::customers::find_by_ref(&mut tx, reference)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        tx.commit().await.unwrap();
+        let caller = app
+            .caller(slaproof_app::Principal {
+                subject: format!("alice@{reference}"),
+                tenant: s.tenant,
+                roles: vec!["customer_admin".into()],
+                customer: Some(id),
+                embed: None,
+            })
+            .await
+            .unwrap();
+        (id, caller)
+    };
+    let (acme, _) = user("acme-corp").await;
+    // acme-corp's fee (on the trail of its SLAs) and an act of its user.
+    app.set_customer_fee(
+        &admin,
+        "acme-corp",
+        slaproof_app::credits::NewFee {
+            effective_from: "2026-01-01T00:00:00Z".parse().unwrap(),
+            currency: "EUR".into(),
+            amount: "1234.00".into(),
+            minor_units: None,
+        },
+    )
+    .await
+    .unwrap();
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "chat-audit", None)
+        .await
+        .unwrap()
+        .id;
+    slaproof_store::audit::record(
+        &mut tx,
+        sla,
+        "maintenance.accepted",
+        &slaproof_store::audit::Actor {
+            subject: "alice@acme-corp",
+            customer: Some(acme),
+        },
+        &json!({"window": "mw_x"}),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    // The provider moves the SLA to globex.
+    s.apply(&DOC.replace("customer: acme-corp", "customer: globex"))
+        .await;
+
+    let trail = async |caller: &slaproof_app::Caller| {
+        app.sla_audit(caller, "chat-audit", &slaproof_app::PageRequest::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|r| format!("{} {} {}", r.action, r.actor, r.details))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let provider = trail(&admin).await;
+    assert!(
+        provider.contains("alice@acme-corp") && provider.contains("123400"),
+        "{provider}"
+    );
+    let (_, globex) = user("globex").await;
+    let seen = trail(&globex).await;
+    assert!(!seen.contains("alice@acme-corp"), "{seen}");
+    assert!(
+        !seen.contains("123400") && !seen.contains("acme-corp"),
+        "{seen}"
+    );
+}
