@@ -320,18 +320,12 @@ async fn anchored_proof(
     p: &Pointers,
     start: &str,
 ) -> Option<(String, String)> {
-    let page: serde_json::Value = http
-        .get(format!("{}/v1/slas/{}/attestations", p.url, p.sla))
-        .query(&[("period_start", start)])
-        .bearer_auth(&p.provider_admin)
-        .send()
-        .await
-        .ok()?
-        .error_for_status()
-        .ok()?
-        .json()
-        .await
-        .ok()?;
+    let page = provider_get(
+        http,
+        p,
+        &format!("/v1/slas/{}/attestations?period_start={start}", p.sla),
+    )
+    .await?;
     let mut anchored: Vec<&serde_json::Value> = page["attestations"]
         .as_array()?
         .iter()
@@ -347,8 +341,22 @@ async fn anchored_proof(
 
 /// The statement's total, e.g. `1000.00 EUR`.
 async fn statement_total(http: &reqwest::Client, p: &Pointers, start: &str) -> Option<String> {
-    let statement: serde_json::Value = http
-        .get(format!("{}/v1/slas/{}/credits/{start}", p.url, p.sla))
+    let statement = provider_get(http, p, &format!("/v1/slas/{}/credits/{start}", p.sla)).await?;
+    Some(format!(
+        "{} {}",
+        statement["total"].as_str()?,
+        statement["currency"].as_str()?
+    ))
+}
+
+/// `path` read with the provider admin's token; `None` unless a 2xx JSON
+/// answer came (the announcer asks again later).
+async fn provider_get(
+    http: &reqwest::Client,
+    p: &Pointers,
+    path: &str,
+) -> Option<serde_json::Value> {
+    http.get(format!("{}{path}", p.url))
         .bearer_auth(&p.provider_admin)
         .send()
         .await
@@ -357,10 +365,5 @@ async fn statement_total(http: &reqwest::Client, p: &Pointers, start: &str) -> O
         .ok()?
         .json()
         .await
-        .ok()?;
-    Some(format!(
-        "{} {}",
-        statement["total"].as_str()?,
-        statement["currency"].as_str()?
-    ))
+        .ok()
 }

@@ -8,7 +8,7 @@ use slaproof_tests::TestDatabase;
 
 use crate::support;
 
-use crate::support::{Up, shared_tempdir, slaproof, text};
+use crate::support::{Up, get_with, shared_tempdir, slaproof, text};
 
 fn run(command: &mut Command) -> Output {
     command.output().expect("running slaproof")
@@ -46,18 +46,6 @@ fn token_of(banner: &str, who: &str) -> String {
         .and_then(|l| l.split_whitespace().last())
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("the banner shows a {who} token:\n{banner}"))
-}
-
-/// GET `path` with a bearer token; the status and the body.
-async fn get_with(url: &str, path: &str, token: &str) -> (u16, serde_json::Value) {
-    let response = reqwest::Client::new()
-        .get(format!("{url}{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or_default())
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,19 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::support::{self, shared_tempdir, slaproof, text};
-
-/// GET `path` with a bearer token; the status and the body.
-async fn get_with(url: &str, path: &str, token: &str) -> (u16, serde_json::Value) {
-    let response = reqwest::Client::new()
-        .get(format!("{url}{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or_default())
-}
+use crate::support::{self, get_with, shared_tempdir, slaproof, text};
 
 /// The value after `label` on the line of `lines` that starts with it.
 fn after<'a>(lines: &'a [String], label: &str) -> &'a str {

@@ -30,6 +30,19 @@ pub(crate) fn slaproof(dir: &Path, env: &[(&str, &str)]) -> Command {
     command
 }
 
+/// GET `path` of `url` with a bearer token; the status and the body
+/// (`null` when it is not JSON).
+pub(crate) async fn get_with(url: &str, path: &str, token: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{url}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
