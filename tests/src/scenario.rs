@@ -205,6 +205,30 @@ impl Scenario {
         (app, admin)
     }
 
+    /// A `customer_admin` of the customer `reference` (subject
+    /// `user@<reference>`), as `app` resolves it.
+    pub async fn customer_user(
+        &self,
+        app: &slaproof_app::App,
+        reference: &str,
+    ) -> slaproof_app::Caller {
+        let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
+        let customer = customers::find_by_ref(&mut tx, reference)
+            .await
+            .unwrap()
+            .expect("the customer exists");
+        tx.commit().await.unwrap();
+        app.caller(slaproof_app::Principal {
+            subject: format!("user@{reference}"),
+            tenant: self.tenant,
+            roles: vec!["customer_admin".into()],
+            customer: Some(customer.id),
+            embed: None,
+        })
+        .await
+        .expect("a customer admin's scopes")
+    }
+
     /// Everything told through the outbox so far, in order: (type, payload).
     pub async fn told(&self) -> Vec<(String, serde_json::Value)> {
         let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();

@@ -90,21 +90,7 @@ async fn ledger(app: &App, caller: &Caller) -> Vec<slaproof_app::credits::Credit
 }
 
 async fn customer_user(s: &Scenario, app: &App, reference: &str) -> Caller {
-    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let customer = customers::find_by_ref(&mut tx, reference)
-        .await
-        .unwrap()
-        .unwrap();
-    tx.commit().await.unwrap();
-    app.caller(Principal {
-        subject: format!("user@{reference}"),
-        tenant: s.tenant,
-        roles: vec!["customer_admin".into()],
-        customer: Some(customer.id),
-        embed: None,
-    })
-    .await
-    .unwrap()
+    s.customer_user(app, reference).await
 }
 
 #[tokio::test]

@@ -669,24 +669,7 @@ async fn latency_percentiles_of_an_sla_moved_to_another_customer_are_the_new_cus
     };
     // The provider reads every version's; globex none of acme-corp's.
     assert_eq!(counted(&admin).await, 10);
-    let globex = {
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let id = slaproof_store::customers::find_by_ref(&mut tx, "globex")
-            .await
-            .unwrap()
-            .unwrap()
-            .id;
-        tx.commit().await.unwrap();
-        app.caller(slaproof_app::Principal {
-            subject: "user@globex".into(),
-            tenant: s.tenant,
-            roles: vec!["customer_admin".into()],
-            customer: Some(id),
-            embed: None,
-        })
-        .await
-        .unwrap()
-    };
+    let globex = s.customer_user(&app, "globex").await;
     assert_eq!(counted(&globex).await, 0);
 }
 
@@ -700,27 +683,13 @@ async fn the_audit_trail_of_an_sla_moved_to_another_customer_keeps_the_earlier_c
     let s = Scenario::new(DOC, "2026-11-01", "2026-11-30").await;
     s.customers(&["globex"]).await;
     let (app, admin) = s.app().await;
-    let user = async |reference: &str| {
-        let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-        let id = slaproof_store::customers::find_by_ref(&mut tx, reference)
-            .await
-            .unwrap()
-            .unwrap()
-            .id;
-        tx.commit().await.unwrap();
-        let caller = app
-            .caller(slaproof_app::Principal {
-                subject: format!("alice@{reference}"),
-                tenant: s.tenant,
-                roles: vec!["customer_admin".into()],
-                customer: Some(id),
-                embed: None,
-            })
-            .await
-            .unwrap();
-        (id, caller)
-    };
-    let (acme, _) = user("acme-corp").await;
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let acme = slaproof_store::customers::find_by_ref(&mut tx, "acme-corp")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    tx.commit().await.unwrap();
     // acme-corp's fee (on the trail of its SLAs) and an act of its user.
     app.set_customer_fee(
         &admin,
@@ -771,7 +740,7 @@ async fn the_audit_trail_of_an_sla_moved_to_another_customer_keeps_the_earlier_c
         provider.contains("alice@acme-corp") && provider.contains("123400"),
         "{provider}"
     );
-    let (_, globex) = user("globex").await;
+    let globex = s.customer_user(&app, "globex").await;
     let seen = trail(&globex).await;
     assert!(!seen.contains("alice@acme-corp"), "{seen}");
     assert!(

@@ -130,8 +130,16 @@ pub async fn write(
     retention_days: u32,
     evaluator: &slaproof_evaluator::Settings,
 ) -> anyhow::Result<usize> {
-    // Before the transaction that reads `events`: creating a partition
-    // waits for every reader of the table.
+    // Every later start stops here, before any other work. The check's
+    // transaction ends before the partitions are made: creating one waits
+    // for every reader of `events`. Nothing else writes the tenant before
+    // the services start, so the check still holds for the insert.
+    let mut tx = db.tenant_tx(tenant).await?;
+    let written_before = slaproof_store::events::any_or_evaluated(&mut tx).await?;
+    tx.commit().await?;
+    if written_before {
+        return Ok(0);
+    }
     slaproof_store::partitions::ensure(
         db,
         plan.stretch.from.date_naive() - chrono::Days::new(1),
@@ -140,9 +148,6 @@ pub async fn write(
     .await
     .context("creating the history's event partitions")?;
     let mut tx = db.tenant_tx(tenant).await?;
-    if slaproof_store::events::any_or_evaluated(&mut tx).await? {
-        return Ok(0);
-    }
     // Requests still running at the stretch's end have not been sent yet.
     let mut events = traffic(&plan.stretch, retention_days);
     events.retain(|(_, received)| *received <= plan.stretch.to);
