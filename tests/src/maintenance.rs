@@ -1,22 +1,24 @@
-//! Maintenance windows as tests record them: planned (announced well ahead of their start), or announced at a chosen instant.
+//! Maintenance windows as tests record them: agreed (announced well ahead of their start and accepted by the SLA's customer), or announced at a chosen instant.
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::SlaId;
 use slaproof_store::maintenance::{self, Announcement, StoredMaintenanceWindow};
 use slaproof_store::{StoreError, TenantTx};
 
-/// Records a window announced 30 days before it starts: planned under
-/// any notice a test's SLA asks (the longest allowed is 90 days, the
-/// default 72 hours).
-pub async fn planned(
+/// Records a window of `sla` announced 30 days before it starts and
+/// accepted by the SLA's customer: excluded whole, whatever the SLA's
+/// schedule, notice (the longest allowed is 90 days) and cap.
+pub async fn agreed(
     tx: &mut TenantTx,
-    sla: Option<SlaId>,
+    sla: SlaId,
     starts_at: DateTime<Utc>,
     ends_at: DateTime<Utc>,
     description: &str,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
     let at = starts_at - Duration::days(30);
-    announced(tx, sla, starts_at, ends_at, description, at).await
+    let window = announced(tx, Some(sla), starts_at, ends_at, description, at).await?;
+    maintenance::accept(tx, window.id, sla, "customer").await?;
+    Ok(window)
 }
 
 /// Records a window announced at `at` (by `test`).

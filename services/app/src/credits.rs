@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use slaproof_domain::credit::Currency;
+use slaproof_domain::credit::{Currency, FeeStart};
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_store::credits::{self, CreditEntry, EntryFilter, Fee};
 use slaproof_store::{TenantTx, attestations, customers, slas};
@@ -78,7 +78,14 @@ pub struct CreditQuery {
 /// A customer's fee as answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CustomerFee {
+    /// From when it applies: for a fee from a date, that date's midnight
+    /// UTC (see `effective_on`).
     pub effective_from: DateTime<Utc>,
+    /// The date it applies from, read in each SLA's time zone, when it
+    /// was recorded as a date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Date)]
+    pub effective_on: Option<chrono::NaiveDate>,
     pub currency: String,
     /// Per SLA period, as decimal text in the currency's unit.
     pub amount: String,
@@ -90,7 +97,9 @@ pub struct CustomerFee {
 /// A fee to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewFee {
-    pub effective_from: DateTime<Utc>,
+    /// A date (each SLA's periods starting on or after it, in the SLA's
+    /// time zone) or an instant.
+    pub effective_from: FeeStart,
     /// ISO 4217 (`EUR`).
     pub currency: String,
     /// Decimal text in the currency's unit (`1200.00`), exact to the minor unit.
@@ -120,6 +129,7 @@ fn fee_view(fee: Fee) -> Result<CustomerFee, AppError> {
     let amount = fee.currency()?.amount_text(fee.amount_minor);
     Ok(CustomerFee {
         effective_from: fee.effective_from,
+        effective_on: fee.effective_on,
         currency: fee.currency,
         amount,
         amount_minor: fee.amount_minor,
@@ -385,9 +395,10 @@ impl App {
         .await
     }
 
-    /// Records the fee a customer pays per SLA period from an instant on
-    /// (`customer:write`). A later price is a new fee; the history stays.
-    /// A fee never reaches back into a period already credited (409): a
+    /// Records the fee a customer pays per SLA period from a date (read in
+    /// each SLA's time zone) or an instant on (`customer:write`). A later
+    /// price is a new fee; the history stays. A fee never reaches back
+    /// into a period already credited (409): a
     /// price change after a close takes effect from a later period, so
     /// that no recompute or re-close rewrites a credit the customer was
     /// told. Recorded on the audit trail of each of the customer's SLAs.
@@ -410,8 +421,17 @@ impl App {
         let by = caller.principal.subject.clone();
         self.in_tx(caller, async |tx| {
             let customer = customer_by_ref(tx, customer_ref).await?;
-            if let Some((start, end)) = credits::last_credited(tx, customer).await?
-                && new.effective_from < end
+            if let FeeStart::Date(date) = new.effective_from
+                && let Some(first) = credits::first_date_not_credited(tx, customer).await?
+                && date < first
+            {
+                return Err(AppError::Conflict(format!(
+                    "the customer's periods up to {first} (in their SLAs' time zones) were credited already on the fee then on file: a new fee takes effect from {first} or later"
+                )));
+            }
+            if let FeeStart::Instant(at) = new.effective_from
+                && let Some((start, end)) = credits::last_credited(tx, customer).await?
+                && at < end
             {
                 return Err(AppError::Conflict(format!(
                     "the period from {} to {} was credited already on the fee then on file: a new fee takes effect at {} or later",
@@ -424,7 +444,8 @@ impl App {
                 tx,
                 &Fee {
                     customer,
-                    effective_from: new.effective_from,
+                    effective_from: new.effective_from.utc_key(),
+                    effective_on: new.effective_from.date(),
                     currency: currency.code().to_owned(),
                     minor_units: i16::from(currency.exponent()),
                     amount_minor,
@@ -435,14 +456,15 @@ impl App {
             .await
             .map_err(|e| match e {
                 slaproof_store::StoreError::Conflict { .. } => AppError::Conflict(format!(
-                    "a fee from {} is on file already: record the new price from another instant",
-                    new.effective_from.to_rfc3339()
+                    "a fee from {} is on file already: record the new price from another date or instant",
+                    new.effective_from
                 )),
                 other => other.into(),
             })?;
             let details = serde_json::json!({
                 "customer": customer_ref,
                 "effective_from": stored.effective_from,
+                "effective_on": stored.effective_on,
                 "currency": stored.currency,
                 "amount_minor": stored.amount_minor,
             });

@@ -1,4 +1,4 @@
-//! Maintenance windows: announced by the provider, excluded from an SLA's measurement when planned ahead (the SLA's notice, within its cap per period) or accepted by the SLA's customer; every change told through the outbox and kept on the SLA's audit trail.
+//! Maintenance windows: proposed by the provider, excluded from an SLA's measurement only with its customer's agreement (inside the schedule the SLA states, with its notice and within its cap, or accepted window by window); every change told through the outbox and kept on the SLA's audit trail.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -69,8 +69,9 @@ impl App {
     }
 
     /// [`App::create_window`] inside a transaction of the caller's tenant
-    /// (see [`App::once`]). Announced now, by the caller: planned for each
-    /// SLA whose notice that meets, an emergency for the others. Tells
+    /// (see [`App::once`]). Announced now, by the caller: for each SLA,
+    /// planned when inside its schedule with its notice, proposed when
+    /// outside the schedule, an emergency without the notice. Tells
     /// `maintenance.scheduled` and records `maintenance.created` on each
     /// SLA's audit trail.
     #[tracing::instrument(skip(self, tx, caller), fields(tenant = %caller.tenant()))]
@@ -102,7 +103,7 @@ impl App {
         let mut view = WindowView::of(stored);
         for sla in &covered {
             let (standing, _) = standing_of(tx, &view.window, sla).await?;
-            let policy = sla.definition.policy.maintenance;
+            let policy = &sla.definition.policy.maintenance;
             let details = json!({
                 "window": view.window.id.to_string(),
                 "starts_at": view.window.starts_at,
@@ -112,6 +113,7 @@ impl App {
                 "status": standing.as_str(),
                 "notice": policy.notice.to_string(),
                 "max_per_period": policy.max_per_period.map(|s| s.to_string()),
+                "schedule": policy.schedule.iter().map(ToString::to_string).collect::<Vec<_>>(),
             });
             crate::audit::record(tx, caller, sla.id, "maintenance.created", &details).await?;
             view.slas.push(SlaStanding {
@@ -223,11 +225,12 @@ impl App {
         })
     }
 
-    /// The customer of the SLA `sla` accepts the window `id` for it: an
-    /// emergency window (or one beyond the cap) is then excluded whole.
-    /// Only a customer's user gives that agreement (`maintenance:accept`):
-    /// a provider's caller is refused whatever its roles, an embed token
-    /// never holds the scope. Planned windows need no acceptance (409), a
+    /// The customer of the SLA `sla` accepts the window `id` for it: a
+    /// proposed or emergency window (or one beyond the cap) is then
+    /// excluded whole. Only a customer's user gives that agreement
+    /// (`maintenance:accept`): a provider's caller is refused whatever its
+    /// roles, an embed token never holds the scope. A planned window (the
+    /// customer agreed to it in the SLA's schedule) needs none (409), a
     /// cancelled one cannot get it (409), accepting again answers the first
     /// acceptance. Tells `maintenance.accepted` and records it on the SLA's
     /// audit trail.
@@ -262,7 +265,7 @@ impl App {
         let (was, acceptance) = standing_of(&mut tx, &window, &stored).await?;
         if was == Standing::Planned {
             return Err(AppError::Conflict(
-                "the maintenance window is planned (announced with the SLA's notice, within its cap): it is excluded without acceptance".to_owned(),
+                "the maintenance window is planned (inside the SLA's maintenance schedule, announced with its notice, within its cap): it is excluded without acceptance".to_owned(),
             ));
         }
         let acceptance = match acceptance {

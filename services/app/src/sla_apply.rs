@@ -154,7 +154,7 @@ fn merge(
         policy: if sets_policy {
             document.policy
         } else {
-            current.policy
+            current.policy.clone()
         },
         credits: document.credits.or_else(|| current.credits.clone()),
         // An SLO without the annotation keeps the SLA's anchoring path (the

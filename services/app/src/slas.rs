@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use slaproof_domain::CreditPolicy;
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::objective::{MeasuredField, Objective, Sli, SliceIndicator};
 use slaproof_domain::sla::{DocumentFormat, SlaDefinition};
@@ -409,6 +410,7 @@ impl App {
             definition,
             dropped,
         } = next_version(document, format, current.as_ref(), options)?;
+        check_fee_shares(tx, &definition).await?;
         let outcome = slas::apply(tx, &definition).await?;
         let changed = (!dropped.is_empty()).then(|| serde_json::json!({ "dropped": dropped }));
         audit_applied(tx, caller, &outcome, &definition, changed).await?;
@@ -427,6 +429,36 @@ impl App {
             takes_effect_at,
         })
     }
+}
+
+/// Refuses a credited SLA whose share of its customer's fee, with the
+/// shares its customer's other credited SLAs take, would come to more than
+/// the whole fee: one fee credited whole by each of two SLAs could pay
+/// twice what the customer pays.
+async fn check_fee_shares(tx: &mut TenantTx, definition: &SlaDefinition) -> Result<(), AppError> {
+    let (Some(customer), Some(credits)) = (&definition.customer, &definition.credits) else {
+        return Ok(());
+    };
+    let others = slas::fee_shares(tx, customer, definition.name.as_str()).await?;
+    let taken: u64 = others.iter().map(|(_, share)| u64::from(*share)).sum();
+    if taken + u64::from(credits.fee_share_ppm) <= u64::from(CreditPolicy::WHOLE_FEE) {
+        return Ok(());
+    }
+    let percent = CreditPolicy::percent_text;
+    let listed: Vec<String> = others
+        .iter()
+        .map(|(name, share)| format!("{name} ({}%)", percent(u64::from(*share))))
+        .collect();
+    Err(AppError::invalid(
+        "spec.credits.feeShare",
+        format!(
+            "must leave the customer's other credited SLAs their part: {customer}'s fee is credited on by {} already, and this SLA's {}% would make {}% of one fee; give each SLA its share (feeShare), at most {}% here",
+            listed.join(", "),
+            percent(u64::from(credits.fee_share_ppm)),
+            percent(taken + u64::from(credits.fee_share_ppm)),
+            percent(u64::from(CreditPolicy::WHOLE_FEE).saturating_sub(taken)),
+        ),
+    ))
 }
 
 impl App {
@@ -497,13 +529,14 @@ async fn audit_applied(
         Applied::Updated => false,
         Applied::Unchanged => return Ok(()),
     };
-    let policy = definition.policy.maintenance;
+    let policy = &definition.policy.maintenance;
     let mut details = serde_json::json!({
         "version": outcome.version,
         "outcome": if created { "created" } else { "updated" },
         "maintenance": {
             "notice": policy.notice.to_string(),
             "max_per_period": policy.max_per_period.map(|s| s.to_string()),
+            "schedule": policy.schedule.iter().map(ToString::to_string).collect::<Vec<_>>(),
         },
     });
     if let Some(changed) = changed {

@@ -148,6 +148,7 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
             &Fee {
                 customer: customer.id,
                 effective_from: at("2026-01-01T00:00:00Z")?,
+                effective_on: None,
                 currency: "EUR".to_owned(),
                 minor_units: 2,
                 amount_minor: FEE_MINOR,

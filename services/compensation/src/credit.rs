@@ -9,6 +9,8 @@ use slaproof_domain::credit::{
 };
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_domain::objective::ObjectiveName;
+use slaproof_domain::sla::SlaDefinition;
+use slaproof_domain::window::TimeWindow;
 use slaproof_store::credits::{self, CreditEntry, EntryKind};
 use slaproof_store::{StoreError, TenantTx, customers, maintenance, outbox, slas};
 
@@ -79,10 +81,12 @@ pub async fn credit_period(
     });
     let fee = match credited_fee {
         Some(f) => Some(f),
-        None => match credits::fee_at(tx, customer, period_start).await? {
-            Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
-            None => None,
-        },
+        None => {
+            match credits::fee_at(tx, customer, period_start, zone_of(&stored.definition)).await? {
+                Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
+                None => None,
+            }
+        }
     };
     let objectives: Vec<ObjectiveOutcome> = results
         .iter()
@@ -289,4 +293,14 @@ async fn blocked(
     outbox::enqueue(tx, "credit.not_computed", &fact).await?;
     tracing::warn!(%sla, %period_start, error = %error, "credit not computed");
     Ok(Credited::Blocked(error))
+}
+
+/// The IANA name of the time zone an SLA's periods are read in (a fee from
+/// a date takes effect at its midnight there): its calendar window's, UTC
+/// for a rolling window (which credits never reach).
+fn zone_of(definition: &SlaDefinition) -> &'static str {
+    match definition.window {
+        TimeWindow::Calendar { time_zone, .. } => time_zone.name(),
+        TimeWindow::Rolling { .. } => "UTC",
+    }
 }

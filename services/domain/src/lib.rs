@@ -44,7 +44,9 @@ pub use objective::{
     RatioCount, RatioSli, Sli, SliceBudgeting, SliceIndicator, ThresholdOp, ThresholdSli,
     ThresholdValue, TimeSlicesSli,
 };
-pub use policy::{DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy};
+pub use policy::{
+    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, ScheduleSlot, SlaPolicy,
+};
 pub use quantity::{CompositeWeight, Micros, QuantityError, SliceTarget, Span, TargetPpm};
 pub use sla::{SlaDefinition, SlaName, SlaScope};
 pub use window::{CalendarUnit, Period, TimeWindow};

@@ -1,22 +1,33 @@
 //! Maintenance windows and the rules of their agreement: which parts of them an SLA's measurement leaves out.
 //!
-//! Planned maintenance is agreed ahead. A window counts as *planned* for an
-//! SLA when it was announced at least the SLA's notice
-//! ([`MaintenancePolicy::notice`]) before it starts; planned windows are
-//! excluded from the SLA's measurement up to the SLA's cap per period
-//! ([`MaintenancePolicy::max_per_period`]), taken in order of announcement.
-//! A window announced later (or after it started) is an *emergency*
-//! window: it counts against the provider unless the SLA's customer
-//! accepts it, and an accepted window is excluded whole, outside the cap.
-//! [`judge`] applies these rules; it is the one place they are written.
+//! Maintenance is excluded only with the customer's agreement. The
+//! provider announces windows; the customer agrees either once, in the
+//! SLA, to a recurring schedule ([`MaintenancePolicy::schedule`]), or to
+//! one window, by accepting it. For an SLA a window is:
+//!
+//! - *planned* when it lies wholly inside the schedule and was announced
+//!   at least the SLA's notice ([`MaintenancePolicy::notice`]) before it
+//!   starts: excluded up to the SLA's cap per period
+//!   ([`MaintenancePolicy::max_per_period`]), windows taken in order of
+//!   announcement, and *beyond the cap* for what the cap leaves out;
+//! - *proposed* when announced with the notice but not inside the
+//!   schedule, and an *emergency* when announced later (or after it
+//!   started): either counts against the provider unless the customer
+//!   accepts it;
+//! - *accepted* by the customer: excluded whole, outside the cap.
+//!
+//! A provider alone can therefore exclude no more than the schedule and
+//! cap the customer signed. [`judge`] applies these rules; it is the one
+//! place they are written.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeDelta, Utc};
+use chrono_tz::Tz;
 
-use crate::policy::MaintenancePolicy;
+use crate::policy::{MaintenancePolicy, ScheduleSlot};
 use crate::quantity::Span;
-use crate::window::{Period, TimeWindow, merge_periods};
+use crate::window::{Period, TimeWindow, local_instant, merge_periods};
 
 /// Why a maintenance window is refused, naming the field as the API does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,11 +133,17 @@ impl MaintenanceWindow {
 /// it, the SLA's measurement leaves out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Standing {
-    /// Announced with the SLA's notice and wholly within its cap: excluded.
+    /// Inside the SLA's schedule, announced with its notice and wholly
+    /// within its cap: excluded.
     Planned,
-    /// Announced with the notice, but beyond the cap per period in part or
-    /// whole: what is beyond counts against the provider.
+    /// Inside the schedule with the notice, but beyond the cap per period
+    /// in part or whole: what is beyond counts against the provider unless
+    /// the customer accepts it.
     BeyondCap,
+    /// Announced with the notice but not inside the SLA's schedule (or the
+    /// SLA has none): counts against the provider unless the customer
+    /// accepts it.
+    Proposed,
     /// Announced with less than the notice, or once it had started: counts
     /// against the provider unless the customer accepts it.
     Emergency,
@@ -141,6 +158,7 @@ impl Standing {
         match self {
             Self::Planned => "planned",
             Self::BeyondCap => "beyond_cap",
+            Self::Proposed => "proposed",
             Self::Emergency => "emergency",
             Self::Accepted => "accepted",
             Self::Cancelled => "cancelled",
@@ -150,7 +168,7 @@ impl Standing {
     /// Whether the customer may accept the window: some of its time still
     /// counts against the provider.
     pub const fn acceptable(self) -> bool {
-        matches!(self, Self::Emergency | Self::BeyondCap)
+        matches!(self, Self::Proposed | Self::Emergency | Self::BeyondCap)
     }
 }
 
@@ -201,6 +219,57 @@ fn span_duration(span: Span) -> Duration {
         .ok()
         .and_then(TimeDelta::try_seconds)
         .unwrap_or(TimeDelta::MAX)
+}
+
+/// Whether every instant of `period` lies in an occurrence of `schedule`
+/// read in `zone` (occurrences that meet, such as 22:00–24:00 and the next
+/// day's 00:00–02:00, are one stretch).
+pub fn within_schedule(schedule: &[ScheduleSlot], zone: Tz, period: Period) -> bool {
+    let mut at = period.start;
+    while at < period.end {
+        match occurrence_end(schedule, zone, at) {
+            Some(end) if end > at => at = end,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The latest end of the occurrences of `schedule` that contain `at`. An
+/// occurrence lies within its local day, so only `at`'s day is looked at.
+fn occurrence_end(schedule: &[ScheduleSlot], zone: Tz, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let day = at.with_timezone(&zone).date_naive();
+    let weekday = day.weekday().num_days_from_monday() as usize;
+    schedule
+        .iter()
+        .filter(|slot| slot.days[weekday])
+        .filter_map(|slot| {
+            let start = clock_on(zone, day, slot.from_minute)?;
+            let end = clock_on(zone, day, slot.to_minute)?;
+            (start <= at && at < end).then_some(end)
+        })
+        .max()
+}
+
+/// The instant `minute` minutes after local midnight of `day` names on
+/// the wall clock (1440: the next midnight).
+fn clock_on(zone: Tz, day: NaiveDate, minute: u16) -> Option<DateTime<Utc>> {
+    let (day, minute) = if minute >= 1440 {
+        (day.succ_opt()?, minute - 1440)
+    } else {
+        (day, minute)
+    };
+    let local = day.and_hms_opt(u32::from(minute / 60), u32::from(minute % 60), 0)?;
+    Some(local_instant(zone, local))
+}
+
+/// The zone an SLA's schedule is read in: its calendar window's, UTC for
+/// a rolling window.
+fn schedule_zone(window: &TimeWindow) -> Tz {
+    match *window {
+        TimeWindow::Calendar { time_zone, .. } => time_zone,
+        TimeWindow::Rolling { .. } => chrono_tz::UTC,
+    }
 }
 
 /// The period containing `at` that the cap per period counts in: the SLA's
@@ -254,6 +323,7 @@ pub fn judge<K: Clone>(
     policy: &MaintenancePolicy,
     window: &TimeWindow,
 ) -> Vec<Judged<K>> {
+    let zone = schedule_zone(window);
     let mut judged: Vec<Judged<K>> = windows
         .iter()
         .map(|w| {
@@ -261,10 +331,12 @@ pub fn judge<K: Clone>(
                 Standing::Cancelled
             } else if w.accepted {
                 Standing::Accepted
-            } else if has_notice(policy, w.period.start, w.announced_at) {
+            } else if !has_notice(policy, w.period.start, w.announced_at) {
+                Standing::Emergency
+            } else if within_schedule(&policy.schedule, zone, w.period) {
                 Standing::Planned
             } else {
-                Standing::Emergency
+                Standing::Proposed
             };
             let excluded = match standing {
                 Standing::Accepted | Standing::Planned => vec![w.period],
@@ -393,251 +465,4 @@ fn uncovered(period: Period, covered: &[Period]) -> Vec<Period> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    #[test]
-    fn refuses_bad_windows_naming_the_field() {
-        let t = utc("2024-01-01T00:00:00Z");
-        let refused = |a, b, d: &str| MaintenanceWindow::new(a, b, d).unwrap_err();
-        assert_eq!(refused(t, t, "x"), MaintenanceWindowError::EndNotAfterStart);
-        assert_eq!(refused(t, t - Duration::hours(1), "x").field(), "ends_at");
-        let long = refused(t, t + Duration::days(7) + Duration::seconds(1), "x");
-        assert_eq!(long.field(), "ends_at");
-        assert_eq!(long.rule(), "a window may last at most 7 days");
-        assert_eq!(
-            refused(t, t + Duration::hours(1), "  ").to_string(),
-            "description: must be 1-1000 characters"
-        );
-        assert!(MaintenanceWindow::new(t, t + Duration::hours(1), &"é".repeat(1001)).is_err());
-        let ok = MaintenanceWindow::new(t, t + Duration::days(7), " db upgrade ").unwrap();
-        assert_eq!(ok.description(), "db upgrade");
-        assert_eq!(ok.period().duration(), Duration::days(7));
-    }
-
-    fn capped(hours: u32) -> MaintenancePolicy {
-        MaintenancePolicy {
-            notice: Span::new(72, crate::quantity::SpanUnit::Hour).unwrap(),
-            max_per_period: (hours > 0)
-                .then(|| Span::new(hours * 60, crate::quantity::SpanUnit::Minute).unwrap()),
-        }
-    }
-
-    fn month() -> TimeWindow {
-        TimeWindow::Calendar {
-            unit: crate::window::CalendarUnit::Month,
-            time_zone: chrono_tz::UTC,
-        }
-    }
-
-    fn window(key: u32, start: &str, end: &str, announced: &str) -> Announced<u32> {
-        Announced {
-            key,
-            period: Period {
-                start: utc(start),
-                end: utc(end),
-            },
-            announced_at: utc(announced),
-            accepted: false,
-            cancelled: false,
-        }
-    }
-
-    fn period(start: &str, end: &str) -> Period {
-        Period {
-            start: utc(start),
-            end: utc(end),
-        }
-    }
-
-    #[test]
-    fn notice_makes_a_window_planned_and_its_lack_an_emergency() {
-        let policy = capped(0);
-        let start = "2026-11-10T10:00:00Z";
-        let windows = [
-            // Exactly 72 hours ahead: planned.
-            window(1, start, "2026-11-10T11:00:00Z", "2026-11-07T10:00:00Z"),
-            // A second short: an emergency.
-            window(2, start, "2026-11-10T11:00:00Z", "2026-11-07T10:00:01Z"),
-            // Announced once it had started (retroactive): an emergency.
-            window(3, start, "2026-11-10T11:00:00Z", "2026-11-12T00:00:00Z"),
-        ];
-        let judged = judge(&windows, &policy, &month());
-        let standings: Vec<_> = judged.iter().map(|j| j.standing).collect();
-        assert_eq!(
-            standings,
-            [Standing::Planned, Standing::Emergency, Standing::Emergency]
-        );
-        assert_eq!(judged[0].excluded, [windows[0].period]);
-        assert!(judged[1].excluded.is_empty() && judged[2].excluded.is_empty());
-        assert_eq!(excluded_periods(&judged), [windows[0].period]);
-        assert!(Standing::Emergency.acceptable() && !Standing::Planned.acceptable());
-    }
-
-    #[test]
-    fn an_accepted_emergency_is_excluded_whole_and_a_cancelled_window_not_at_all() {
-        let mut accepted = window(
-            1,
-            "2026-11-10T10:00:00Z",
-            "2026-11-10T12:00:00Z",
-            "2026-11-12T00:00:00Z",
-        );
-        accepted.accepted = true;
-        let mut cancelled = window(
-            2,
-            "2026-11-20T10:00:00Z",
-            "2026-11-20T12:00:00Z",
-            "2026-11-01T00:00:00Z",
-        );
-        cancelled.cancelled = true;
-        // A one-hour cap does not bound what the customer accepted.
-        let judged = judge(&[accepted.clone(), cancelled], &capped(1), &month());
-        assert_eq!(judged[0].standing, Standing::Accepted);
-        assert_eq!(judged[1].standing, Standing::Cancelled);
-        assert_eq!(excluded_periods(&judged), [accepted.period]);
-    }
-
-    #[test]
-    fn the_cap_goes_to_windows_in_order_of_announcement_each_from_its_start() {
-        // Announced second but earlier in time: gets what the first left.
-        let windows = [
-            window(
-                1,
-                "2026-11-20T10:00:00Z",
-                "2026-11-20T11:00:00Z",
-                "2026-11-01T00:00:00Z",
-            ),
-            window(
-                2,
-                "2026-11-10T10:00:00Z",
-                "2026-11-10T11:00:00Z",
-                "2026-11-02T00:00:00Z",
-            ),
-        ];
-        let policy = MaintenancePolicy {
-            max_per_period: Some(Span::new(90, crate::quantity::SpanUnit::Minute).unwrap()),
-            ..capped(0)
-        };
-        let judged = judge(&windows, &policy, &month());
-        assert_eq!(judged[0].standing, Standing::Planned);
-        assert_eq!(judged[1].standing, Standing::BeyondCap);
-        assert_eq!(
-            judged[1].excluded,
-            [period("2026-11-10T10:00:00Z", "2026-11-10T10:30:00Z")]
-        );
-        // Each period has a cap of its own: December's window is whole.
-        let december = window(
-            3,
-            "2026-12-01T00:00:00Z",
-            "2026-12-01T01:00:00Z",
-            "2026-11-03T00:00:00Z",
-        );
-        let mut more = windows.to_vec();
-        more.push(december);
-        let judged = judge(&more, &policy, &month());
-        assert_eq!(judged[2].standing, Standing::Planned);
-        // A window across two periods is charged in each.
-        let across = window(
-            4,
-            "2026-11-30T23:30:00Z",
-            "2026-12-01T00:30:00Z",
-            "2026-11-01T00:00:00Z",
-        );
-        let judged = judge(&[across], &capped(0).with_cap(20), &month());
-        assert_eq!(
-            judged[0].excluded,
-            [
-                period("2026-11-30T23:30:00Z", "2026-11-30T23:50:00Z"),
-                period("2026-12-01T00:00:00Z", "2026-12-01T00:20:00Z"),
-            ]
-        );
-        assert_eq!(judged[0].standing, Standing::BeyondCap);
-    }
-
-    #[test]
-    fn time_already_excluded_is_not_charged_twice_against_the_cap() {
-        let first = window(
-            1,
-            "2026-11-10T10:00:00Z",
-            "2026-11-10T11:00:00Z",
-            "2026-11-01T00:00:00Z",
-        );
-        // Inside the first: costs nothing, planned.
-        let inner = window(
-            2,
-            "2026-11-10T10:15:00Z",
-            "2026-11-10T10:45:00Z",
-            "2026-11-02T00:00:00Z",
-        );
-        // Under an accepted window: costs nothing either.
-        let mut accepted = window(
-            3,
-            "2026-11-11T10:00:00Z",
-            "2026-11-11T12:00:00Z",
-            "2026-11-11T11:00:00Z",
-        );
-        accepted.accepted = true;
-        let under = window(
-            4,
-            "2026-11-11T10:30:00Z",
-            "2026-11-11T11:30:00Z",
-            "2026-11-03T00:00:00Z",
-        );
-        let judged = judge(
-            &[first, inner, accepted, under],
-            &capped(0).with_cap(60),
-            &month(),
-        );
-        let standings: Vec<_> = judged.iter().map(|j| j.standing).collect();
-        assert_eq!(
-            standings,
-            [
-                Standing::Planned,
-                Standing::Planned,
-                Standing::Accepted,
-                Standing::Planned
-            ]
-        );
-    }
-
-    #[test]
-    fn rolling_windows_cap_consecutive_stretches_of_their_length() {
-        let rolling = TimeWindow::Rolling {
-            duration: Span::new(1, crate::quantity::SpanUnit::Day).unwrap(),
-        };
-        assert_eq!(
-            cap_period(&rolling, utc("2026-11-10T10:00:00Z")),
-            period("2026-11-10T00:00:00Z", "2026-11-11T00:00:00Z")
-        );
-        let span = judged_span(
-            &capped(1),
-            &rolling,
-            utc("2026-11-10T10:00:00Z"),
-            utc("2026-11-10T11:00:00Z"),
-        );
-        assert_eq!(span, period("2026-11-03T00:00:00Z", "2026-11-18T00:00:00Z"));
-        // Without a cap, a window is judged alone.
-        let span = judged_span(
-            &capped(0),
-            &rolling,
-            utc("2026-11-10T10:00:00Z"),
-            utc("2026-11-10T11:00:00Z"),
-        );
-        assert_eq!(span, period("2026-11-10T10:00:00Z", "2026-11-10T11:00:00Z"));
-    }
-
-    impl MaintenancePolicy {
-        fn with_cap(self, minutes: u32) -> Self {
-            Self {
-                max_per_period: Some(
-                    Span::new(minutes, crate::quantity::SpanUnit::Minute).unwrap(),
-                ),
-                ..self
-            }
-        }
-    }
-}
+mod tests;

@@ -9,7 +9,7 @@
 use crate::quantity::{Span, SpanUnit};
 
 /// An SLA's policy. `Default` is the policy of a document that gives none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlaPolicy {
     /// How long after a period ends its late telemetry still counts: the
     /// period closes (and its result is frozen) this long after its end.
@@ -66,16 +66,26 @@ impl SlaPolicy {
 }
 
 /// How planned maintenance is agreed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// The provider proposes windows; the customer's agreement is what
+/// excludes them. It is given either once, in the SLA itself, as a
+/// recurring `schedule` both parties signed (a window inside it, announced
+/// with the notice, is excluded up to the cap), or per window, by the
+/// customer accepting it. A window the provider announced and the customer
+/// did not agree to counts against the provider, however early it was
+/// announced.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MaintenancePolicy {
-    /// How far ahead of its start a window must be announced to count as
-    /// planned. A window announced later is an *emergency* window: it
-    /// counts against the provider unless the customer accepts it.
+    /// How far ahead of its start a scheduled window must be announced.
     pub notice: Span,
-    /// The most planned maintenance a period may exclude; windows beyond
-    /// it (in order of announcement) count against the provider. `None`:
-    /// no cap.
+    /// The most scheduled maintenance a period may exclude; windows beyond
+    /// it (in order of announcement) count against the provider. Required
+    /// with a schedule; `None` only without one (it then bounds nothing).
     pub max_per_period: Option<Span>,
+    /// When maintenance may be scheduled without asking, in the SLA's time
+    /// zone (its calendar window's; UTC for a rolling window). Empty: every
+    /// window needs the customer's acceptance.
+    pub schedule: Vec<ScheduleSlot>,
 }
 
 impl Default for MaintenancePolicy {
@@ -83,7 +93,64 @@ impl Default for MaintenancePolicy {
         Self {
             notice: span(72, SpanUnit::Hour),
             max_per_period: None,
+            schedule: Vec::new(),
         }
+    }
+}
+
+/// A recurring stretch of the week in which maintenance may be
+/// scheduled: on each of `days`, from `from` to `to` local time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleSlot {
+    /// The days of the week it recurs on, Monday first.
+    pub days: [bool; 7],
+    /// Minutes after local midnight it starts (0 to 1439).
+    pub from_minute: u16,
+    /// Minutes after local midnight it ends, after `from_minute`; 1440 is
+    /// the next midnight.
+    pub to_minute: u16,
+}
+
+impl std::fmt::Display for ScheduleSlot {
+    /// `sat,sun 02:00-04:00`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}-{}",
+            self.day_names().join(","),
+            Self::clock(self.from_minute),
+            Self::clock(self.to_minute)
+        )
+    }
+}
+
+impl ScheduleSlot {
+    /// The days it recurs on, by their three-letter names, Monday first.
+    pub fn day_names(&self) -> Vec<&'static str> {
+        Self::DAYS
+            .iter()
+            .zip(self.days)
+            .filter_map(|(name, on)| on.then_some(*name))
+            .collect()
+    }
+
+    /// Three-letter day names, Monday first, as documents write them.
+    pub const DAYS: [&'static str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+    /// `02:00` for a minute of the day (`24:00` for 1440).
+    pub fn clock(minute: u16) -> String {
+        format!("{:02}:{:02}", minute / 60, minute % 60)
+    }
+
+    /// The minute of the day `HH:MM` names (`24:00` is 1440).
+    pub fn parse_clock(text: &str) -> Option<u16> {
+        let (h, m) = text.split_once(':')?;
+        if h.len() != 2 || m.len() != 2 {
+            return None;
+        }
+        let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+        let minute = h.checked_mul(60)?.checked_add(m)?;
+        (m < 60 && minute <= 1440).then_some(minute)
     }
 }
 
@@ -186,6 +253,8 @@ pub(crate) mod limits {
     pub(crate) const MAX_NO_DATA_SECS: u64 = 7 * 86_400;
     /// Shortest no-data wait: a minute is the rollup unit.
     pub(crate) const MIN_NO_DATA_SECS: u64 = 60;
+    /// Most recurring slots a maintenance schedule may have.
+    pub(crate) const MAX_SCHEDULE_SLOTS: usize = 28;
     /// Longest gauge delay.
     pub(crate) const MAX_GAUGE_DELAY_SECS: u64 = 7 * 86_400;
 }

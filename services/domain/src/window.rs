@@ -240,22 +240,23 @@ impl fmt::Display for TimeWindow {
 
 /// The UTC instant at which local `day` begins in `tz`.
 pub(crate) fn local_midnight(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
-    let midnight = day.and_hms_opt(0, 0, 0).unwrap_or(NaiveDateTime::MIN);
-    match tz.from_local_datetime(&midnight) {
+    local_instant(tz, day.and_hms_opt(0, 0, 0).unwrap_or(NaiveDateTime::MIN))
+}
+
+/// The instant a local wall-clock time names in `tz`. A fold repeats it:
+/// its first occurrence. A gap skips it: it is read with the offset in
+/// force just before the gap, which is when the clocks jump.
+pub(crate) fn local_instant(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
+    match tz.from_local_datetime(&local) {
         LocalResult::Single(t) => t.with_timezone(&Utc),
-        // A fold repeats midnight: the day begins at its first occurrence.
         LocalResult::Ambiguous(earliest, _) => earliest.with_timezone(&Utc),
-        // A gap skips midnight: the day begins when the clocks jump, which is
-        // midnight read with the offset in force just before the gap.
         LocalResult::None => {
-            let before = midnight - Duration::hours(6);
+            let before = local - Duration::hours(6);
             let offset = match tz.from_local_datetime(&before) {
                 LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => t.offset().fix(),
-                LocalResult::None => return Utc.from_utc_datetime(&midnight),
+                LocalResult::None => return Utc.from_utc_datetime(&local),
             };
-            Utc.from_utc_datetime(
-                &(midnight - Duration::seconds(i64::from(offset.local_minus_utc()))),
-            )
+            Utc.from_utc_datetime(&(local - Duration::seconds(i64::from(offset.local_minus_utc()))))
         }
     }
 }

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy};
 use slaproof_domain::policy::{
-    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy,
+    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, ScheduleSlot, SlaPolicy,
 };
 use slaproof_domain::quantity::SpanUnit;
 use slaproof_domain::{
@@ -226,7 +226,7 @@ fn policy() -> impl Strategy<Value = SlaPolicy> {
     (
         proptest::option::of(1u32..48),
         1u32..200,
-        proptest::option::of(1u32..100),
+        proptest::option::of((1u32..100, 0u8..128, 0u16..1439, 1u16..1441)),
         (1u64..20_000, 1u32..10, 0u64..20_000, 1u32..1_000_000),
         1u32..600,
         prop_oneof![
@@ -242,7 +242,17 @@ fn policy() -> impl Strategy<Value = SlaPolicy> {
                     late_corrections: grace.is_some_and(|g| g % 2 == 0),
                     maintenance: MaintenancePolicy {
                         notice: hours(notice),
-                        max_per_period: cap.map(hours),
+                        max_per_period: cap.map(|(h, ..)| hours(h)),
+                        // A schedule needs a cap; some caps come without one.
+                        schedule: cap
+                            .filter(|&(_, days, ..)| days != 0)
+                            .map(|(_, days, from, length)| ScheduleSlot {
+                                days: std::array::from_fn(|i| days & (1 << i) != 0),
+                                from_minute: from,
+                                to_minute: (from + length).min(1440),
+                            })
+                            .into_iter()
+                            .collect(),
                     },
                     degrade: DegradePolicy {
                         light_burn_milli: light,

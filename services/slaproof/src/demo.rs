@@ -56,9 +56,9 @@ pub const INCIDENT_AT: std::time::Duration = std::time::Duration::from_secs(300)
 /// (`tests/tests/e2e/demo_story.rs`, and "The demo" in the README).
 pub const INCIDENT_LENGTH: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// The demo customer's fee per month (10,000.00 EUR), from this instant on.
+/// The demo customer's fee per month (10,000.00 EUR), from this date on (in each SLA's time zone).
 const DEMO_FEE_MINOR: i64 = 1_000_000;
-const DEMO_FEE_FROM: &str = "2020-01-01T00:00:00Z";
+const DEMO_FEE_FROM: &str = "2020-01-01";
 
 /// What the demo consists of.
 #[derive(Debug, Clone)]
@@ -174,13 +174,15 @@ async fn ensure_fee(
         .await?
         .is_empty()
     {
+        let start = slaproof_domain::credit::FeeStart::parse(DEMO_FEE_FROM)
+            .map_err(anyhow::Error::msg)
+            .context("the demo fee's start")?;
         slaproof_store::credits::add_fee(
             tx,
             &slaproof_store::credits::Fee {
                 customer,
-                effective_from: DEMO_FEE_FROM
-                    .parse()
-                    .context("the demo fee's start is an RFC 3339 instant")?,
+                effective_from: start.utc_key(),
+                effective_on: start.date(),
                 currency: currency.to_owned(),
                 minor_units: 2,
                 amount_minor,

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use slaproof_domain::credit::Currency;
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 
@@ -45,7 +45,12 @@ pub async fn request(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Fee {
     pub customer: CustomerId,
+    /// From when it applies; for a date, the date's midnight UTC (see
+    /// `effective_on`).
     pub effective_from: DateTime<Utc>,
+    /// The date it applies from in each SLA's time zone, when recorded as
+    /// a date.
+    pub effective_on: Option<NaiveDate>,
     pub currency: String,
     pub minor_units: i16,
     pub amount_minor: i64,
@@ -72,6 +77,7 @@ fn currency_of(code: &str, minor_units: i16) -> Result<Currency, StoreError> {
 type FeeRow = (
     uuid::Uuid,
     DateTime<Utc>,
+    Option<NaiveDate>,
     String,
     i16,
     i64,
@@ -80,11 +86,20 @@ type FeeRow = (
 );
 
 fn fee(row: FeeRow) -> Fee {
-    let (customer, effective_from, currency, minor_units, amount_minor, created_at, created_by) =
-        row;
+    let (
+        customer,
+        effective_from,
+        effective_on,
+        currency,
+        minor_units,
+        amount_minor,
+        created_at,
+        created_by,
+    ) = row;
     Fee {
         customer: CustomerId::from_uuid(customer),
         effective_from,
+        effective_on,
         currency,
         minor_units,
         amount_minor,
@@ -93,19 +108,21 @@ fn fee(row: FeeRow) -> Fee {
     }
 }
 
-const FEE_COLUMNS: &str =
-    "customer_id, effective_from, currency, minor_units, amount_minor, created_at, created_by";
+const FEE_COLUMNS: &str = "customer_id, effective_from, effective_on, currency, minor_units, \
+     amount_minor, created_at, created_by";
 
 /// Records a fee from `fee.effective_from` on. A fee already recorded from
 /// that very instant is a conflict: the history is never rewritten.
 pub async fn add_fee(tx: &mut TenantTx, new: &Fee) -> Result<Fee, StoreError> {
     let row: FeeRow = sqlx::query_as(&format!(
-        "INSERT INTO customer_fees (tenant_id, customer_id, effective_from, currency, minor_units, \
-             amount_minor, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {FEE_COLUMNS}"
+        "INSERT INTO customer_fees (tenant_id, customer_id, effective_from, effective_on, currency, \
+             minor_units, amount_minor, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         RETURNING {FEE_COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(new.customer.uuid())
     .bind(new.effective_from)
+    .bind(new.effective_on)
     .bind(&new.currency)
     .bind(new.minor_units)
     .bind(new.amount_minor)
@@ -147,23 +164,48 @@ pub async fn last_credited(
     .await?)
 }
 
-/// The fee of the period starting at `period_start`: the latest in effect
-/// at that instant.
+/// The fee of the period starting at `period_start` of an SLA in `zone`
+/// (an IANA name): the latest in effect then, a fee from a date taking
+/// effect at that date's midnight in `zone`.
 pub async fn fee_at(
     tx: &mut TenantTx,
     customer: CustomerId,
     period_start: DateTime<Utc>,
+    zone: &str,
 ) -> Result<Option<Fee>, StoreError> {
     let row: Option<FeeRow> = sqlx::query_as(&format!(
-        "SELECT {FEE_COLUMNS} FROM customer_fees WHERE tenant_id = $1 AND customer_id = $2 \
-           AND effective_from <= $3 ORDER BY effective_from DESC LIMIT 1"
+        "SELECT {FEE_COLUMNS} FROM ( \
+             SELECT *, coalesce(effective_on::timestamp AT TIME ZONE $4, effective_from) AS takes_effect \
+             FROM customer_fees WHERE tenant_id = $1 AND customer_id = $2) f \
+         WHERE takes_effect <= $3 ORDER BY takes_effect DESC, effective_from DESC LIMIT 1"
     ))
     .bind(tx.tenant().uuid())
     .bind(customer.uuid())
     .bind(period_start)
+    .bind(zone)
     .fetch_optional(&mut **tx)
     .await?;
     Ok(row.map(fee))
+}
+
+/// The first local date no credit of `customer` on a fee has reached: the
+/// latest end of such a credited period, read in its SLA's time zone (a
+/// period ends at a local midnight, the first of the next period).
+pub async fn first_date_not_credited(
+    tx: &mut TenantTx,
+    customer: CustomerId,
+) -> Result<Option<NaiveDate>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT max((e.period_end AT TIME ZONE coalesce(v.definition #>> '{spec,window,timeZone}', 'UTC'))::date) \
+         FROM credit_entries e \
+         JOIN sla_versions v ON v.tenant_id = e.tenant_id AND v.sla_id = e.sla_id AND v.version = e.version \
+         WHERE e.tenant_id = $1 AND e.customer_id = $2 \
+           AND jsonb_typeof(e.computation #> '{inputs,fee}') = 'object'",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(customer.uuid())
+    .fetch_one(&mut **tx)
+    .await?)
 }
 
 /// An objective's frozen result in force for a period (its highest

@@ -313,6 +313,41 @@ pub async fn of_customer(
     Ok(ids.into_iter().map(SlaId::from_uuid).collect())
 }
 
+/// The share of the customer `external_ref`'s fee each of its other
+/// credited SLAs takes: every SLA but `except` whose newest version names
+/// the customer and states credits, by name, with its `feeShare` in ppm.
+#[tracing::instrument(skip(tx))]
+pub async fn fee_shares(
+    tx: &mut TenantTx,
+    external_ref: &str,
+    except: &str,
+) -> Result<Vec<(String, u32)>, StoreError> {
+    let rows: Vec<(String, serde_json::Value)> = sqlx::query_as(
+        "SELECT s.name, v.definition FROM slas s \
+         JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
+              AND v.version = s.current_version \
+         WHERE s.tenant_id = $1 AND s.name <> $3 \
+           AND v.definition #>> '{spec,customer}' = $2 AND v.definition #> '{spec,credits}' IS NOT NULL \
+         ORDER BY s.name",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(external_ref)
+    .bind(except)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.into_iter()
+        .filter_map(|(name, definition)| {
+            match serde_json::from_value::<SlaDefinition>(definition) {
+                Ok(d) => d.credits.map(|c| Ok((name, c.fee_share_ppm))),
+                Err(e) => Some(Err(StoreError::Corrupt {
+                    what: "SLA definition",
+                    reason: e.to_string(),
+                })),
+            }
+        })
+        .collect()
+}
+
 /// The versions of an SLA that were for the customer `external_ref`
 /// (their documents name it in `spec.customer`: versions keep the native
 /// document as written), oldest first.

@@ -66,7 +66,7 @@ async fn fee(app: &App, admin: &Caller, amount: &str) {
         admin,
         "acme-corp",
         NewFee {
-            effective_from: at("2026-01-01T00:00:00Z"),
+            effective_from: at("2026-01-01T00:00:00Z").into(),
             currency: "EUR".into(),
             amount: amount.into(),
             minor_units: None,
@@ -451,7 +451,7 @@ async fn a_customer_reads_its_own_credits_only_and_a_missing_fee_is_told_not_zer
             &acme,
             "acme-corp",
             NewFee {
-                effective_from: at("2026-12-01T00:00:00Z"),
+                effective_from: at("2026-12-01T00:00:00Z").into(),
                 currency: "EUR".into(),
                 amount: "1.00".into(),
                 minor_units: None,
@@ -467,7 +467,7 @@ async fn a_customer_reads_its_own_credits_only_and_a_missing_fee_is_told_not_zer
                 &admin,
                 "acme-corp",
                 NewFee {
-                    effective_from: at("2027-01-01T00:00:00Z"),
+                    effective_from: at("2027-01-01T00:00:00Z").into(),
                     currency: currency.into(),
                     amount: amount.into(),
                     minor_units: None,
@@ -705,7 +705,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
             &admin,
             "acme-corp",
             NewFee {
-                effective_from: at("2026-11-15T00:00:00Z"),
+                effective_from: at("2026-11-15T00:00:00Z").into(),
                 currency: "EUR".into(),
                 amount: "2000.00".into(),
                 minor_units: None,
@@ -723,7 +723,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
         &admin,
         "acme-corp",
         NewFee {
-            effective_from: at("2026-12-01T00:00:00Z"),
+            effective_from: at("2026-12-01T00:00:00Z").into(),
             currency: "EUR".into(),
             amount: "2000.00".into(),
             minor_units: None,
@@ -762,6 +762,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
         &slaproof_store::credits::Fee {
             customer,
             effective_from: at("2026-10-01T00:00:00Z"),
+            effective_on: None,
             currency: "EUR".into(),
             minor_units: 2,
             amount_minor: 500_000,
@@ -795,7 +796,7 @@ async fn a_month_judged_under_one_customers_version_is_credited_to_that_customer
         &admin,
         "globex",
         NewFee {
-            effective_from: at("2026-01-01T00:00:00Z"),
+            effective_from: at("2026-01-01T00:00:00Z").into(),
             currency: "EUR".into(),
             amount: "9000.00".into(),
             minor_units: None,
@@ -823,4 +824,133 @@ async fn a_month_judged_under_one_customers_version_is_credited_to_that_customer
     assert!(ledger(&app, &globex).await.is_empty());
     let acme = customer_user(&s, &app, "acme-corp").await;
     assert_eq!(ledger(&app, &acme).await.len(), 1);
+}
+
+/// The tiered SLA as `name`, crediting on `share` of the customer's fee
+/// (`None`: the whole fee, by default).
+fn sharing(name: &str, share: Option<&str>) -> String {
+    let share = share.map_or(String::new(), |s| format!("\n    feeShare: {s}"));
+    tiered("")
+        .replace("name: chat-sla", &format!("name: {name}"))
+        .replace(
+            "capPercentOfFee: 30",
+            &format!("capPercentOfFee: 30{share}"),
+        )
+}
+
+#[tokio::test]
+async fn two_slas_of_one_customer_split_its_fee_and_never_credit_on_more_than_the_whole() {
+    // Found in review: one customer fee was used whole by each of its
+    // SLAs, so two SLAs could credit twice the fee (before this, the
+    // second SLA below applied at 100% and each credited 100.00 of a
+    // 1,000.00 fee).
+    let s = Scenario::new(&sharing("chat-sla", Some("50")), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    let refused = |share: Option<&'static str>| {
+        let app = &app;
+        let admin = &admin;
+        async move {
+            match app
+                .apply_sla(admin, &sharing("chat-sla-2", share), Default::default())
+                .await
+            {
+                Err(slaproof_app::AppError::Invalid { field, message }) => (field, message),
+                other => panic!("feeShare {share:?} was not refused: {other:?}"),
+            }
+        }
+    };
+    let (field, message) = refused(None).await;
+    assert_eq!(field, "spec.credits.feeShare");
+    assert!(
+        message.contains("chat-sla (50%)") && message.contains("150% of one fee"),
+        "{message}"
+    );
+    let (_, message) = refused(Some("60")).await;
+    assert!(message.contains("at most 50% here"), "{message}");
+    app.apply_sla(
+        &admin,
+        &sharing("chat-sla-2", Some("50")),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    // Raising the first SLA's share now would take the second's part.
+    let raised = app
+        .apply_sla(&admin, &sharing("chat-sla", Some("60")), Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&raised, slaproof_app::AppError::Invalid { message, .. } if message.contains("chat-sla-2 (50%)")),
+        "{raised:?}"
+    );
+
+    // A missed month on both: each credits 10% of its half of 1,000.00.
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    let credits = ledger(&app, &admin).await;
+    let mut totals: Vec<_> = credits.iter().map(|c| c.total.as_str()).collect();
+    totals.sort_unstable();
+    assert_eq!(totals, ["50.00", "50.00"], "{credits:?}");
+    // The statement shows the whole fee and the SLA's share of it.
+    let computation = &credits[0].computation["computation"];
+    assert_eq!(computation["fee"]["minor"], 100_000, "{computation}");
+    assert_eq!(computation["fee_share"], "50", "{computation}");
+}
+
+#[tokio::test]
+async fn a_fee_from_a_date_starts_with_the_slas_own_local_month() {
+    // Found in review: a fee's start was compared in UTC with periods in
+    // the SLA's zone, so a November price from midnight UTC missed
+    // Berlin's November (which starts at 23:00 UTC on 31 October) and
+    // November was credited on October's price.
+    let berlin = tiered("").replace("timeZone: UTC", "timeZone: Europe/Berlin");
+    let s = Scenario::new(&berlin, "2026-10-31", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    s.run("2026-10-31T23:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    let record = |from: &str, amount: &str| {
+        let (app, admin) = (&app, &admin);
+        let from = slaproof_domain::credit::FeeStart::parse(from).unwrap();
+        let amount = amount.to_owned();
+        async move {
+            app.set_customer_fee(
+                admin,
+                "acme-corp",
+                NewFee {
+                    effective_from: from,
+                    currency: "EUR".into(),
+                    amount,
+                    minor_units: None,
+                },
+            )
+            .await
+        }
+    };
+    let price = record("2026-11-01", "2000.00").await.unwrap();
+    assert_eq!(
+        price.effective_on.map(|d| d.to_string()).as_deref(),
+        Some("2026-11-01")
+    );
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    // 10% of November's 2,000.00, not of October's 1,000.00.
+    assert_eq!(ledger(&app, &admin).await[0].total, "200.00");
+
+    // Berlin's November is credited: a price from the 30th reaches back
+    // into it, one from 1 December (Berlin's midnight) does not.
+    let refused = record("2026-11-30", "3000.00").await.unwrap_err();
+    assert!(
+        matches!(&refused, slaproof_app::AppError::Conflict(m)
+            if m.contains("up to 2026-12-01") && m.contains("from 2026-12-01 or later")),
+        "{refused:?}"
+    );
+    record("2026-12-01", "3000.00").await.unwrap();
+    let fees = app.customer_fees(&admin, "acme-corp").await.unwrap();
+    assert_eq!(fees.len(), 3);
 }

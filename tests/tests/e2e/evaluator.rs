@@ -200,9 +200,9 @@ async fn verdicts_are_exact_counts_with_maintenance_excluded_and_the_threshold_g
     insert_events(&db, tenant, &events).await;
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
-    slaproof_tests::maintenance::planned(
+    slaproof_tests::maintenance::agreed(
         &mut tx,
-        Some(sla.id),
+        sla.id,
         at("2026-11-10T10:20:30Z"),
         at("2026-11-10T10:25:10Z"),
         "upgrade",
@@ -414,9 +414,9 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap();
     for &(start, length) in &s.windows {
         let start = base + Duration::seconds(start) + Duration::milliseconds(start % 997);
-        slaproof_tests::maintenance::planned(
+        slaproof_tests::maintenance::agreed(
             &mut tx,
-            Some(sla.id),
+            sla.id,
             start,
             start + Duration::seconds(length),
             "m",
@@ -946,7 +946,7 @@ spec:
         ("2026-11-10T10:07:00Z", "2026-11-10T10:08:00Z"),
         ("2026-11-10T10:08:30Z", "2026-11-10T10:08:39Z"),
     ] {
-        slaproof_tests::maintenance::planned(&mut tx, Some(sla.id), at(start), at(end), "m")
+        slaproof_tests::maintenance::agreed(&mut tx, sla.id, at(start), at(end), "m")
             .await
             .unwrap();
     }
@@ -1364,9 +1364,9 @@ spec:
     insert_events(&db, tenant, &events).await;
     let mut tx = db.tenant_tx(tenant).await.unwrap();
     let sla = slas::find(&mut tx, "mean-minutes", None).await.unwrap();
-    slaproof_tests::maintenance::planned(
+    slaproof_tests::maintenance::agreed(
         &mut tx,
-        Some(sla.id),
+        sla.id,
         at("2026-11-10T10:03:00Z"),
         at("2026-11-10T10:04:00Z"),
         "m",

@@ -601,15 +601,9 @@ async fn check_scenario(db: &Database, index: usize, s: Scenario) {
     let base: DateTime<Utc> = "2026-11-30T21:00:00Z".parse().unwrap();
     for &(start, length) in &s.windows {
         let start = base + Duration::seconds(start) + Duration::milliseconds(start % 997);
-        maintenance::planned(
-            &mut tx,
-            Some(sla),
-            start,
-            start + Duration::seconds(length),
-            "m",
-        )
-        .await
-        .unwrap();
+        maintenance::agreed(&mut tx, sla, start, start + Duration::seconds(length), "m")
+            .await
+            .unwrap();
     }
     for (i, &(offset, delay, score, score_offset, sent)) in s.requests.iter().enumerate() {
         let occurred = base + Duration::seconds(offset) + Duration::milliseconds(i as i64 % 1000);

@@ -319,6 +319,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
         &slaproof_store::credits::Fee {
             customer,
             effective_from: Utc::now() - Duration::days(60),
+            effective_on: None,
             currency: "EUR".into(),
             minor_units: 2,
             amount_minor: 100_000,

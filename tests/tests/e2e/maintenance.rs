@@ -1,6 +1,8 @@
-//! Maintenance is agreed ahead: emergency windows (announced late, or
-//! after they started) count against the provider until the customer
-//! accepts them, planned windows exclude at most the SLA's cap per period,
+//! Maintenance is excluded only with the customer's agreement: windows
+//! announced late (emergencies) or outside the schedule the SLA states
+//! (proposed) count against the provider until the customer accepts them,
+//! planned windows (inside the schedule, with the notice) exclude at most
+//! the SLA's cap per period,
 //! the customer is told through the outbox, and every change of what a
 //! verdict rests on is on an audit trail the customer can read.
 
@@ -304,9 +306,46 @@ async fn a_window_announced_after_it_started_counts_against_the_provider_until_a
 }
 
 #[tokio::test]
-async fn a_window_announced_with_the_notice_is_planned_and_excluded_as_before() {
+async fn a_window_announced_with_the_notice_outside_the_customers_schedule_counts_until_the_customer_accepts_it()
+ {
+    // Found in review: a window announced with the notice was excluded
+    // without the customer's consent (five 7-day windows excluded a month).
     let outage = floor_day(Utc::now()) + Duration::days(5) + Duration::hours(10);
     let (t, end) = month_with_an_outage("", outage).await;
+    let window = t.announce(outage, outage + Duration::hours(1)).await;
+    assert_eq!(window.standing, Some(Standing::Proposed));
+    let run = t.evaluate(end + Duration::minutes(10)).await;
+    assert_eq!(closed(&run), [(1, false, 100, 120)]);
+    // The provider cannot agree for its customer.
+    match t
+        .app
+        .accept_window(&t.provider, "chat-sla", window.window.id)
+        .await
+    {
+        Err(AppError::MissingScope(Scope::MaintenanceAccept)) => {}
+        other => panic!("the provider accepted: {other:?}"),
+    }
+    let accepted = t
+        .app
+        .accept_window(&t.acme, "chat-sla", window.window.id)
+        .await
+        .unwrap();
+    assert_eq!(accepted.standing, Some(Standing::Accepted));
+    let run = t.evaluate(end + Duration::minutes(11)).await;
+    assert_eq!(closed(&run), [(2, true, 100, 100)]);
+}
+
+/// A schedule every day from `from` to `to` UTC, with a cap of `cap`.
+fn daily_schedule(from: &str, to: &str, cap: &str) -> String {
+    format!(
+        "  policy:\n    maintenance:\n      maxPerPeriod: {cap}\n      schedule: [{{days: [mon, tue, wed, thu, fri, sat, sun], from: \"{from}\", to: \"{to}\"}}]\n"
+    )
+}
+
+#[tokio::test]
+async fn a_window_inside_the_schedule_with_the_notice_is_planned_and_excluded_without_acceptance() {
+    let outage = floor_day(Utc::now()) + Duration::days(5) + Duration::hours(10);
+    let (t, end) = month_with_an_outage(&daily_schedule("10:00", "12:00", "4h"), outage).await;
     let window = t.announce(outage, outage + Duration::hours(1)).await;
     assert_eq!(window.standing, Some(Standing::Planned));
     // A planned window needs no acceptance.
@@ -315,17 +354,21 @@ async fn a_window_announced_with_the_notice_is_planned_and_excluded_as_before() 
         .accept_window(&t.acme, "chat-sla", window.window.id)
         .await
     {
-        Err(AppError::Conflict(_)) => {}
+        Err(AppError::Conflict(m)) => assert!(m.contains("schedule"), "{m}"),
         other => panic!("{other:?}"),
     }
+    // One reaching past the slot's end is only proposed.
+    let past = t
+        .announce(outage + Duration::hours(1), outage + Duration::hours(3))
+        .await;
+    assert_eq!(past.standing, Some(Standing::Proposed));
     let run = t.evaluate(end + Duration::minutes(10)).await;
     assert_eq!(closed(&run), [(1, true, 100, 100)]);
 }
 
 #[tokio::test]
 async fn planned_windows_beyond_the_cap_exclude_only_up_to_it_in_order_of_announcement() {
-    let policy = "  policy:\n    maintenance:\n      maxPerPeriod: 90m\n";
-    let t = tenant_with_sla(policy).await;
+    let t = tenant_with_sla(&daily_schedule("00:00", "24:00", "90m")).await;
     let day = floor_day(Utc::now()) + Duration::days(5);
     // Announced first, later in the day: its hour is within the cap.
     let first = (day + Duration::hours(12), day + Duration::hours(13));
@@ -431,7 +474,8 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
     assert_eq!(late["status"], "emergency");
     assert_eq!(late["created_by"], "ops@provider");
     assert_eq!(late["slas"][0]["status"], "emergency", "{late}");
-    let ahead = Utc::now() + Duration::days(10);
+    // Noon UTC: never inside the demo SLA's schedule (Sunday nights).
+    let ahead = floor_day(Utc::now()) + Duration::days(10) + Duration::hours(12);
     let (status, planned) = w
         .call(
             "POST",
@@ -441,11 +485,12 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{planned}");
-    // Tenant-wide: how it stands for each SLA.
+    // Tenant-wide: how it stands for each SLA (proposed: the SLA has no
+    // maintenance schedule its customer signed).
     assert!(planned.get("status").is_none(), "{planned}");
     assert_eq!(
         planned["slas"],
-        json!([{ "sla": late["sla"], "name": "acme-enterprise", "status": "planned" }])
+        json!([{ "sla": late["sla"], "name": "acme-enterprise", "status": "proposed" }])
     );
 
     // The provider cannot accept for the customer; the customer can, over
@@ -508,7 +553,7 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
     assert_eq!(scheduled[0]["announced_by"], "ops@provider");
     assert!(scheduled[0]["starts_at"].is_string() && scheduled[0]["ends_at"].is_string());
     assert_eq!(scheduled[1]["sla"], Value::Null);
-    assert_eq!(scheduled[1]["slas"][0]["status"], "planned");
+    assert_eq!(scheduled[1]["slas"][0]["status"], "proposed");
     let accepted = of("maintenance.accepted");
     assert_eq!(accepted.len(), 1, "accepted once: {told:?}");
     assert_eq!(accepted[0]["window"], late["id"]);
@@ -546,7 +591,7 @@ async fn the_customer_is_told_and_every_change_of_a_verdict_is_on_an_audit_trail
     assert_eq!(records[2]["details"]["status"], "emergency");
     assert_eq!(records[2]["details"]["window"], late["id"]);
     assert_eq!(records[4]["actor_customer"], w.acme.to_string());
-    assert_eq!(records[5]["details"]["was"], "planned");
+    assert_eq!(records[5]["details"]["was"], "proposed");
     assert!(records.iter().all(|r| r["at"].is_string()));
     // Paged like every list.
     let (_, first) = w.call("GET", &format!("{path}?limit=4"), &acme, None).await;

@@ -143,26 +143,17 @@ async fn every_daily_measurement_is_what_the_log_recounts() {
         // Tracked from the Berlin month's start, so November is whole.
         let s = Scenario::new(SLA, "2026-10-31", "2026-12-02").await;
         s.run("2026-10-31T23:00:00Z").await;
-        // A planned window, announced a week ahead, cutting minutes at
-        // both ends; another over a whole evening's hours.
+        // An agreed window cutting minutes at both ends; another over a
+        // whole evening's hours.
         let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+        let sla = slas::find(&mut tx, "recounted", None).await.unwrap().id;
         for (start, end) in [
             ("2026-11-10T10:00:30Z", "2026-11-10T11:37:15Z"),
             ("2026-11-11T18:00:00Z", "2026-11-11T21:00:00Z"),
         ] {
-            maintenance::create(
-                &mut tx,
-                &maintenance::Announcement {
-                    sla: None,
-                    starts_at: at(start),
-                    ends_at: at(end),
-                    description: "upgrade",
-                    by: "ops",
-                    at: Some(at("2026-11-01T00:00:00Z")),
-                },
-            )
-            .await
-            .unwrap();
+            slaproof_tests::maintenance::agreed(&mut tx, sla, at(start), at(end), "upgrade")
+                .await
+                .unwrap();
         }
         tx.commit().await.unwrap();
         let events = traffic(seed, 900);

@@ -273,7 +273,7 @@ async fn a_month_credited() -> Told {
         &provider,
         "acme-corp",
         NewFee {
-            effective_from: at("2026-01-01T00:00:00Z"),
+            effective_from: at("2026-01-01T00:00:00Z").into(),
             currency: "EUR".to_owned(),
             amount: "1000.00".to_owned(),
             minor_units: None,

@@ -6,6 +6,7 @@ use slaproof_app::Scope;
 use slaproof_app::credits::{
     CreditQuery as LedgerQuery, CreditStatement as StatementView, CustomerFee, NewFee,
 };
+use slaproof_domain::credit::FeeStart;
 
 use super::limits::{page_cost, read_cost, unpaged_cost};
 use super::{holds, holds_credits, instant, paged, parts, refuse};
@@ -105,7 +106,8 @@ impl CreditQuery {
 /// A fee to record.
 #[derive(Debug, InputObject)]
 struct CustomerFeeInput {
-    /// From this instant on (RFC 3339).
+    /// A date (`2026-01-01`: each SLA's periods starting on or after it,
+    /// read in the SLA's time zone) or an RFC 3339 instant.
     effective_from: String,
     /// ISO 4217 (`EUR`).
     currency: String,
@@ -128,8 +130,8 @@ impl CreditMutation {
         customer_ref: String,
         input: CustomerFeeInput,
     ) -> async_graphql::Result<Fee> {
-        let effective_from =
-            instant("effectiveFrom", Some(input.effective_from))?.unwrap_or_default();
+        let effective_from = FeeStart::parse(&input.effective_from)
+            .map_err(|e| refuse(slaproof_app::AppError::invalid("effectiveFrom", e)))?;
         let (app, caller) = parts(ctx)?;
         let fee = app
             .set_customer_fee(
@@ -280,7 +282,12 @@ impl From<StatementView> for CreditStatement {
 #[derive(Debug, SimpleObject)]
 #[graphql(name = "CustomerFee")]
 struct Fee {
+    /// From when it applies (RFC 3339); for a fee from a date, that date's
+    /// midnight UTC.
     effective_from: String,
+    /// The date it applies from in each SLA's time zone, when recorded as
+    /// a date.
+    effective_on: Option<String>,
     currency: String,
     /// Decimal text in the currency's unit.
     amount: String,
@@ -293,6 +300,7 @@ impl From<CustomerFee> for Fee {
     fn from(f: CustomerFee) -> Self {
         Self {
             effective_from: f.effective_from.to_rfc3339(),
+            effective_on: f.effective_on.map(|d| d.to_string()),
             currency: f.currency,
             amount: f.amount,
             amount_minor: f.amount_minor,

@@ -95,7 +95,7 @@ pub(super) struct MaintenanceWindow {
     cancelled_at: Option<String>,
     cancelled_by: Option<String>,
     /// How it stands for the SLA it was read, accepted or cancelled for:
-    /// `planned`, `beyond_cap`, `emergency`, `accepted` or `cancelled`;
+    /// `planned`, `beyond_cap`, `proposed`, `emergency`, `accepted` or `cancelled`;
     /// absent for a tenant-wide window just announced (see `slas`).
     status: Option<String>,
     /// When and by whom the SLA's customer accepted it.

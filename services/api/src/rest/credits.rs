@@ -14,6 +14,7 @@ use slaproof_app::credit_statement::statement_html;
 use slaproof_app::credits::{
     Credit, CreditQuery, CreditStatement, CustomerFee, NewFee, credits_csv,
 };
+use slaproof_domain::credit::FeeStart;
 
 use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body};
 
@@ -83,8 +84,9 @@ pub(crate) struct StatementQuery {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CustomerFeeIn {
-    #[serde(deserialize_with = "crate::rest::instant::required")]
-    pub effective_from: DateTime<Utc>,
+    /// A date (`2026-01-01`: each SLA's periods starting on or after it,
+    /// read in the SLA's time zone) or an RFC 3339 instant.
+    pub effective_from: String,
     /// ISO 4217 (`EUR`).
     pub currency: String,
     /// Decimal text in the currency's unit (`1200.00`), exact to the minor
@@ -365,7 +367,8 @@ pub(crate) async fn set_fee(
             &caller,
             &reference,
             NewFee {
-                effective_from: input.effective_from,
+                effective_from: FeeStart::parse(&input.effective_from)
+                    .map_err(|e| invalid("effective_from", e))?,
                 currency: input.currency,
                 amount: input.amount,
                 minor_units: input.minor_units,

@@ -47,12 +47,18 @@ pub(crate) struct MaintenanceWindowIn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum MaintenanceStatus {
-    /// Announced with the SLA's notice and within its cap per period:
-    /// excluded from the SLA's measurement.
+    /// Inside the maintenance schedule of the SLA, announced with its
+    /// notice and within its cap per period: excluded from the SLA's
+    /// measurement.
     Planned,
-    /// Announced with the notice, but beyond the SLA's cap per period in
-    /// part or whole: that part counts against the provider.
+    /// Inside the schedule with the notice, but beyond the SLA's cap per
+    /// period in part or whole: that part counts against the provider
+    /// unless the customer accepts the window.
     BeyondCap,
+    /// Announced with the notice but outside the SLA's schedule (or the
+    /// SLA has none): counts against the provider unless the customer
+    /// accepts it.
+    Proposed,
     /// Announced with less than the SLA's notice, or once it had started:
     /// counts against the provider unless the customer accepts it.
     Emergency,
@@ -66,6 +72,7 @@ impl From<Standing> for MaintenanceStatus {
         match s {
             Standing::Planned => Self::Planned,
             Standing::BeyondCap => Self::BeyondCap,
+            Standing::Proposed => Self::Proposed,
             Standing::Emergency => Self::Emergency,
             Standing::Accepted => Self::Accepted,
             Standing::Cancelled => Self::Cancelled,
@@ -238,7 +245,7 @@ pub(crate) async fn cancel(
     operation_id = "maintenance_windows_list",
     tag = "maintenance",
     summary = "Maintenance windows of an SLA in a range",
-    description = "Each with how it stands for the SLA (`status`): planned, beyond_cap, emergency or accepted.",
+    description = "Each with how it stands for the SLA (`status`): planned, beyond_cap, proposed, emergency or accepted.",
     params(("name" = String, Path, description = "The SLA's name"), RangeQuery),
     responses(
         (status = 200, description = "OK", body = MaintenanceWindowsOut),

@@ -128,7 +128,12 @@ pub struct CreditComputation {
     /// The formula, in words.
     pub formula: String,
     pub currency: Currency,
+    /// The customer's fee for the period.
     pub fee: Option<Money>,
+    /// The SLA's share of that fee in percent (`50`), when the policy
+    /// gives one: tiers and `capPercentOfFee` are shares of fee × this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee_share: Option<String>,
     /// Tiered: each tier table's result, in the policy's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tier_tables: Vec<TierTableLine>,
@@ -165,7 +170,7 @@ pub struct TierTableLine {
     pub lines: Vec<TierLine>,
     /// The percent of the fee this table gives (`10`, `0` when none applies).
     pub percent: String,
-    /// fee × percent, exact.
+    /// fee × feeShare × percent, exact.
     pub amount: String,
 }
 
@@ -252,11 +257,14 @@ pub fn compute(
             return Err(CreditError::NegativeFee(fee.to_string()));
         }
     }
-    let fee_minor = |needed_for: &str| {
+    // The SLA's part of the fee, in 10⁻⁶ minor units: fee × feeShare
+    // (ppm), exact.
+    let share = i128::from(policy.fee_share_ppm);
+    let fee_micro = |needed_for: &str| {
         inputs
             .fee
             .as_ref()
-            .map(|f| f.minor)
+            .map(|f| i128::from(f.minor) * share)
             .ok_or_else(|| CreditError::NoFee {
                 needed_for: needed_for.to_owned(),
             })
@@ -266,7 +274,7 @@ pub fn compute(
 
     let (formula, tier_tables, incidents, raw) = match &policy.kind {
         CreditKind::Tiered(tiered) => {
-            let (lines, raw) = tiered_parts(tiered, inputs, &fee_minor, &exact)?;
+            let (lines, raw) = tiered_parts(tiered, inputs, &fee_micro, &exact)?;
             (TIERED_FORMULA, lines, Vec::new(), raw)
         }
         CreditKind::Impact(impact) => {
@@ -288,9 +296,9 @@ pub fn compute(
         limit = Some(cap);
     }
     if let Some(share) = policy.cap_fee_ppm {
-        let fee = i128::from(fee_minor("the cap `capPercentOfFee`")?);
+        let fee = fee_micro("the cap `capPercentOfFee`")?;
         // Rounded down so that no rounding rule can lift the credit above it.
-        let cap = fee * i128::from(share) / MICRO;
+        let cap = fee * i128::from(share) / (MICRO * MICRO);
         caps.push(CapStep {
             rule: "cap_percent_of_fee".to_owned(),
             percent: Some(format_scaled(u128::from(share), 4)),
@@ -318,9 +326,15 @@ pub fn compute(
     };
     Ok(CreditComputation {
         kind: policy.kind.as_str().to_owned(),
-        formula: formula.to_owned(),
+        formula: if policy.fee_share_ppm == CreditPolicy::WHOLE_FEE {
+            formula.to_owned()
+        } else {
+            formula.replacen(" of fee × ", " of fee × feeShare × ", 1)
+        },
         currency: currency.clone(),
         fee: inputs.fee.clone(),
+        fee_share: (policy.fee_share_ppm != CreditPolicy::WHOLE_FEE)
+            .then(|| format_scaled(u128::from(policy.fee_share_ppm), 4)),
         tier_tables,
         incidents,
         raw: exact(raw),
@@ -343,13 +357,14 @@ fn percent_text(ppm: i64) -> String {
     decimal_text(i128::from(ppm), 4)
 }
 
-type FeeFn<'a> = dyn Fn(&str) -> Result<i64, CreditError> + 'a;
+/// The SLA's part of the fee in 10⁻⁶ minor units, or why there is none.
+type FeeFn<'a> = dyn Fn(&str) -> Result<i128, CreditError> + 'a;
 
 /// Each table's lines and amount, and their sum in 10⁻¹² minor units.
 fn tiered_parts(
     tiered: &TieredCredits,
     inputs: &CreditInputs,
-    fee_minor: &FeeFn<'_>,
+    fee_micro: &FeeFn<'_>,
     exact: &dyn Fn(i128) -> String,
 ) -> Result<(Vec<TierTableLine>, i128), CreditError> {
     let mut tables = Vec::new();
@@ -409,9 +424,10 @@ fn tiered_parts(
         let amount = if best == 0 {
             0
         } else {
-            let fee = fee_minor("a tiered credit")?;
-            // fee × ppm / 10⁶ in 10⁻¹² minor units: fee × ppm × 10⁶.
-            i128::from(fee) * i128::from(best) * MICRO
+            let fee = fee_micro("a tiered credit")?;
+            // (fee × share) × ppm / 10⁶ in 10⁻¹² minor units.
+            fee.checked_mul(i128::from(best))
+                .ok_or(CreditError::TooLarge("a tier table's amount"))?
         };
         raw = raw
             .checked_add(amount)

@@ -49,6 +49,7 @@
 //! row, a webhook and a statement can show the formula and every input.
 
 mod compute;
+mod fee;
 pub mod ledger;
 mod money;
 
@@ -57,6 +58,7 @@ pub use compute::{
     ImpactLine, Incident, MinimumStep, ObjectiveOutcome, PricedOn, TierLine, TierTableLine,
     compute,
 };
+pub use fee::FeeStart;
 pub use money::{Currency, Money, MoneyError};
 
 use std::collections::BTreeMap;
@@ -81,9 +83,26 @@ pub struct CreditPolicy {
     pub cap_minor: Option<i64>,
     /// The most a period's credit may be as a share of the period's fee, in ppm (50% = 500000).
     pub cap_fee_ppm: Option<u32>,
+    /// The share of the customer's fee this SLA credits on, in ppm
+    /// ([`Self::WHOLE_FEE`] unless the document says): a customer with
+    /// several credited SLAs splits its fee among them, so that together
+    /// they never credit on more than the whole of it. Tiers and
+    /// `capPercentOfFee` are shares of this part.
+    pub fee_share_ppm: u32,
     /// A credit below this (after rounding), in minor units, is not issued.
     pub minimum_minor: Option<i64>,
     pub rounding: Rounding,
+}
+
+impl CreditPolicy {
+    /// The whole fee (100%), the share an SLA credits on unless its
+    /// document gives `feeShare`.
+    pub const WHOLE_FEE: u32 = 1_000_000;
+
+    /// A share in ppm as the percent a document writes (`50`, `33.3333`).
+    pub fn percent_text(ppm: u64) -> String {
+        crate::decimal::format_scaled(u128::from(ppm), 4)
+    }
 }
 
 /// What the credit is computed from.

@@ -48,6 +48,7 @@ fn tiered(currency: Currency, tables: Vec<(TierScope, Vec<Tier>)>) -> CreditPoli
         }),
         cap_minor: None,
         cap_fee_ppm: None,
+        fee_share_ppm: CreditPolicy::WHOLE_FEE,
         minimum_minor: None,
         rounding: Rounding::HalfEven,
     }
@@ -71,6 +72,7 @@ fn impact(currency: Currency, levels: &[(&str, ServiceLevel)]) -> CreditPolicy {
         currency,
         cap_minor: None,
         cap_fee_ppm: None,
+        fee_share_ppm: CreditPolicy::WHOLE_FEE,
         minimum_minor: None,
         rounding: Rounding::HalfEven,
     }
@@ -184,6 +186,45 @@ fn a_tiered_sla_breached_on_two_objectives_sums_its_tables_and_maxes_within_one(
     assert_eq!((c.raw.as_str(), c.capped.as_str()), ("350", "300"));
     assert_eq!(c.total.minor, 30_000);
     assert!(c.caps[0].exceeded);
+}
+
+#[test]
+fn an_sla_with_a_share_of_the_fee_credits_on_that_share_only() {
+    // Found in review: one customer fee was used whole by each of its
+    // SLAs, so two SLAs at 100% could credit twice the fee. With
+    // `feeShare: 50`, each credits on half of it.
+    let mut policy = tiered(eur(), vec![(one("availability"), cloud_tiers())]);
+    policy.fee_share_ppm = 500_000;
+    let inputs = CreditInputs {
+        fee: fee(1_000_000, eur()),
+        objectives: vec![outcome("availability", 900_000, false)],
+        ..CreditInputs::default()
+    };
+    // 100% tier of half of 10,000.00.
+    let c = compute(&policy, &inputs).unwrap();
+    assert_eq!(c.total.minor, 500_000);
+    assert_eq!(c.fee_share.as_deref(), Some("50"));
+    assert!(c.formula.contains("fee × feeShare ×"), "{}", c.formula);
+    // The share cap is a share of that half: 30% of 5,000.00.
+    policy.cap_fee_ppm = Some(300_000);
+    let c = compute(&policy, &inputs).unwrap();
+    assert_eq!(c.caps[0].limit.minor, 150_000);
+    assert_eq!(c.total.minor, 150_000);
+    // 33.3333% of 10,000.00 at 10%: 333.333, exact until rounding.
+    policy.cap_fee_ppm = None;
+    policy.fee_share_ppm = 333_333;
+    let slightly = CreditInputs {
+        objectives: vec![outcome("availability", 999_000, false)],
+        ..inputs.clone()
+    };
+    let c = compute(&policy, &slightly).unwrap();
+    assert_eq!(c.raw, "333.333");
+    assert_eq!(c.total.minor, 33_333);
+    // The whole fee says nothing more than before.
+    policy.fee_share_ppm = CreditPolicy::WHOLE_FEE;
+    let c = compute(&policy, &slightly).unwrap();
+    assert_eq!((c.total.minor, c.fee_share.as_deref()), (100_000, None));
+    assert!(!c.formula.contains("feeShare"));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //!   rounding: half-even        # half-even (default), half-up, down or up, to the minor unit
 //!   cap: "500.00"              # at most this per period
 //!   capPercentOfFee: 50        # at most this share of the period's fee
+//!   feeShare: 100              # this SLA's share of the customer's fee (default 100): the fee it credits on
 //!   minimum: "1.00"            # below this, nothing is issued
 //!   tiered:                    # or `impact:`, not both
 //!     - objective: availability           # or `objectives: [a, b]` (one service), or `scope: composite`
@@ -89,6 +90,7 @@ pub(crate) fn read(
             "rounding",
             "cap",
             "capPercentOfFee",
+            "feeShare",
             "minimum",
             "tiered",
             "impact",
@@ -135,6 +137,10 @@ pub(crate) fn read(
         None => Some(None),
         Some(n) => percent(&n, p).map(Some),
     };
+    let fee_share = match o.get("feeShare") {
+        None => Some(CreditPolicy::WHOLE_FEE),
+        Some(n) => percent(&n, p),
+    };
     let kind = match (o.get("tiered"), o.get("impact")) {
         (Some(t), None) => read_tiered(&t, objectives, p).map(CreditKind::Tiered),
         (None, Some(i)) => {
@@ -165,6 +171,7 @@ pub(crate) fn read(
         kind: kind?,
         cap_minor: cap?,
         cap_fee_ppm: cap_fee?,
+        fee_share_ppm: fee_share?,
         minimum_minor: minimum?,
         rounding: rounding?,
     };
@@ -624,6 +631,8 @@ pub(crate) struct CreditsDoc {
     #[serde(skip_serializing_if = "Option::is_none")]
     cap_percent_of_fee: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    fee_share: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     minimum: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tiered: Option<Vec<TableDoc>>,
@@ -765,6 +774,8 @@ pub(crate) fn write(policy: &CreditPolicy) -> CreditsDoc {
         rounding: (policy.rounding != Rounding::default()).then(|| policy.rounding.as_str()),
         cap: policy.cap_minor.map(|m| currency.amount_text(m)),
         cap_percent_of_fee: policy.cap_fee_ppm.map(percent_text),
+        fee_share: (policy.fee_share_ppm != CreditPolicy::WHOLE_FEE)
+            .then(|| percent_text(policy.fee_share_ppm)),
         minimum: policy.minimum_minor.map(|m| currency.amount_text(m)),
         tiered,
         impact,

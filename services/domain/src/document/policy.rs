@@ -7,7 +7,7 @@ use super::error::Problems;
 use super::tree::Node;
 use crate::decimal::Decimal;
 use crate::policy::{
-    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, SlaPolicy, limits,
+    DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, ScheduleSlot, SlaPolicy, limits,
 };
 use crate::quantity::{SliceTarget, Span};
 
@@ -42,7 +42,7 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
     }
     if let Some(m) = o
         .get("maintenance")
-        .and_then(|m| m.object(&["notice", "maxPerPeriod"], false, p))
+        .and_then(|m| m.object(&["notice", "maxPerPeriod", "schedule"], false, p))
     {
         if let Some(n) = m.get("notice") {
             policy.maintenance.notice = span_in(n, 0, limits::MAX_NOTICE_SECS, p)
@@ -50,6 +50,15 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
         }
         if let Some(n) = m.get("maxPerPeriod") {
             policy.maintenance.max_per_period = span_in(n, 60, u64::MAX, p);
+        }
+        if let Some(n) = m.get("schedule") {
+            policy.maintenance.schedule = schedule(n, p);
+            if !policy.maintenance.schedule.is_empty() && !m.has("maxPerPeriod") {
+                p.push(
+                    &m.path_of("maxPerPeriod"),
+                    "is required with a schedule: the most scheduled maintenance a period may exclude (such as 4h)",
+                );
+            }
         }
     }
     if let Some(d) = o.get("degrade").and_then(|d| {
@@ -117,6 +126,82 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
         }
     }
     (p.0.len() == before).then_some(policy)
+}
+
+/// A maintenance schedule: a list of `{days: [sun], from: "02:00", to: "04:00"}`.
+fn schedule(n: Node<'_>, p: &mut Problems) -> Vec<ScheduleSlot> {
+    let Some(items) = n.list(p) else {
+        return Vec::new();
+    };
+    if items.len() > limits::MAX_SCHEDULE_SLOTS {
+        p.push(
+            &n.path,
+            format!("must have at most {} slots", limits::MAX_SCHEDULE_SLOTS),
+        );
+        return Vec::new();
+    }
+    let mut slots = Vec::new();
+    for item in items {
+        let Some(o) = item.object(&["days", "from", "to"], false, p) else {
+            continue;
+        };
+        let mut days = [false; 7];
+        if let Some(list) = o.required("days", p).and_then(|d| d.list(p)) {
+            if list.is_empty() {
+                p.push(
+                    &o.path_of("days"),
+                    "must name at least one day, such as [sun]",
+                );
+            }
+            for day in list {
+                match day
+                    .str(p)
+                    .map(|t| (t, ScheduleSlot::DAYS.iter().position(|d| *d == t)))
+                {
+                    Some((_, Some(i))) => days[i] = true,
+                    Some((t, None)) => p.push(
+                        &day.path,
+                        format!(
+                            "must be one of {}, got {t:?}",
+                            ScheduleSlot::DAYS.join(", ")
+                        ),
+                    ),
+                    None => {}
+                }
+            }
+        }
+        let clock = |key: &str, p: &mut Problems| -> Option<u16> {
+            let node = o.required(key, p)?;
+            let text = node.str(p)?;
+            let minute = ScheduleSlot::parse_clock(text);
+            if minute.is_none() {
+                p.push(
+                    &node.path,
+                    format!("must be a time of day HH:MM from 00:00 to 24:00, got {text:?}"),
+                );
+            }
+            minute
+        };
+        let (from, to) = (clock("from", p), clock("to", p));
+        if let (Some(from), Some(to)) = (from, to) {
+            if to <= from {
+                p.push(
+                    &o.path_of("to"),
+                    format!(
+                        "must be after from ({}): a slot lies within one day; write one slot a day for a night across midnight",
+                        ScheduleSlot::clock(from)
+                    ),
+                );
+            } else if days.contains(&true) {
+                slots.push(ScheduleSlot {
+                    days,
+                    from_minute: from,
+                    to_minute: to,
+                });
+            }
+        }
+    }
+    slots
 }
 
 /// A span at `n` between `min` and `max` seconds.
@@ -201,7 +286,7 @@ pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
             .then(|| policy.gauge_delay.to_string()),
         ..PolicyDoc::default()
     };
-    let (m, dm) = (policy.maintenance, MaintenancePolicy::default());
+    let (m, dm) = (&policy.maintenance, MaintenancePolicy::default());
     if m.notice != dm.notice {
         doc.maintenance
             .insert("notice".into(), m.notice.to_string().into());
@@ -209,6 +294,21 @@ pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
     if let Some(cap) = m.max_per_period {
         doc.maintenance
             .insert("maxPerPeriod".into(), cap.to_string().into());
+    }
+    if !m.schedule.is_empty() {
+        let slots = m
+            .schedule
+            .iter()
+            .map(|slot| {
+                serde_json::json!({
+                    "days": slot.day_names(),
+                    "from": ScheduleSlot::clock(slot.from_minute),
+                    "to": ScheduleSlot::clock(slot.to_minute),
+                })
+            })
+            .collect();
+        doc.maintenance
+            .insert("schedule".into(), Value::Array(slots));
     }
     let (d, dd) = (policy.degrade, DegradePolicy::default());
     if d.light_burn_milli != dd.light_burn_milli {
@@ -244,7 +344,7 @@ pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::{NoDataSlices, SlaPolicy};
+    use crate::policy::{NoDataSlices, ScheduleSlot, SlaPolicy};
     use crate::quantity::Span;
     use crate::sla::SlaDefinition;
 
@@ -266,10 +366,10 @@ mod tests {
     #[test]
     fn a_stated_policy_is_read_and_written_back() {
         let text = doc(
-            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    gaugeDelay: 3h\n    maintenance: {notice: 48h, maxPerPeriod: 8h}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
+            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    gaugeDelay: 3h\n    maintenance: {notice: 48h, maxPerPeriod: 8h, schedule: [{days: [sat, sun], from: \"02:00\", to: \"04:00\"}, {days: [wed], from: \"22:00\", to: \"24:00\"}]}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
         );
         let sla = SlaDefinition::from_document(&text).unwrap();
-        let p = sla.policy;
+        let p = sla.policy.clone();
         assert_eq!(p.late_grace, Some(Span::parse("2h").unwrap()));
         assert!(p.late_corrections);
         assert_eq!(p.gauge_delay, Span::parse("3h").unwrap());
@@ -277,6 +377,21 @@ mod tests {
         assert_eq!(
             p.maintenance.max_per_period,
             Some(Span::parse("8h").unwrap())
+        );
+        assert_eq!(
+            p.maintenance.schedule,
+            [
+                ScheduleSlot {
+                    days: [false, false, false, false, false, true, true],
+                    from_minute: 120,
+                    to_minute: 240,
+                },
+                ScheduleSlot {
+                    days: [false, false, true, false, false, false, false],
+                    from_minute: 1320,
+                    to_minute: 1440,
+                },
+            ]
         );
         assert_eq!(
             (
@@ -312,5 +427,40 @@ mod tests {
         ] {
             assert!(err.has(path, needle), "{path}: {err}");
         }
+    }
+
+    #[test]
+    fn every_bad_schedule_field_is_named_and_a_schedule_needs_a_cap() {
+        let err = SlaDefinition::from_document(&doc(
+            "  policy:\n    maintenance:\n      schedule:\n        - {days: [sunday], from: \"2:00\", to: \"04:00\"}\n        - {days: [], from: \"23:00\", to: \"01:00\"}\n        - {days: [sun], from: \"02:00\", to: \"24:01\", at: 1}\n",
+        ))
+        .unwrap_err();
+        for (path, needle) in [
+            ("spec.policy.maintenance.schedule[0].days[0]", "mon, tue"),
+            ("spec.policy.maintenance.schedule[0].from", "HH:MM"),
+            (
+                "spec.policy.maintenance.schedule[1].days",
+                "at least one day",
+            ),
+            (
+                "spec.policy.maintenance.schedule[1].to",
+                "after from (23:00)",
+            ),
+            ("spec.policy.maintenance.schedule[2].to", "00:00 to 24:00"),
+            ("spec.policy.maintenance.schedule[2].at", "unknown key"),
+        ] {
+            assert!(err.has(path, needle), "{path}: {err}");
+        }
+        let err = SlaDefinition::from_document(&doc(
+            "  policy:\n    maintenance:\n      schedule: [{days: [sun], from: \"02:00\", to: \"04:00\"}]\n",
+        ))
+        .unwrap_err();
+        assert!(
+            err.has(
+                "spec.policy.maintenance.maxPerPeriod",
+                "required with a schedule"
+            ),
+            "{err}"
+        );
     }
 }

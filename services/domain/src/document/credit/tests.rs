@@ -67,6 +67,30 @@ fn a_tiered_policy_is_read_exactly_and_written_back() {
 }
 
 #[test]
+fn a_share_of_the_fee_is_read_written_back_and_bounded() {
+    let tiers =
+        "    tiered:\n      - objective: availability\n        tiers: [{below: 99, percent: 25}]\n";
+    let with = |share: &str| doc(&format!("  credits:\n    currency: EUR\n{share}{tiers}"));
+    let sla = SlaDefinition::from_document(&with("    feeShare: 33.5\n")).unwrap();
+    assert_eq!(sla.credits.as_ref().unwrap().fee_share_ppm, 335_000);
+    assert!(
+        sla.to_native_yaml().contains("feeShare: '33.5'"),
+        "{}",
+        sla.to_native_yaml()
+    );
+    round_trips(&sla);
+    // The whole fee is the default, and left out.
+    let whole = SlaDefinition::from_document(&with("")).unwrap();
+    assert_eq!(whole.credits.as_ref().unwrap().fee_share_ppm, 1_000_000);
+    assert!(!whole.to_native_yaml().contains("feeShare"));
+    for bad in ["0", "100.5", "half"] {
+        let err =
+            SlaDefinition::from_document(&with(&format!("    feeShare: {bad}\n"))).unwrap_err();
+        assert!(err.has("spec.credits.feeShare", ""), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn an_impact_policy_and_a_composite_scope_round_trip() {
     let impact = SlaDefinition::from_document(&doc(
         "  credits:\n    currency: JPY\n    cap: 100000\n    impact:\n      baseRate: 1.25\n      coefficients: {L2: 3, L4: 20.5}\n      levels: {availability: L3, latency: L1}\n      incidents:\n        availability: {minuteBelow: 95, minRequests: 20, minMinutes: 5}\n        latency: {minRequests: 10}\n      owedWhen: always\n",
