@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
 use slaproof_domain::maintenance::{MaintenanceWindow, Standing};
+use slaproof_domain::window::TimeWindow;
 use slaproof_store::maintenance::{self, Announcement};
 pub use slaproof_store::maintenance::{Acceptance, StoredMaintenanceWindow};
 use slaproof_store::slas::StoredSla;
@@ -230,7 +231,9 @@ impl App {
     /// excluded whole. Only a customer's user gives that agreement
     /// (`maintenance:accept`): a provider's caller is refused whatever its
     /// roles, an embed token never holds the scope. A planned window (the
-    /// customer agreed to it in the SLA's schedule) needs none (409), a
+    /// customer agreed to it in the SLA's schedule) needs none (409), nor
+    /// can a window reaching into a period past its settlement horizon
+    /// (409: that period is final), a
     /// cancelled one cannot get it (409), accepting again answers the first
     /// acceptance. Tells `maintenance.accepted` and records it on the SLA's
     /// audit trail.
@@ -262,6 +265,7 @@ impl App {
                 "the maintenance window was cancelled: there is nothing to accept".to_owned(),
             ));
         }
+        refuse_final(&stored, &window, Utc::now())?;
         let (was, acceptance) = standing_of(&mut tx, &window, &stored).await?;
         if was == Standing::Planned {
             return Err(AppError::Conflict(
@@ -302,6 +306,33 @@ impl App {
             ..WindowView::of(window)
         })
     }
+}
+
+/// Refuses an agreement about `window` that would move a final period of
+/// `sla`: one that ended its settlement horizon (`spec.policy.settlement`)
+/// ago. Its verdict and credit were told and settled; an acceptance years
+/// later must not re-judge it.
+fn refuse_final(
+    sla: &StoredSla,
+    window: &StoredMaintenanceWindow,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let definition = &sla.definition;
+    if !matches!(definition.window, TimeWindow::Calendar { .. }) {
+        return Ok(());
+    }
+    let first = definition.window.period_containing(window.starts_at);
+    if definition.policy.final_at(first.end) <= now {
+        let text = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        return Err(AppError::Conflict(format!(
+            "the maintenance window reaches into the period from {} to {}, final since {} ({} after it ended, the SLA's settlement): its verdict and credit no longer change",
+            text(first.start),
+            text(first.end),
+            text(definition.policy.final_at(first.end)),
+            definition.policy.settlement
+        )));
+    }
+    Ok(())
 }
 
 /// The SLAs a window for `sla` covers (`None`: every SLA of the tenant),

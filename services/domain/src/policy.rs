@@ -27,6 +27,10 @@ pub struct SlaPolicy {
     /// this long before the evaluation, so that a 5-minute window is not
     /// judged on the few scores that came that fast.
     pub gauge_delay: Span,
+    /// How long after a calendar period ends its verdict and credit may
+    /// still be corrected by an agreement about its maintenance (a
+    /// customer accepting a window): from then on the period is final.
+    pub settlement: Span,
 }
 
 impl Default for SlaPolicy {
@@ -38,6 +42,7 @@ impl Default for SlaPolicy {
             degrade: DegradePolicy::default(),
             no_data: NoDataPolicy::default(),
             gauge_delay: span(1, SpanUnit::Hour),
+            settlement: span(45, SpanUnit::Day),
         }
     }
 }
@@ -57,6 +62,12 @@ impl SlaPolicy {
         } else {
             grace
         }
+    }
+
+    /// When a period ending at `end` becomes final ([`Self::settlement`]).
+    pub fn final_at(&self, end: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+        end.checked_add_signed(self.settlement.chrono())
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
     }
 
     /// The late grace: the SLA's own, else `default` (the platform's).
@@ -255,6 +266,9 @@ pub(crate) mod limits {
     pub(crate) const MIN_NO_DATA_SECS: u64 = 60;
     /// Most recurring slots a maintenance schedule may have.
     pub(crate) const MAX_SCHEDULE_SLOTS: usize = 28;
+    /// Shortest and longest settlement horizon.
+    pub(crate) const MIN_SETTLEMENT_SECS: u64 = 86_400;
+    pub(crate) const MAX_SETTLEMENT_SECS: u64 = 400 * 86_400;
     /// Longest gauge delay.
     pub(crate) const MAX_GAUGE_DELAY_SECS: u64 = 7 * 86_400;
 }

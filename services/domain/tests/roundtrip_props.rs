@@ -265,6 +265,8 @@ fn policy() -> impl Strategy<Value = SlaPolicy> {
                         slices,
                     },
                     gauge_delay: Span::new(after, SpanUnit::Minute).unwrap(),
+                    // 1 to 400 days.
+                    settlement: Span::new(1 + after % 400, SpanUnit::Day).unwrap(),
                 }
             },
         )

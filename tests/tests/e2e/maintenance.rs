@@ -709,3 +709,37 @@ async fn a_window_is_cancelled_only_before_it_starts() {
         .unwrap();
     assert_eq!(cancelled.standing, Some(Standing::Cancelled));
 }
+
+#[tokio::test]
+async fn a_period_past_its_settlement_horizon_is_final_and_no_acceptance_moves_it() {
+    // Found in review: corrections had no settlement horizon: a customer
+    // accepting a window a year later re-judged the month and re-credited
+    // it. Three months back, past the default 45 days after the period.
+    let outage = floor_minute(Utc::now()) - Duration::days(90);
+    let (t, end) = month_with_an_outage("", outage).await;
+    let window = t.announce(outage, outage + Duration::hours(1)).await;
+    assert_eq!(window.standing, Some(Standing::Emergency));
+    let run = t.evaluate(end + Duration::minutes(10)).await;
+    assert_eq!(closed(&run), [(1, false, 100, 120)]);
+    let err = t
+        .app
+        .accept_window(&t.acme, "chat-sla", window.window.id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AppError::Conflict(m) if m.contains("final since") && m.contains("45d")),
+        "{err:?}"
+    );
+    assert!(closed(&t.evaluate(end + Duration::minutes(11)).await).is_empty());
+
+    // A contract with a longer horizon still takes the agreement.
+    let (t, end) = month_with_an_outage("  policy:\n    settlement: 120d\n", outage).await;
+    let window = t.announce(outage, outage + Duration::hours(1)).await;
+    t.evaluate(end + Duration::minutes(10)).await;
+    t.app
+        .accept_window(&t.acme, "chat-sla", window.window.id)
+        .await
+        .unwrap();
+    let run = t.evaluate(end + Duration::minutes(11)).await;
+    assert_eq!(closed(&run), [(2, true, 100, 100)]);
+}

@@ -21,6 +21,7 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
             "degrade",
             "noData",
             "gaugeDelay",
+            "settlement",
         ],
         false,
         p,
@@ -36,6 +37,16 @@ pub(crate) fn read(node: &Node<'_>, p: &mut Problems) -> Option<SlaPolicy> {
         && let Some(delay) = span_in(n, 60, limits::MAX_GAUGE_DELAY_SECS, p)
     {
         policy.gauge_delay = delay;
+    }
+    if let Some(n) = o.get("settlement")
+        && let Some(horizon) = span_in(
+            n,
+            limits::MIN_SETTLEMENT_SECS,
+            limits::MAX_SETTLEMENT_SECS,
+            p,
+        )
+    {
+        policy.settlement = horizon;
     }
     if let Some(n) = o.get("lateGrace") {
         policy.late_grace = span_in(n, 0, limits::MAX_LATE_GRACE_SECS, p);
@@ -270,6 +281,8 @@ pub(crate) struct PolicyDoc {
     late_corrections: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     gauge_delay: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    settlement: Option<String>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     maintenance: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
@@ -284,6 +297,8 @@ pub(crate) fn write(policy: &SlaPolicy) -> Option<PolicyDoc> {
         late_corrections: policy.late_corrections,
         gauge_delay: (policy.gauge_delay != SlaPolicy::default().gauge_delay)
             .then(|| policy.gauge_delay.to_string()),
+        settlement: (policy.settlement != SlaPolicy::default().settlement)
+            .then(|| policy.settlement.to_string()),
         ..PolicyDoc::default()
     };
     let (m, dm) = (&policy.maintenance, MaintenancePolicy::default());
@@ -366,13 +381,14 @@ mod tests {
     #[test]
     fn a_stated_policy_is_read_and_written_back() {
         let text = doc(
-            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    gaugeDelay: 3h\n    maintenance: {notice: 48h, maxPerPeriod: 8h, schedule: [{days: [sat, sun], from: \"02:00\", to: \"04:00\"}, {days: [wed], from: \"22:00\", to: \"24:00\"}]}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
+            "  policy:\n    lateGrace: 2h\n    lateCorrections: true\n    gaugeDelay: 3h\n    settlement: 90d\n    maintenance: {notice: 48h, maxPerPeriod: 8h, schedule: [{days: [sat, sun], from: \"02:00\", to: \"04:00\"}, {days: [wed], from: \"22:00\", to: \"24:00\"}]}\n    degrade: {lightBurnRate: 2.5, lightEvaluations: 4, fullBurnRate: 14.4, fullBudgetRemaining: 10%}\n    noData: {after: 30m, slices: bad}\n",
         );
         let sla = SlaDefinition::from_document(&text).unwrap();
         let p = sla.policy.clone();
         assert_eq!(p.late_grace, Some(Span::parse("2h").unwrap()));
         assert!(p.late_corrections);
         assert_eq!(p.gauge_delay, Span::parse("3h").unwrap());
+        assert_eq!(p.settlement, Span::parse("90d").unwrap());
         assert_eq!(p.maintenance.notice, Span::parse("48h").unwrap());
         assert_eq!(
             p.maintenance.max_per_period,
@@ -413,11 +429,12 @@ mod tests {
     #[test]
     fn every_bad_policy_field_is_named() {
         let err = SlaDefinition::from_document(&doc(
-            "  policy:\n    lateGrace: 40d\n    maintenance: {notice: soon}\n    degrade: {lightBurnRate: -1, fullBurnRate: 1, lightEvaluations: 0}\n    noData: {after: 10s, slices: maybe}\n    typo: 1\n",
+            "  policy:\n    lateGrace: 40d\n    settlement: 2h\n    maintenance: {notice: soon}\n    degrade: {lightBurnRate: -1, fullBurnRate: 1, lightEvaluations: 0}\n    noData: {after: 10s, slices: maybe}\n    typo: 1\n",
         ))
         .unwrap_err();
         for (path, needle) in [
             ("spec.policy.lateGrace", "between 0s and 31d"),
+            ("spec.policy.settlement", "between 1d and 400d"),
             ("spec.policy.maintenance.notice", "duration"),
             ("spec.policy.degrade.lightBurnRate", "above 0"),
             ("spec.policy.degrade.lightEvaluations", "1 to 1000"),
