@@ -275,8 +275,14 @@ impl App {
         let acceptance = match acceptance {
             Some(first) => first,
             None => {
-                let acceptance =
-                    maintenance::accept(&mut tx, id, stored.id, &caller.principal.subject).await?;
+                let acceptance = maintenance::accept(
+                    &mut tx,
+                    id,
+                    stored.id,
+                    Some(customer),
+                    &caller.principal.subject,
+                )
+                .await?;
                 let details = json!({
                     "window": window.id.to_string(),
                     "starts_at": window.starts_at,

@@ -3,7 +3,7 @@
 //! `slaproof_domain::maintenance::judge`).
 
 use chrono::{DateTime, Utc};
-use slaproof_domain::ids::{MaintenanceWindowId, SlaId};
+use slaproof_domain::ids::{CustomerId, MaintenanceWindowId, SlaId};
 use slaproof_domain::maintenance::{Announced, Standing, judge, judged_span};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_domain::window::{Period, merge_periods};
@@ -162,6 +162,8 @@ pub async fn judged(
          FROM maintenance_windows m \
          LEFT JOIN maintenance_acceptances a \
              ON a.tenant_id = m.tenant_id AND a.window_id = m.id AND a.sla_id = $2 \
+            AND a.customer_id IS NOT DISTINCT FROM \
+                (SELECT c.id FROM customers c WHERE c.tenant_id = $1 AND c.external_ref = $5) \
          WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) AND m.cancelled_at IS NULL \
            AND m.starts_at < $4 AND m.ends_at > $3 ORDER BY m.created_at, m.id",
     )
@@ -169,6 +171,11 @@ pub async fn judged(
     .bind(sla.uuid())
     .bind(span.start)
     .bind(span.end)
+    // Only the acceptances of the customer `definition` is for count: an
+    // SLA moved to another customer does not inherit what the first one
+    // agreed to. A version naming no customer (or one not on file) counts
+    // those recorded without one.
+    .bind(definition.customer.as_deref())
     .fetch_all(&mut **tx)
     .await?;
     let windows: Vec<(StoredMaintenanceWindow, Option<Acceptance>)> = rows
@@ -261,24 +268,29 @@ pub async fn cancel(
         .ok_or_else(|| StoreError::not_found("maintenance window", id))
 }
 
-/// Records that the customer of `sla` accepted the window `id` for it
-/// (`by`: the subject of its user), and when on the window, so that the
-/// evaluator judges the periods it covers again. Accepting again keeps
-/// the first acceptance.
+/// Records that `customer`, whose SLA `sla` is, accepted the window `id`
+/// for it (`by`: the subject of its user), and when on the window, so
+/// that the evaluator judges the periods it covers again. The acceptance
+/// counts for the periods judged under a version of `sla` for `customer`
+/// only. `None` only for an SLA without a customer (imported history,
+/// tests): the API always names the customer that accepts. Accepting
+/// again keeps the first acceptance.
 #[tracing::instrument(skip(tx))]
 pub async fn accept(
     tx: &mut TenantTx,
     id: MaintenanceWindowId,
     sla: SlaId,
+    customer: Option<CustomerId>,
     by: &str,
 ) -> Result<Acceptance, StoreError> {
     let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "INSERT INTO maintenance_acceptances (tenant_id, window_id, sla_id, accepted_by) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING accepted_at",
+        "INSERT INTO maintenance_acceptances (tenant_id, window_id, sla_id, customer_id, accepted_by) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING accepted_at",
     )
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(sla.uuid())
+    .bind(customer.map(|c| c.uuid()))
     .bind(by)
     .fetch_optional(&mut **tx)
     .await?;
@@ -294,11 +306,13 @@ pub async fn accept(
     }
     let (accepted_at, accepted_by): (DateTime<Utc>, String) = sqlx::query_as(
         "SELECT accepted_at, accepted_by FROM maintenance_acceptances \
-         WHERE tenant_id = $1 AND window_id = $2 AND sla_id = $3",
+         WHERE tenant_id = $1 AND window_id = $2 AND sla_id = $3 \
+           AND customer_id IS NOT DISTINCT FROM $4",
     )
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(sla.uuid())
+    .bind(customer.map(|c| c.uuid()))
     .fetch_one(&mut **tx)
     .await?;
     Ok(Acceptance {

@@ -13,7 +13,7 @@ use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::recount::recount;
 use slaproof_evaluator::{Settings, TrackedSla, evaluate_tenant_up_to, rollup, work_due};
 use slaproof_store::evaluations;
-use slaproof_store::{Database, maintenance, partitions, slas, tenants};
+use slaproof_store::{Database, partitions, slas, tenants};
 use slaproof_tests::TestDatabase;
 
 const SLA: &str = r#"
@@ -858,7 +858,7 @@ async fn alerts_breaches_and_period_close_are_told_once_and_corrections_supersed
     // ...until the customer accepts it: a correction supersedes the frozen
     // result with revision 2; revision 1 stays.
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    maintenance::accept(&mut tx, window.id, sla.id, "customer")
+    slaproof_tests::maintenance::customer_accepts(&mut tx, window.id, sla.id)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -1136,7 +1136,7 @@ async fn a_composite_is_breached_told_frozen_at_the_close_and_superseded_by_a_co
     )
     .await
     .unwrap();
-    maintenance::accept(&mut tx, window.id, sla.id, "customer")
+    slaproof_tests::maintenance::customer_accepts(&mut tx, window.id, sla.id)
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -32,9 +32,10 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     let today = Utc::now().date_naive();
     partitions::ensure(db, today, today).await.unwrap();
     let mut tx = db.tenant_tx(tenant).await.unwrap();
-    customers::create(&mut tx, "acme-corp", "Acme")
+    let acme = customers::create(&mut tx, "acme-corp", "Acme")
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     ingest_keys::create(&mut tx, "seed").await.unwrap();
     let definition = SlaDefinition::from_document(slaproof::demo::SLA_DOCUMENT).unwrap();
     let applied = slas::apply(&mut tx, &definition).await.unwrap();
@@ -52,7 +53,7 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .await
     .unwrap();
     // Its acceptance by the customer, and an audit record of it.
-    maintenance::accept(&mut tx, window.id, applied.sla, "seed")
+    maintenance::accept(&mut tx, window.id, applied.sla, Some(acme), "seed")
         .await
         .unwrap();
     slaproof_store::audit::record(

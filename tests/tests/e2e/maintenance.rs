@@ -150,9 +150,14 @@ impl Tenant {
         run
     }
 
-    /// `count` requests at `at`, one a second, failing (503) when `bad`,
-    /// each received as it happened.
+    /// `count` requests of acme-corp at `at`, one a second, failing (503)
+    /// when `bad`, each received as it happened.
     async fn requests(&self, at: DateTime<Utc>, count: i64, bad: bool) {
+        self.requests_of(at, count, bad, "acme-corp").await;
+    }
+
+    /// [`Self::requests`] of `customer`.
+    async fn requests_of(&self, at: DateTime<Utc>, count: i64, bad: bool, customer: &str) {
         let day = at.date_naive();
         partitions::ensure(&self.db, day, day).await.unwrap();
         let mut tx = self.db.tenant_tx(self.tenant).await.unwrap();
@@ -160,12 +165,13 @@ impl Tenant {
             let occurred = at + Duration::seconds(i);
             sqlx::query(
                 "INSERT INTO events (tenant_id, occurred_at, id, received_at, source, service, status, customer) \
-                 VALUES ($1, $2, $3, $2, 'provider', 'chat', $4, 'acme-corp')",
+                 VALUES ($1, $2, $3, $2, 'provider', 'chat', $4, $5)",
             )
             .bind(self.tenant.uuid())
             .bind(occurred)
             .bind(uuid::Uuid::now_v7())
             .bind(if bad { 503 } else { 200 })
+            .bind(customer)
             .execute(&mut *tx)
             .await
             .unwrap();
@@ -741,5 +747,47 @@ async fn a_period_past_its_settlement_horizon_is_final_and_no_acceptance_moves_i
         .await
         .unwrap();
     let run = t.evaluate(end + Duration::minutes(11)).await;
+    assert_eq!(closed(&run), [(2, true, 100, 100)]);
+}
+
+#[tokio::test]
+async fn an_sla_moved_to_another_customer_does_not_inherit_the_first_customers_acceptances() {
+    // Found in review: acceptances followed the SLA, not the customer: a
+    // window acme had accepted was excluded from the periods judged under
+    // globex's version after the SLA moved to globex, and globex could
+    // not accept it for itself.
+    let t = tenant_with_sla("").await;
+    let (_, this_end) = month_of(Utc::now());
+    let outage = this_end + Duration::days(5) + Duration::hours(10);
+    let (_, next_end) = month_of(outage);
+    let window = t.announce(outage, outage + Duration::hours(1)).await;
+    assert_eq!(window.standing, Some(Standing::Proposed));
+    t.app
+        .accept_window(&t.acme, "chat-sla", window.window.id)
+        .await
+        .unwrap();
+    // The SLA moves to globex from the next month on.
+    t.app
+        .apply_sla(
+            &t.provider,
+            &document("").replace("customer: acme-corp", "customer: globex"),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    t.evaluate(this_end + Duration::minutes(10)).await;
+    t.requests_of(outage - Duration::hours(5), 100, false, "globex")
+        .await;
+    t.requests_of(outage, 20, true, "globex").await;
+    // Judged under globex's version: acme's acceptance is not globex's.
+    let run = t.evaluate(next_end + Duration::minutes(10)).await;
+    assert_eq!(closed(&run), [(1, false, 100, 120)]);
+    let accepted = t
+        .app
+        .accept_window(&t.globex, "chat-sla", window.window.id)
+        .await
+        .unwrap();
+    assert_eq!(accepted.acceptance.unwrap().accepted_by, "cto@globex");
+    let run = t.evaluate(next_end + Duration::minutes(11)).await;
     assert_eq!(closed(&run), [(2, true, 100, 100)]);
 }

@@ -118,8 +118,8 @@ agreed AS (
     FROM windows w, contract c
     WHERE (w.starts_at - w.created_at >= c.notice -- AGREEMENT
            AND w.id IN (SELECT id FROM scheduled)) -- SCHEDULED
-       OR EXISTS (SELECT 1 FROM maintenance_acceptances a
-                  WHERE a.window_id = w.id AND a.sla_id = c.sla_id)
+       OR EXISTS (SELECT 1 FROM maintenance_acceptances a JOIN customers k ON k.id = a.customer_id
+                  WHERE a.window_id = w.id AND a.sla_id = c.sla_id AND k.external_ref = 'acme-corp')
 ),
 judged AS (
     SELECT e.occurred_at, e.status, e.latency_us,
@@ -525,7 +525,8 @@ fn planned_window() -> (DateTime<Utc>, DateTime<Utc>) {
 /// for the SLA or for every SLA of the tenant.
 async fn announce_windows(s: &Scenario) {
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    let stored = slas::find(&mut tx, "chat-sla", None).await.unwrap();
+    let (sla, acme) = (stored.id, stored.customer.unwrap());
     let (w_start, w_end) = planned_window();
     // Outside the schedule, announced 30 days ahead, and accepted by the
     // customer.
@@ -587,7 +588,7 @@ async fn announce_windows(s: &Scenario) {
     let accepted = announced(&mut tx, Some(sla), start, end, "hotfix", when)
         .await
         .unwrap();
-    maintenance::accept(&mut tx, accepted.id, sla, "cto@acme")
+    maintenance::accept(&mut tx, accepted.id, sla, Some(acme), "cto@acme")
         .await
         .unwrap();
     // A planned window, cancelled: the provider did not take it.
