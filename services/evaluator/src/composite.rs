@@ -317,6 +317,7 @@ pub struct ClosedComposite {
 pub async fn freeze(
     tx: &mut TenantTx,
     c: &CompositeEvaluation,
+    cause: &serde_json::Value,
 ) -> Result<Option<(i32, Option<bool>)>, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let previous: Option<(i32, serde_json::Value, Option<bool>)> = sqlx::query_as(
@@ -347,8 +348,8 @@ pub async fn freeze(
     insert(tx, c).await?;
     sqlx::query(
         "INSERT INTO composite_period_results (tenant_id, id, sla_id, version, period_start, period_end, \
-             revision, as_of, consumed_pico, met, parts, composite_evaluation_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             revision, as_of, consumed_pico, met, parts, composite_evaluation_id, cause) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(tenant)
     .bind(uuid::Uuid::now_v7())
@@ -362,6 +363,7 @@ pub async fn freeze(
     .bind(c.met())
     .bind(parts_json(&c.parts))
     .bind(c.id)
+    .bind(cause)
     .execute(&mut **tx)
     .await
     .doing("freezing a composite period result")?;

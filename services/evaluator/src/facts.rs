@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::window::{Period, TimeWindow};
-use slaproof_store::{TenantTx, credits, outbox};
+use slaproof_store::{TenantTx, credits, evaluations, maintenance, outbox};
 
 use crate::composite::{self, ClosedComposite};
 use crate::error::{Doing, EvaluatorError};
@@ -238,10 +238,12 @@ async fn close_period(
     let frozen_before = out.objectives.len() + out.composites.len();
     let objectives_before = out.objectives.len();
     let evaluations = evaluate_period(tx, sla, period, as_of, grace).await?;
+    let cause = revision_cause(tx, sla, period).await?;
     for evaluation in &evaluations {
-        if let Some((revision, was_met)) = freeze_period(tx, evaluation).await? {
+        if let Some((revision, was_met)) = freeze_period(tx, evaluation, &cause).await? {
             let mut payload = summary(evaluation);
             payload["revision"] = revision.into();
+            payload["cause"] = cause.clone();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
             tell_verdict(tx, Some(evaluation.budget.met()), was_met, &payload).await?;
             out.objectives.push(ClosedPeriod {
@@ -260,9 +262,10 @@ async fn close_period(
                 part.evaluation = evaluation;
             }
         }
-        if let Some((revision, was_met)) = composite::freeze(tx, &c).await? {
+        if let Some((revision, was_met)) = composite::freeze(tx, &c, &cause).await? {
             let mut payload = composite::summary(&c);
             payload["revision"] = revision.into();
+            payload["cause"] = cause.clone();
             outbox::enqueue(tx, "sla.period_closed", &payload).await?;
             tell_verdict(tx, c.met(), was_met, &payload).await?;
             out.composites.push(ClosedComposite {
@@ -286,6 +289,28 @@ async fn close_period(
         credits::request(tx, sla.id, period.start).await?;
     }
     Ok(())
+}
+
+/// Why the results of `period` frozen now are frozen: its close (nothing
+/// frozen before), the maintenance changes since its last revision, or
+/// else its counts (late telemetry under `lateCorrections`, or a recount).
+async fn revision_cause(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    period: Period,
+) -> Result<serde_json::Value, EvaluatorError> {
+    let Some(since) = evaluations::last_frozen_at(tx, sla.id, period.start).await? else {
+        return Ok(serde_json::json!({ "kind": "close" }));
+    };
+    let changes = maintenance::changes_since(tx, sla.id, period, since).await?;
+    Ok(if changes.is_empty() {
+        serde_json::json!({
+            "kind": "counts",
+            "detail": "the period's counts changed since its last revision: late telemetry counted under lateCorrections, or a recount",
+        })
+    } else {
+        serde_json::json!({ "kind": "maintenance", "changes": changes })
+    })
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ pub async fn insert_evaluation(
 pub async fn freeze_period(
     tx: &mut TenantTx,
     e: &ObjectiveEvaluation,
+    cause: &serde_json::Value,
 ) -> Result<Option<(i32, Option<bool>)>, EvaluatorError> {
     let tenant = tx.tenant().uuid();
     let tally = e.budget.tally;
@@ -96,8 +97,9 @@ pub async fn freeze_period(
     insert_evaluation(tx, e).await?;
     sqlx::query(
         "INSERT INTO period_results (tenant_id, id, sla_id, version, objective, period_start, period_end, \
-             revision, as_of, target_ppm, good, total, excluded, late_total, met, compliance_ppm, evaluation_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+             revision, as_of, target_ppm, good, total, excluded, late_total, met, compliance_ppm, evaluation_id, \
+             cause) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
     .bind(tenant)
     .bind(uuid::Uuid::now_v7())
@@ -116,6 +118,7 @@ pub async fn freeze_period(
     .bind(e.budget.met())
     .bind(tally.compliance_ppm().map(|c| i32::try_from(c).unwrap_or(i32::MAX)))
     .bind(e.id)
+    .bind(cause)
     .execute(&mut **tx)
     .await
     .doing("freezing a period result")?;

@@ -265,6 +265,25 @@ pub async fn period_results(
     .await?)
 }
 
+/// When a result of the SLA's period starting at `period_start` was last
+/// frozen (any objective, any revision); `None` before its close.
+#[tracing::instrument(skip(tx))]
+pub async fn last_frozen_at(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period_start: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT max(closed_at) FROM period_results \
+         WHERE tenant_id = $1 AND sla_id = $2 AND period_start = $3",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(period_start)
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
 /// One minute of one objective's rollup.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct MinuteRollup {

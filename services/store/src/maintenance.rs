@@ -321,3 +321,66 @@ pub async fn accept(
         accepted_by,
     })
 }
+
+/// A change to what excludes maintenance from an SLA's period: a window
+/// announced, cancelled, or accepted by the customer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub window: MaintenanceWindowId,
+    /// `announced`, `cancelled` or `accepted`.
+    pub change: &'static str,
+    pub at: DateTime<Utc>,
+    /// Who made it (a subject).
+    pub by: String,
+}
+
+/// The changes since `since` to the windows of `sla` (its own and the
+/// tenant-wide ones) overlapping `period`, oldest first: what a correction
+/// of the period's result names as its cause.
+#[tracing::instrument(skip(tx))]
+pub async fn changes_since(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    period: Period,
+    since: DateTime<Utc>,
+) -> Result<Vec<Change>, StoreError> {
+    let rows: Vec<(uuid::Uuid, String, DateTime<Utc>, String)> = sqlx::query_as(
+        "SELECT id, change, at, by FROM ( \
+             SELECT m.id, 'announced' AS change, m.created_at AS at, m.created_by AS by \
+             FROM maintenance_windows m \
+             WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
+               AND m.starts_at < $4 AND m.ends_at > $3 AND m.created_at > $5 \
+             UNION ALL \
+             SELECT m.id, 'cancelled', m.cancelled_at, m.cancelled_by \
+             FROM maintenance_windows m \
+             WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
+               AND m.starts_at < $4 AND m.ends_at > $3 AND m.cancelled_at > $5 \
+             UNION ALL \
+             SELECT m.id, 'accepted', a.accepted_at, a.accepted_by \
+             FROM maintenance_windows m \
+             JOIN maintenance_acceptances a \
+                 ON a.tenant_id = m.tenant_id AND a.window_id = m.id AND a.sla_id = $2 \
+             WHERE m.tenant_id = $1 AND m.starts_at < $4 AND m.ends_at > $3 AND a.accepted_at > $5 \
+         ) c ORDER BY at, id",
+    )
+    .bind(tx.tenant().uuid())
+    .bind(sla.uuid())
+    .bind(period.start)
+    .bind(period.end)
+    .bind(since)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, change, at, by)| Change {
+            window: MaintenanceWindowId::from_uuid(id),
+            change: match change.as_str() {
+                "announced" => "announced",
+                "cancelled" => "cancelled",
+                _ => "accepted",
+            },
+            at,
+            by,
+        })
+        .collect())
+}

@@ -265,9 +265,13 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     // Frozen as its own record, as a period close does.
     let mut frozen = run.evaluations[0].clone();
     frozen.id = uuid::Uuid::now_v7();
-    slaproof_evaluator::records::freeze_period(&mut tx, &frozen)
-        .await
-        .unwrap();
+    slaproof_evaluator::records::freeze_period(
+        &mut tx,
+        &frozen,
+        &serde_json::json!({ "kind": "close" }),
+    )
+    .await
+    .unwrap();
     // Its attestation, as the close records it.
     let attestation = slaproof_store::attestations::request(
         &mut tx,
@@ -297,9 +301,13 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     // The demo SLA has weights: its composite is evaluated; frozen likewise.
     let mut composite = run.composites[0].clone();
     composite.id = uuid::Uuid::now_v7();
-    slaproof_evaluator::composite::freeze(&mut tx, &composite)
-        .await
-        .unwrap();
+    slaproof_evaluator::composite::freeze(
+        &mut tx,
+        &composite,
+        &serde_json::json!({ "kind": "close" }),
+    )
+    .await
+    .unwrap();
     // A closed period judged again, as the evaluator notes it.
     sqlx::query(
         "INSERT INTO period_checks (tenant_id, sla_id, period_start) VALUES ($1, $2, now())",

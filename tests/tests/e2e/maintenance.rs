@@ -290,6 +290,38 @@ async fn a_window_announced_after_it_started_counts_against_the_provider_until_a
     assert_eq!(again.standing, Some(Standing::Accepted));
     let run = t.evaluate(end + Duration::minutes(12)).await;
     assert_eq!(closed(&run), [(2, true, 100, 100)]);
+    // Each revision names its cause, on the result and in the fact: the
+    // close, then the customer's acceptance (found in review: a revision
+    // recorded no cause).
+    let mut tx = t.db.tenant_tx(t.tenant).await.unwrap();
+    let causes: Vec<(i32, Value)> = sqlx::query_as(
+        "SELECT revision, cause FROM period_results WHERE objective = 'availability' ORDER BY revision",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let told: Vec<Value> = sqlx::query_scalar(
+        "SELECT payload FROM outbox WHERE event_type = 'sla.period_closed' \
+           AND payload ->> 'objective' = 'availability' ORDER BY seq",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(causes.len(), 2);
+    assert_eq!(causes[0].1, json!({ "kind": "close" }));
+    let accepted = &causes[1].1;
+    assert_eq!(accepted["kind"], "maintenance", "{accepted}");
+    assert_eq!(
+        accepted["changes"].as_array().unwrap().len(),
+        1,
+        "{accepted}"
+    );
+    assert_eq!(accepted["changes"][0]["change"], "accepted");
+    assert_eq!(accepted["changes"][0]["by"], "cto@acme");
+    assert_eq!(accepted["changes"][0]["window"], id.to_string());
+    assert_eq!(told.len(), 2);
+    assert_eq!(&told[1]["cause"], accepted);
     let listed = t
         .app
         .sla_windows(
