@@ -314,8 +314,9 @@ pub async fn of_customer(
 }
 
 /// The share of the customer `external_ref`'s fee each of its other
-/// credited SLAs takes: every SLA but `except` whose newest version names
-/// the customer and states credits, by name, with its `feeShare` in ppm.
+/// credited SLAs takes: every SLA but `except` that is the customer's (its
+/// newest version names it) and whose newest version states credits, by
+/// name, with its `feeShare` in ppm. Only the customer's SLAs are read.
 #[tracing::instrument(skip(tx))]
 pub async fn fee_shares(
     tx: &mut TenantTx,
@@ -327,7 +328,8 @@ pub async fn fee_shares(
          JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
               AND v.version = s.current_version \
          WHERE s.tenant_id = $1 AND s.name <> $3 \
-           AND v.definition #>> '{spec,customer}' = $2 AND v.definition #> '{spec,credits}' IS NOT NULL \
+           AND s.customer_id = (SELECT c.id FROM customers c WHERE c.tenant_id = $1 AND c.external_ref = $2) \
+           AND v.definition #> '{spec,credits}' IS NOT NULL \
          ORDER BY s.name",
     )
     .bind(tx.tenant().uuid())
