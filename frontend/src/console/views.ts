@@ -30,6 +30,17 @@ function table(caption: string, rows: Row[], columns: [string, (r: Row) => Node 
 }
 
 const text = (v: unknown): string => (v === null || v === undefined ? '—' : String(v))
+
+/** What a window's status means for the provider: maintenance is excluded only with the customer's agreement. */
+const standing: Record<string, string> = {
+  planned: 'planned: excluded, inside the SLA\'s maintenance schedule',
+  beyond_cap: 'beyond the cap: the part past the SLA\'s cap counts against you until the customer accepts it',
+  proposed: 'proposed: outside the SLA\'s maintenance schedule, it counts against you until the customer accepts it',
+  emergency: 'emergency: announced with less than the SLA\'s notice, it counts against you until the customer accepts it',
+  accepted: 'accepted by the customer: excluded',
+  cancelled: 'cancelled',
+}
+const meaning = (status: unknown): string => (typeof status === 'string' && standing[status]) || text(status)
 const time = (v: unknown): string => (typeof v === 'string' ? when(v) : '—')
 
 /** A form whose fields are text inputs; `submit` gets their values and
@@ -339,7 +350,7 @@ const maintenance: View = {
             ends_at: v.ends_at,
             description: v.description,
           })
-          return el('p', { 'data-testid': 'announced' }, `Announced: ${time(w?.starts_at)} – ${time(w?.ends_at)} (${text(w?.status)}).`)
+          return el('p', { 'data-testid': 'announced' }, `Announced: ${time(w?.starts_at)} – ${time(w?.ends_at)} (${meaning(w?.status)}).`)
         },
       ),
     )
