@@ -28,7 +28,7 @@ use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::EventId;
 use slaproof_domain::ids::TenantId;
 use slaproof_domain::sla::SlaDefinition;
-use slaproof_evaluator::{Settings as EvaluatorSettings, TenantRun, evaluate_tenant_up_to};
+use slaproof_evaluator::{Settings as EvaluatorSettings, TenantRun, evaluate_tenant_spread};
 use slaproof_store::credits::{self, Fee};
 use slaproof_store::events::{self, EventSource, StoredEvent};
 use slaproof_store::scratch::Scratch;
@@ -66,6 +66,9 @@ const FEE_MINOR: i64 = 100_000;
 /// 195 of 200 requests good: 97.5%, under 99 → 25% of the fee.
 const CREDIT_MINOR: i64 = 25_000;
 const REQUESTS: i64 = 200;
+/// The `evaluator.connections` the steady rounds are timed with, side by
+/// side (the other rounds use the default).
+const SPREADS: [u32; 3] = [1, 2, 4];
 const FAILED: i64 = 5;
 
 fn median(mut xs: Vec<StdDuration>) -> StdDuration {
@@ -100,7 +103,8 @@ async fn main() -> anyhow::Result<()> {
     result
 }
 
-/// One evaluator round with the watermark moved to `as_of`, timed.
+/// One evaluator round with the watermark moved to `as_of`, timed: the
+/// worker's way, its SLAs spread over `settings.connections` transactions.
 async fn round(
     db: &Database,
     tenant: TenantId,
@@ -109,7 +113,7 @@ async fn round(
 ) -> anyhow::Result<(TenantRun, StdDuration)> {
     let t = Instant::now();
     let mut tx = db.tenant_tx(tenant).await?;
-    let run = evaluate_tenant_up_to(&mut tx, settings, Some(as_of)).await?;
+    let run = evaluate_tenant_spread(db, &mut tx, settings, Some(as_of)).await?;
     tx.commit().await?;
     let took = t.elapsed();
     ensure!(
@@ -126,7 +130,9 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
         load_average()
     );
     let mut own = PgConnection::connect_with(&scratch.owner).await?;
-    let db = scratch.service_database(4).await?;
+    let db = scratch
+        .service_database(1 + SPREADS.iter().max().copied().unwrap_or(1))
+        .await?;
 
     let month = at("2026-11-01T00:00:00Z")?;
     partitions::ensure(
@@ -254,14 +260,30 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
         close.as_secs_f64(),
         close.as_secs_f64() * 1e3 / n as f64
     );
-    // The same round a minute later: everything but the close.
-    let (run, after) = round(&db, tenant, &settings, at("2026-12-01T00:06:00Z")?).await?;
-    ensure!(run.closed.is_empty(), "the month closes once");
-    println!(
-        "    the next round, nothing to close: {:.1} s; the close itself ≈ {:.1} s",
-        after.as_secs_f64(),
-        (close.as_secs_f64() - after.as_secs_f64()).max(0.0)
-    );
+    // The same round a minute later, and each minute after: everything
+    // but the close, the SLAs spread over 1, 2 and 4 connections in turn,
+    // twice (the first round after the close does more than the others).
+    let mut minute = at("2026-12-01T00:06:00Z")?;
+    for spread in SPREADS.into_iter().chain(SPREADS) {
+        let settings = EvaluatorSettings {
+            connections: spread,
+            ..settings.clone()
+        };
+        let (run, after) = round(&db, tenant, &settings, minute).await?;
+        ensure!(run.closed.is_empty(), "the month closes once");
+        ensure!(
+            run.evaluations.len() == n,
+            "{} evaluations, expected {n}",
+            run.evaluations.len()
+        );
+        println!(
+            "    a round with nothing to close, {n} SLAs evaluated over {spread} connection(s): {:.1} s ({:.2} ms per SLA; load average {})",
+            after.as_secs_f64(),
+            after.as_secs_f64() * 1e3 / n as f64,
+            load_average()
+        );
+        minute += Duration::minutes(1);
+    }
 
     // (b) The compensation worker draining the credit jobs: the worker as
     // it is (`work_due`: a tenant's claimed jobs share one transaction)

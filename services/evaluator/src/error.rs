@@ -3,8 +3,10 @@
 use slaproof_store::StoreError;
 
 /// An evaluator failure. Each is logged once by the worker and the job is
-/// retried; none changes stored results, since all work of a run commits
-/// together or not at all.
+/// retried. A run in one transaction commits all its work or none; one
+/// spread over connections (`evaluator.connections`) may leave the rollups
+/// and some groups of SLAs committed, which the retry evaluates again as
+/// every round does.
 #[derive(Debug, thiserror::Error)]
 pub enum EvaluatorError {
     #[error(transparent)]
@@ -31,8 +33,8 @@ pub enum EvaluatorError {
     /// Another transaction is evaluating this tenant right now.
     #[error("tenant {tenant} is being evaluated by another worker")]
     Busy { tenant: String },
-    /// The job's lease ran out and another worker holds the tenant now; this
-    /// run's work was rolled back.
+    /// The job's lease ran out and another worker holds the tenant now; the
+    /// work of the transaction the job was to complete in was rolled back.
     #[error("lost the lease on the evaluate job of tenant {tenant}")]
     LeaseLost { tenant: String },
 }

@@ -34,6 +34,6 @@ pub use rollup::Advance;
 pub use settings::Settings;
 pub use tracked::TrackedSla;
 pub use worker::{
-    JOB_KIND, Round, Scheduled, TenantRun, evaluate_tenant, evaluate_tenant_up_to, run, run_job,
-    schedule_all, work_due,
+    JOB_KIND, Round, Scheduled, TenantRun, evaluate_tenant, evaluate_tenant_spread,
+    evaluate_tenant_up_to, run, run_job, schedule_all, work_due,
 };

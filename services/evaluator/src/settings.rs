@@ -43,6 +43,13 @@ pub struct Settings {
     /// chunks of this many, one chunk a round, and is neither evaluated
     /// nor closes periods until it has learnt them all.
     pub backfill_events_per_round: u64,
+    /// Connections one tenant's evaluation spreads its SLAs over, each a
+    /// transaction of its own (one of them also holds the tenant and
+    /// completes its job). A round is a round trip or more per SLA and
+    /// query, so a provider with thousands of customer SLAs is evaluated
+    /// that many times faster, up to what the database's cores take. `1`
+    /// evaluates a tenant in one transaction, rollups included.
+    pub connections: u32,
 }
 
 impl Default for Settings {
@@ -56,6 +63,7 @@ impl Default for Settings {
             evaluations_full_days: 7,
             statement_timeout_secs: 300,
             backfill_events_per_round: 500_000,
+            connections: 2,
         }
     }
 }
@@ -115,6 +123,7 @@ impl Settings {
             1,
             3650,
         )?;
+        check("evaluator.connections", u64::from(self.connections), 1, 64)?;
         check(
             "evaluator.batch",
             u64::try_from(self.batch).unwrap_or(0),

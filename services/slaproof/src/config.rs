@@ -534,6 +534,17 @@ impl Config {
         self.evaluator
             .validate()
             .map_err(|e| invalid(e.key, e.rule))?;
+        // A tenant's evaluation holds this many pooled connections at once;
+        // at the pool's size it would starve every other part of the process.
+        if self.evaluator.connections >= self.database.max_connections {
+            return Err(invalid(
+                "evaluator.connections",
+                format!(
+                    "must be below database.max_connections ({}), got {}",
+                    self.database.max_connections, self.evaluator.connections
+                ),
+            ));
+        }
         self.api.validate().map_err(|e| invalid(e.key, e.rule))?;
         self.probes.validate().map_err(|e| invalid(e.key, e.rule))?;
         self.webhooks

@@ -28,6 +28,7 @@ mod evaluator_lateness;
 mod evaluator_removed;
 mod evaluator_signals;
 mod evaluator_slices;
+mod evaluator_spread;
 mod evaluator_timeout;
 mod gauges;
 mod graphql_limits;
