@@ -61,11 +61,18 @@ pub async fn stale_days(
     }
     let starts: Vec<DateTime<Utc>> = days.iter().map(|d| d.0).collect();
     let ends: Vec<DateTime<Utc>> = days.iter().map(|d| d.1).collect();
+    let first = starts.iter().min().copied();
+    let last = starts.iter().max().copied();
+    // The days' latest measurements in one range scan of
+    // `transparency_measurements_days` (every round asks this of every SLA
+    // for a month of days), then the rollups and windows per day.
     Ok(sqlx::query_scalar(
         "SELECT d.s FROM unnest($4::timestamptz[], $5::timestamptz[]) AS d(s, e) \
-         LEFT JOIN LATERAL (SELECT min(last) AS at FROM (SELECT max(measured_at) AS last \
-             FROM transparency_measurements m WHERE m.tenant_id = $1 AND m.sla_id = $2 \
-               AND m.sla_version = $3 AND m.day_start = d.s GROUP BY m.objective) o) r ON true \
+         LEFT JOIN (SELECT day_start, min(last) AS at FROM ( \
+             SELECT m.day_start, max(m.measured_at) AS last FROM transparency_measurements m \
+             WHERE m.tenant_id = $1 AND m.sla_id = $2 AND m.sla_version = $3 \
+               AND m.day_start >= $6 AND m.day_start <= $7 \
+             GROUP BY m.day_start, m.objective) o GROUP BY day_start) r ON r.day_start = d.s \
          WHERE r.at IS NULL \
             OR EXISTS (SELECT 1 FROM evaluator_rollups_hourly h \
                 WHERE h.tenant_id = $1 AND h.sla_id = $2 AND h.version = $3 \
@@ -81,6 +88,8 @@ pub async fn stale_days(
     .bind(version)
     .bind(&starts)
     .bind(&ends)
+    .bind(first)
+    .bind(last)
     .fetch_all(&mut **tx)
     .await?)
 }
