@@ -63,7 +63,7 @@ impl Default for Settings {
             evaluations_full_days: 7,
             statement_timeout_secs: 300,
             backfill_events_per_round: 500_000,
-            connections: 2,
+            connections: 4,
         }
     }
 }

@@ -117,6 +117,22 @@ fn errors_name_the_key_and_the_rule() {
 }
 
 #[test]
+fn the_evaluators_connections_must_leave_room_in_the_pool() {
+    let err = with("[evaluator]\nconnections = 10")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "invalid configuration: evaluator.connections: must be below database.max_connections (10), got 10"
+    );
+    let err = with("[evaluator]\nconnections = 0")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("evaluator.connections"), "{err}");
+    assert!(with("[database]\nmax_connections = 20\n[evaluator]\nconnections = 12").is_ok());
+}
+
+#[test]
 fn ingest_limits_are_checked_against_each_other() {
     let err = with("[ingest]\nwriters = 10").unwrap_err().to_string();
     assert!(err.contains("ingest.writers"), "{err}");
