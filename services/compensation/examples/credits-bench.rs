@@ -11,6 +11,9 @@
 //! November (2,000,000 for 10,000 customers, interleaved), 5 of them
 //! failed, so every SLA's month is breached (97.5% < 99: 25% of the fee,
 //! 250.00 EUR).
+//! Each round is the worker's: the SLAs spread over `evaluator.connections`
+//! transactions (`evaluate_tenant_spread`). After the close, a round with
+//! nothing to close is timed over 1, 2 and 4 connections, twice each.
 //! The compensation part runs `RUNS` times (default 3) each way,
 //! alternating: the worker as it is (`work_due`, a tenant's claimed jobs in
 //! one transaction) and one transaction per job (`run_job`); between runs
