@@ -245,6 +245,8 @@ async fn hold_tenant(tx: &mut TenantTx) -> Result<(), EvaluatorError> {
     }
 }
 
+/// Rolls the tenant's new events up, to the clock's watermark or to
+/// `target`.
 async fn roll_up(
     tx: &mut TenantTx,
     settings: &Settings,

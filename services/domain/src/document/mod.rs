@@ -7,6 +7,7 @@ mod native;
 mod openslo;
 mod policy;
 mod tree;
+mod yaml11;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -142,7 +143,9 @@ impl SlaDefinition {
     /// The native document as YAML; reading it back gives an equal SLA.
     pub fn to_native_yaml(&self) -> String {
         // Serializing plain structs of strings and numbers cannot fail.
-        serde_yaml_ng::to_string(&native::write(self)).unwrap_or_default()
+        yaml11::quote_for_yaml11(
+            &serde_yaml_ng::to_string(&native::write(self)).unwrap_or_default(),
+        )
     }
 
     /// The native document as a JSON value (what the store keeps as jsonb).
@@ -155,7 +158,7 @@ impl SlaDefinition {
     pub fn to_openslo_yaml(&self) -> String {
         openslo::write(self)
             .iter()
-            .map(|doc| serde_yaml_ng::to_string(doc).unwrap_or_default())
+            .map(|doc| yaml11::quote_for_yaml11(&serde_yaml_ng::to_string(doc).unwrap_or_default()))
             .collect::<Vec<_>>()
             .join("---\n")
     }
