@@ -93,7 +93,6 @@ pub(crate) async fn measure_days(
         return Ok(0);
     }
     let windows = maintenance::periods(tx, sla.id, &sla.definition, from, as_of).await?;
-    let now = crate::rollup::statement_now(tx).await?;
     let mut recorded = 0;
     for day in all.into_iter().filter(|d| stale.contains(&d.start)) {
         let tallies = day_tallies(tx, sla, &windows, day, as_of, grace, &provable).await?;
@@ -131,7 +130,7 @@ pub(crate) async fn measure_days(
                 bad: m.bad,
                 counted_to: as_of,
             };
-            if measurements::record(tx, &new, now).await?.is_some() {
+            if measurements::record(tx, &new).await?.is_some() {
                 recorded += 1;
             }
         }

@@ -112,19 +112,6 @@ pub(crate) async fn database_now(tx: &mut TenantTx) -> Result<DateTime<Utc>, Eva
         .doing("reading the clock")
 }
 
-/// The database's clock at this statement, not at the transaction's
-/// start: a round spread over connections commits its rollups from
-/// another transaction, one that began after the transaction holding the
-/// tenant did, so that transaction's `now()` is earlier than the rollups'
-/// `updated_at`, and a day measured then would look changed since, and be
-/// counted again, every round after.
-pub(crate) async fn statement_now(tx: &mut TenantTx) -> Result<DateTime<Utc>, EvaluatorError> {
-    sqlx::query_scalar("SELECT statement_timestamp()")
-        .fetch_one(&mut **tx)
-        .await
-        .doing("reading the clock")
-}
-
 /// The SLA versions in force and where their rollups begin, adding
 /// coverage for versions seen for the first time. Returns them with the
 /// indexes of the new ones. Fails on an SLA whose stored definition cannot

@@ -155,8 +155,8 @@ pub async fn evaluate_tenant_up_to(
     hold_tenant(tx).await?;
     let (advance, tracked) = roll_up(tx, settings, target).await?;
     let failing_before = failures::failing(tx).await?;
-    let all: Vec<(usize, &TrackedSla)> = tracked.iter().enumerate().collect();
-    let outcomes = evaluate_group(tx, &all, advance.as_of, settings).await?;
+    let all: Vec<usize> = (0..tracked.len()).collect();
+    let outcomes = evaluate_group(tx, &tracked, &all, advance.as_of, settings).await?;
     finish(tx, advance, &tracked, failing_before, outcomes).await
 }
 
@@ -197,21 +197,23 @@ pub async fn evaluate_tenant_spread(
     };
     let failing_before = failures::failing(holder).await?;
     let as_of = advance.as_of;
+    // Shared with the groups' tasks, not copied: each SLA's definition.
+    let tracked = std::sync::Arc::new(tracked);
     let mut groups = spread(&tracked, connections).into_iter();
     let own = groups.next().unwrap_or_default();
     let mut others = tokio::task::JoinSet::new();
     for group in groups {
-        let (db, settings) = (db.clone(), settings.clone());
+        let (db, settings, tracked) = (db.clone(), settings.clone(), tracked.clone());
         others.spawn(async move {
             let mut tx = db.tenant_tx(tenant).await?;
             settings.bound_statements(&mut tx).await?;
-            let outcomes = evaluate_group(&mut tx, &group, as_of, &settings).await?;
+            let outcomes = evaluate_group(&mut tx, &tracked, &group, as_of, &settings).await?;
             tx.commit().await?;
             Ok::<_, EvaluatorError>(outcomes)
         });
     }
     let (own, others) = tokio::join!(
-        evaluate_group(holder, &own, as_of, settings),
+        evaluate_group(holder, &tracked, &own, as_of, settings),
         others.join_all()
     );
     let mut outcomes = own?;
@@ -262,16 +264,16 @@ async fn roll_up(
 /// SLA: the versions of one SLA (an earlier one closing its last period,
 /// the newest) stay in one group and in order, since they share the
 /// SLA's signals and alert states.
-fn spread(tracked: &[TrackedSla], groups: usize) -> Vec<Vec<(usize, TrackedSla)>> {
+fn spread(tracked: &[TrackedSla], groups: usize) -> Vec<Vec<usize>> {
     let mut group_of: std::collections::HashMap<SlaId, usize> = std::collections::HashMap::new();
-    let mut out: Vec<Vec<(usize, TrackedSla)>> = Vec::new();
+    let mut out: Vec<Vec<usize>> = Vec::new();
     for (index, sla) in tracked.iter().enumerate() {
         let next = group_of.len() % groups.max(1);
         let g = *group_of.entry(sla.id).or_insert(next);
         if out.len() <= g {
             out.resize_with(g + 1, Vec::new);
         }
-        out[g].push((index, sla.clone()));
+        out[g].push(index);
     }
     out
 }
@@ -285,18 +287,19 @@ struct Outcome {
     run: Result<SlaRun, EvaluatorError>,
 }
 
-/// Evaluates `slas`, each in a savepoint of `tx`.
-async fn evaluate_group<S: std::borrow::Borrow<TrackedSla>>(
+/// Evaluates the tracked versions at `indexes`, each in a savepoint of `tx`.
+async fn evaluate_group(
     tx: &mut TenantTx,
-    slas: &[(usize, S)],
+    tracked: &[TrackedSla],
+    indexes: &[usize],
     as_of: chrono::DateTime<Utc>,
     settings: &Settings,
 ) -> Result<Vec<Outcome>, EvaluatorError> {
-    let mut out = Vec::with_capacity(slas.len());
-    for (index, sla) in slas {
-        let sla = sla.borrow();
+    let mut out = Vec::with_capacity(indexes.len());
+    for &index in indexes {
+        let sla = &tracked[index];
         out.push(Outcome {
-            index: *index,
+            index,
             sla: sla.id,
             name: sla.name.clone(),
             version: sla.version,

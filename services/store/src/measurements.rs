@@ -98,13 +98,14 @@ pub async fn stale_days(
 type Latest = (i32, DateTime<Utc>, String, String, i64, i64, i64);
 
 /// Records `m` as its day's next revision unless the latest one holds the
-/// same measurement; answers the revision recorded, if any.
+/// same measurement; answers the revision recorded, if any. It is stamped
+/// `measured_at` with the statement's clock, not the transaction's start:
+/// the evaluator's holding transaction begins before the rollups it reads
+/// are committed (from another transaction), and a day stamped earlier
+/// than its rollups' `updated_at` would look changed, and be counted
+/// again, every round after ([`stale_days`]).
 #[tracing::instrument(skip(tx, m), fields(objective = m.objective))]
-pub async fn record(
-    tx: &mut TenantTx,
-    m: &NewMeasurement<'_>,
-    measured_at: DateTime<Utc>,
-) -> Result<Option<i32>, StoreError> {
+pub async fn record(tx: &mut TenantTx, m: &NewMeasurement<'_>) -> Result<Option<i32>, StoreError> {
     let latest: Option<Latest> = sqlx::query_as(
         "SELECT revision, day_end, field, unit, threshold, good, bad FROM transparency_measurements \
          WHERE tenant_id = $1 AND sla_id = $2 AND sla_version = $3 AND objective = $4 AND day_start = $5 \
@@ -133,7 +134,7 @@ pub async fn record(
     sqlx::query(
         "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
              revision, day_end, field, unit, threshold, good, bad, measured_at, counted_to) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, statement_timestamp(), $13) ON CONFLICT DO NOTHING",
     )
     .bind(tx.tenant().uuid())
     .bind(m.sla.uuid())
@@ -147,7 +148,6 @@ pub async fn record(
     .bind(i64::from(m.threshold))
     .bind(weight(m.good))
     .bind(weight(m.bad))
-    .bind(measured_at)
     .bind(m.counted_to)
     .execute(&mut **tx)
     .await?;
