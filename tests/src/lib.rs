@@ -183,7 +183,8 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
 
 /// Like [`spawn_app_with`], against a database the test made.
 pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {
-    let (address, db, shutdown, server) = start(&database, &database.service, adjust).await;
+    let (address, db, shutdown, server) =
+        start(&database, &database.service, &every_service(), adjust).await;
     TestApp {
         address,
         client: TestClient::new(address),
@@ -217,7 +218,26 @@ pub async fn spawn_replica_via(
     service: &PgConnectOptions,
     adjust: impl FnOnce(&mut Config),
 ) -> Replica {
-    let (address, db, shutdown, server) = start(database, service, adjust).await;
+    replica(database, service, &every_service(), adjust).await
+}
+
+/// A [`Replica`] running only `services` (ingest alone, say, for a
+/// benchmark that drives the evaluator itself).
+pub async fn spawn_services(
+    database: &TestDatabase,
+    services: &[Service],
+    adjust: impl FnOnce(&mut Config),
+) -> Replica {
+    replica(database, &database.service, services, adjust).await
+}
+
+async fn replica(
+    database: &TestDatabase,
+    service: &PgConnectOptions,
+    services: &[Service],
+    adjust: impl FnOnce(&mut Config),
+) -> Replica {
+    let (address, db, shutdown, server) = start(database, service, services, adjust).await;
     Replica {
         address,
         client: TestClient::new(address),
@@ -227,10 +247,22 @@ pub async fn spawn_replica_via(
     }
 }
 
-/// Builds and runs the application (every service but attestation).
+/// Every service but attestation, which would make proving keys (seconds
+/// of CPU) in the data folder for each test: the attestation tests run its
+/// worker themselves, with keys made once.
+fn every_service() -> Vec<Service> {
+    Service::ALL
+        .iter()
+        .copied()
+        .filter(|s| *s != Service::Attestation)
+        .collect()
+}
+
+/// Builds and runs the application's `services`.
 async fn start(
     database: &TestDatabase,
     service: &PgConnectOptions,
+    services: &[Service],
     adjust: impl FnOnce(&mut Config),
 ) -> (
     SocketAddr,
@@ -245,15 +277,7 @@ async fn start(
     let db = slaproof::app::open_database(&config, &database.owner, service, false)
         .await
         .expect("opening the test database");
-    // Every service but attestation, which would make proving keys (seconds
-    // of CPU) in the data folder for each test: the attestation tests run
-    // its worker themselves, with keys made once.
-    let services: Vec<Service> = Service::ALL
-        .iter()
-        .copied()
-        .filter(|s| *s != Service::Attestation)
-        .collect();
-    let app = Application::build(config, db.clone(), &services)
+    let app = Application::build(config, db.clone(), services)
         .await
         .expect("building the application");
     let address = app.local_addr();
