@@ -33,7 +33,8 @@ use crate::bundle::{FORMAT, StatementFile, anchored_statement};
 
 /// What the auditor pins rather than takes from the bundle: the bundle is
 /// the prover's, so a value it names proves nothing about itself. Each
-/// value left unpinned is reported as not pinned instead of passing.
+/// value left unpinned is reported NOT CHECKED, which leaves the verdict
+/// unverified unless the auditor waives it by name ([`Waiver`]).
 #[derive(Debug, Clone, Default)]
 pub struct Pins {
     /// The verifying key's sha256, as the provider publishes it (or as the
@@ -43,6 +44,8 @@ pub struct Pins {
     pub eas: Option<Address>,
     /// The provider's attester address.
     pub attester: Option<Address>,
+    /// The chain the anchor must be on.
+    pub chain_id: Option<u64>,
 }
 
 /// One check's result.
@@ -50,8 +53,9 @@ pub struct Pins {
 pub enum Outcome {
     Passed(String),
     Failed(String),
-    /// Not run, because a check it rests on failed (or nothing to check).
-    Skipped(String),
+    /// Not checked: a trust anchor not pinned, an input not given, or a
+    /// check it rests on failed. Never a pass.
+    NotChecked(String),
 }
 
 /// A named check and its outcome.
@@ -59,6 +63,101 @@ pub enum Outcome {
 pub struct Check {
     pub name: &'static str,
     pub outcome: Outcome,
+}
+
+/// A check the auditor accepts not checked, by name (`--allow-unpinned`):
+/// without it, that check left unchecked makes the verdict
+/// [`Verdict::Unverified`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiver {
+    /// The verifying key is only the one the bundle names.
+    Vk,
+    /// The EAS contract is only the one the bundle names.
+    Eas,
+    /// The attester is any the schema's resolver authorises.
+    Attester,
+    /// The chain is only the one the bundle names.
+    Chain,
+    /// Nothing on chain was read (no RPC URL).
+    Anchor,
+    /// The period was proven over data committed only at its close.
+    Daily,
+    /// A dispute's days were opened but not recounted from the log.
+    Recount,
+}
+
+impl Waiver {
+    pub const ALL: [Waiver; 7] = [
+        Waiver::Vk,
+        Waiver::Eas,
+        Waiver::Attester,
+        Waiver::Chain,
+        Waiver::Anchor,
+        Waiver::Daily,
+        Waiver::Recount,
+    ];
+
+    /// The name the auditor gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Waiver::Vk => "vk",
+            Waiver::Eas => "eas",
+            Waiver::Attester => "attester",
+            Waiver::Chain => "chain",
+            Waiver::Anchor => "anchor",
+            Waiver::Daily => "daily",
+            Waiver::Recount => "recount",
+        }
+    }
+
+    /// The check it lets stand unchecked.
+    pub fn check(self) -> &'static str {
+        match self {
+            Waiver::Vk => "key pinned",
+            Waiver::Eas => "eas pinned",
+            Waiver::Attester => "attester pinned",
+            Waiver::Chain => "chain pinned",
+            Waiver::Anchor => "anchor",
+            Waiver::Daily => "daily commitments",
+            Waiver::Recount => "day recount",
+        }
+    }
+
+    /// The waiver of the check named `check`, if it has one.
+    pub fn of_check(check: &str) -> Option<Waiver> {
+        Waiver::ALL.into_iter().find(|w| w.check() == check)
+    }
+}
+
+impl std::str::FromStr for Waiver {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Waiver::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Waiver::ALL.iter().map(|w| w.name()).collect();
+                format!(
+                    "{s:?} is not a check that can be waived; one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// What the checks add up to. Only [`Verdict::Verified`] is green.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every check passed, but for those the auditor waived by name.
+    Verified {
+        /// The checks waived, not checked.
+        waived: Vec<&'static str>,
+    },
+    /// No check failed, but these were not checked and not waived.
+    Unverified { not_checked: Vec<&'static str> },
+    /// These checks failed.
+    Failed { failed: Vec<&'static str> },
 }
 
 /// Every check's outcome, in order.
@@ -83,10 +182,10 @@ impl Report {
     }
 
     /// Records a check not run, and why.
-    pub fn skip(&mut self, name: &'static str, why: impl Into<String>) {
+    pub fn not_checked(&mut self, name: &'static str, why: impl Into<String>) {
         self.checks.push(Check {
             name,
-            outcome: Outcome::Skipped(why.into()),
+            outcome: Outcome::NotChecked(why.into()),
         });
     }
 
@@ -104,11 +203,11 @@ impl Report {
         }
     }
 
-    /// The names of the checks not run or not pinned.
-    pub fn skipped(&self) -> Vec<&'static str> {
+    /// The names of the checks not checked.
+    pub fn not_checked_names(&self) -> Vec<&'static str> {
         self.checks
             .iter()
-            .filter(|c| matches!(c.outcome, Outcome::Skipped(_)))
+            .filter(|c| matches!(c.outcome, Outcome::NotChecked(_)))
             .map(|c| c.name)
             .collect()
     }
@@ -122,16 +221,46 @@ impl Report {
             .collect()
     }
 
-    /// The report as lines a person reads.
+    /// The verdict with the checks in `waived` accepted unchecked: a
+    /// failure fails it, and any other check not checked leaves it
+    /// unverified.
+    pub fn verdict(&self, waived: &[Waiver]) -> Verdict {
+        let failed = self.failed();
+        if !failed.is_empty() {
+            return Verdict::Failed { failed };
+        }
+        let (waived, not_checked): (Vec<&'static str>, Vec<&'static str>) = self
+            .not_checked_names()
+            .into_iter()
+            .partition(|name| Waiver::of_check(name).is_some_and(|w| waived.contains(&w)));
+        if not_checked.is_empty() {
+            Verdict::Verified { waived }
+        } else {
+            Verdict::Unverified { not_checked }
+        }
+    }
+
+    /// The report as lines a person reads, nothing waived.
     pub fn render(&self) -> String {
+        self.render_with(&[])
+    }
+
+    /// The report as lines a person reads, with the checks in `waived`
+    /// marked so.
+    pub fn render_with(&self, waived: &[Waiver]) -> String {
         let mut out = String::new();
         for check in &self.checks {
             let (mark, text) = match &check.outcome {
                 Outcome::Passed(d) => ("PASS", d),
                 Outcome::Failed(r) => ("FAIL", r),
-                Outcome::Skipped(w) => ("SKIP", w),
+                Outcome::NotChecked(w)
+                    if Waiver::of_check(check.name).is_some_and(|w| waived.contains(&w)) =>
+                {
+                    ("WAIVED", w)
+                }
+                Outcome::NotChecked(w) => ("NOT CHECKED", w),
             };
-            out.push_str(&format!("{mark}  {:<14} {text}\n", check.name));
+            out.push_str(&format!("{mark:<11}  {:<17} {text}\n", check.name));
         }
         out
     }
@@ -233,12 +362,13 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
                 "verifying key",
                 format!("sha256 {}", s.verifying_key_sha256),
             );
-            if pins.vk_sha256.is_none() {
-                report.skip(
+            match &pins.vk_sha256 {
+                Some(pinned) => report.pass("key pinned", format!("{pinned}, as pinned")),
+                None => report.not_checked(
                     "key pinned",
-                    "not pinned: the key is the one the bundle names; pass --vk-sha256 with \
-                     the provider's published key hash",
-                );
+                    "not pinned: the key is only the one the bundle names; pass --vk-sha256 \
+                     with the provider's published key hash",
+                ),
             }
             Some(verifier)
         }
@@ -353,7 +483,7 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
                 },
             );
         }
-        (None, _, _) => report.skip("proof", "no trusted verifying key"),
+        (None, _, _) => report.not_checked("proof", "no trusted verifying key"),
         (_, Err(e), _) => report.fail("proof", format!("the statement: {e}")),
         (_, _, Err(e)) => report.fail("proof", format!("proof.json: {e}")),
     }
@@ -404,35 +534,68 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
             );
         }
         (_, "daily") => report.fail("daily commitments", "the bundle lists no days"),
-        _ => report.skip(
+        _ => report.not_checked(
             "daily commitments",
             "proven over a vector committed at the close, not over days anchored as the period went",
         ),
     }
 
     match (rpc_url, anchored) {
-        (None, _) => report.skip("anchor", "no RPC URL given"),
-        (_, None) => report.skip("anchor", "no statement to look for"),
+        (None, _) => report.not_checked(
+            "anchor",
+            "no RPC URL given: nothing on chain was read (the attestation, its EAS, chain and \
+             attester, the day anchors)",
+        ),
+        (_, None) => report.not_checked("anchor", "no statement to look for"),
         (Some(url), Some(anchored)) => {
             let expected = PeriodAnchor::new(
                 anchored,
                 crate::bundle::hex_word(&s.proof_sha256).unwrap_or_default(),
             );
             let evidence = Evidence::of(&files);
-            match check_anchor(url, s, &expected, &evidence, id_ok, pins).await {
-                Ok(lines) => {
-                    for (name, detail) in lines {
-                        report.check(name, detail);
-                    }
-                }
-                Err(reason) => report.fail("anchor", reason),
+            let mut lines = Vec::new();
+            if let Err(reason) =
+                check_anchor(url, s, &expected, &evidence, id_ok, pins, &mut lines).await
+            {
+                lines.push(Check {
+                    name: "anchor",
+                    outcome: Outcome::Failed(reason),
+                });
             }
+            report.checks.extend(lines);
         }
     }
     report
 }
 
-type Lines = Vec<(&'static str, Result<String, String>)>;
+/// A pin's check: passed when the pinned value is the one found, not
+/// checked when nothing was pinned.
+fn pin<T: PartialEq + std::fmt::Display>(
+    name: &'static str,
+    pinned: Option<T>,
+    found: T,
+    what: &str,
+    flag: &str,
+) -> Check {
+    let outcome = match pinned {
+        None => Outcome::NotChecked(format!(
+            "not pinned: {what} is only the one the bundle names ({found}); pass {flag}"
+        )),
+        Some(p) if p == found => Outcome::Passed(format!("{p}, as pinned")),
+        Some(p) => Outcome::Failed(format!("{what} is {found}, the pinned one is {p}")),
+    };
+    Check { name, outcome }
+}
+
+fn line(name: &'static str, result: Result<String, String>) -> Check {
+    Check {
+        name,
+        outcome: match result {
+            Ok(d) => Outcome::Passed(d),
+            Err(r) => Outcome::Failed(r),
+        },
+    }
+}
 
 /// The bundle's proof and inputs as the verifier contract takes them, to
 /// compare with what a verified attestation stores.
@@ -462,14 +625,28 @@ async fn check_anchor(
     evidence: &Evidence,
     id_ok: bool,
     pins: &Pins,
-) -> Result<Lines, String> {
-    if let Some(eas) = pins.eas
-        && eas != s.anchor.eas
-    {
-        return Err(format!(
-            "the bundle points at EAS {}, the pinned EAS is {eas}",
-            s.anchor.eas
-        ));
+    lines: &mut Vec<Check>,
+) -> Result<(), String> {
+    let eas = pin(
+        "eas pinned",
+        pins.eas,
+        s.anchor.eas,
+        "the EAS contract",
+        "--eas with the chain's EAS address",
+    );
+    let chain_pin = pin(
+        "chain pinned",
+        pins.chain_id,
+        s.anchor.chain_id,
+        "the chain",
+        "--chain-id",
+    );
+    let mismatch = [&eas, &chain_pin]
+        .iter()
+        .any(|c| matches!(c.outcome, Outcome::Failed(_)));
+    lines.extend([chain_pin, eas]);
+    if mismatch {
+        return Err("not read: the bundle names another EAS or chain than the pinned one".into());
     }
     let chain = Chain::reader(url.clone())
         .await
@@ -490,7 +667,6 @@ async fn check_anchor(
                 s.anchor.eas, s.anchor.uid
             )
         })?;
-    let mut lines: Lines = Vec::new();
     if found.revoked {
         return Err(format!("the attestation {} is revoked", found.uid));
     }
@@ -544,7 +720,7 @@ async fn check_anchor(
     } else {
         Err("not compared: the statement id is wrong".into())
     };
-    lines.push((
+    lines.push(line(
         if s.anchor.path == "batched" {
             "inclusion"
         } else {
@@ -552,7 +728,7 @@ async fn check_anchor(
         },
         holds.map(|d| format!("{d}; UID {}, block time {}", found.uid, found.time)),
     ));
-    lines.push((
+    lines.push(line(
         "attester",
         authorised(
             &chain,
@@ -564,25 +740,26 @@ async fn check_anchor(
         .await,
     ));
     if let Some(days) = &s.days {
-        lines.push((
+        lines.push(line(
             "day anchors",
-            crate::daily::check_day_anchors(&chain, days, found.attester, s.claim.period_end).await,
+            crate::daily::check_day_anchors(
+                &chain,
+                s.anchor.eas,
+                days,
+                found.attester,
+                s.claim.period_end,
+            )
+            .await,
         ));
     }
-    if let Some(pinned) = pins.attester {
-        lines.push((
-            "attester pinned",
-            if pinned == found.attester {
-                Ok(format!("{pinned}, as pinned"))
-            } else {
-                Err(format!(
-                    "the attestation is by {}, the pinned attester is {pinned}",
-                    found.attester
-                ))
-            },
-        ));
-    }
-    Ok(lines)
+    lines.push(pin(
+        "attester pinned",
+        pins.attester,
+        found.attester,
+        "the attestation's attester",
+        "--attester with the provider's attester address",
+    ));
+    Ok(())
 }
 
 /// Whether the schema's resolver authorises `attester`.

@@ -289,11 +289,13 @@ pub fn check_days(
 }
 
 /// The on-chain check of a bundle's days: each day's batch root is attested
-/// (not revoked) at its UID by `attester`, the period's own attester. Says
+/// (not revoked) at its UID on `eas`, the period's EAS, by `attester`, the
+/// period's own attester. Says
 /// how many days were anchored before `period_end`: those were fixed
 /// before the period's outcome was known.
 pub async fn check_day_anchors(
     chain: &slaproof_chain::Chain,
+    eas: alloy::primitives::Address,
     days: &[DayAnchor],
     attester: alloy::primitives::Address,
     period_end: i64,
@@ -308,10 +310,19 @@ pub async fn check_day_anchors(
         let time = match seen.get(&uid) {
             Some(time) => *time,
             None => {
-                let eas: alloy::primitives::Address = day
+                // Read from the period's EAS (pinned, or checked to be the
+                // pinned one), never from one the day's entry names: a
+                // look-alike contract could answer any time.
+                let named: alloy::primitives::Address = day
                     .eas
                     .parse()
                     .map_err(|_| format!("the day from {} names no EAS", day.day_start))?;
+                if named != eas {
+                    return Err(format!(
+                        "the day from {} names EAS {named}, the period's anchor is on {eas}",
+                        day.day_start
+                    ));
+                }
                 let found = slaproof_chain::attest::attestation_at(chain, eas, uid)
                     .await
                     .map_err(|e| e.to_string())?

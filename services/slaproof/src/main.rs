@@ -12,7 +12,12 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` prints the whole context chain on one line per cause.
             eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            if err.downcast_ref::<slaproof::cli::Unverified>().is_some() {
+                // Not a failure of the checks, and not a pass either.
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -130,6 +130,7 @@ async fn the_verified_path_waits_for_the_keys_verifier_then_the_chain_verifies_e
         vk_sha256: rows[0].vk_sha256.clone(),
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
+        chain_id: Some(chain.chain_id()),
     };
     for row in &rows {
         assert_eq!(row.anchor.as_ref().unwrap()["path"], "verified");
@@ -138,7 +139,7 @@ async fn the_verified_path_waits_for_the_keys_verifier_then_the_chain_verifies_e
         assert!(report.failed().is_empty(), "{}", report.render());
         // Over a vector committed at the close: the days are not checked.
         assert_eq!(
-            report.skipped(),
+            report.not_checked_names(),
             vec!["daily commitments"],
             "{}",
             report.render()
@@ -202,6 +203,7 @@ async fn the_batched_path_anchors_an_epochs_statements_as_one_root_when_the_epoc
         vk_sha256: rows[0].vk_sha256.clone(),
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
+        chain_id: Some(chain.chain_id()),
     };
     for row in &rows {
         assert_eq!(row.anchor.as_ref().unwrap()["path"], "batched");
@@ -209,7 +211,7 @@ async fn the_batched_path_anchors_an_epochs_statements_as_one_root_when_the_epoc
         assert!(report.failed().is_empty(), "{}", report.render());
         // Over a vector committed at the close: the days are not checked.
         assert_eq!(
-            report.skipped(),
+            report.not_checked_names(),
             vec!["daily commitments"],
             "{}",
             report.render()

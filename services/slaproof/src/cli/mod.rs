@@ -145,6 +145,17 @@ pub enum Command {
         /// schema's resolver authorises.
         #[arg(long, value_name = "ADDRESS")]
         attester: Option<alloy::primitives::Address>,
+        /// The chain id the anchor must be on: without it, the one the
+        /// bundle names.
+        #[arg(long, value_name = "ID")]
+        chain_id: Option<u64>,
+        /// Accept a check not done, by name (comma-separated or repeated):
+        /// vk, eas, attester, chain (a trust anchor not pinned), anchor (no
+        /// RPC URL), daily (a period proven over data committed only at its
+        /// close), recount (a dispute's days not recounted). Without it, any
+        /// check not done leaves the verdict UNVERIFIED, exit code 2.
+        #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
+        allow_unpinned: Vec<slaproof_attestation::audit::Waiver>,
         /// In a dispute, the provider's openings of the period's days
         /// (`slaproof log open-days`): checked against the anchored
         /// commitments, and with --log-day each day recounted.
@@ -415,12 +426,13 @@ fn up(mut config: Config, with_demo: bool, loadgen: Option<f64>) -> anyhow::Resu
                     sla: demo.sla_name.clone(),
                     closed: history.plan.closed,
                     chain: chain.as_ref().and_then(|c| {
-                        let eas = c.deployment.as_ref()?.eas;
+                        let deployment = c.deployment.as_ref()?;
                         // up's own anvil attests with its development key.
                         c.anvil.as_ref()?;
                         Some((
                             c.rpc_url.clone(),
-                            eas,
+                            deployment.chain_id,
+                            deployment.eas,
                             slaproof_chain::anvil::dev_address(),
                         ))
                     }),
@@ -567,6 +579,55 @@ fn print_welcome(
     println!("{out}");
 }
 
+/// Prints the verdict; fails with [`Unverified`] (exit code 2) when a
+/// check was not done and not waived, and with an error when one failed.
+fn verdict(verdict: slaproof_attestation::audit::Verdict) -> anyhow::Result<()> {
+    use slaproof_attestation::audit::{Verdict, Waiver};
+    match verdict {
+        Verdict::Failed { failed } => {
+            println!("FAILED: {}", failed.join(", "));
+            anyhow::bail!("the attestation failed: {}", failed.join(", "))
+        }
+        Verdict::Unverified { not_checked } => {
+            let waivers: Vec<&str> = not_checked
+                .iter()
+                .filter_map(|c| Waiver::of_check(c).map(Waiver::name))
+                .collect();
+            println!(
+                "UNVERIFIED: nothing failed, but not checked: {}",
+                not_checked.join(", ")
+            );
+            Err(Unverified(if waivers.is_empty() {
+                format!("not checked: {}", not_checked.join(", "))
+            } else {
+                format!(
+                    "not checked: {}; pin or give what they need, or accept them unchecked by name: --allow-unpinned {}",
+                    not_checked.join(", "),
+                    waivers.join(",")
+                )
+            })
+            .into())
+        }
+        Verdict::Verified { waived } if waived.is_empty() => {
+            println!("VERIFIED: every check passed");
+            Ok(())
+        }
+        Verdict::Verified { waived } => {
+            println!(
+                "VERIFIED, with checks the auditor waived: {}",
+                waived.join(", ")
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A verification that failed nothing but left checks undone: exit code 2,
+/// so that a script never reads it as a pass.
+#[derive(Debug, thiserror::Error)]
+#[error("unverified: {0}")]
+pub struct Unverified(pub String);
+
 /// The connections of the configured database, or of the embedded one that
 /// a running `slaproof up` started.
 fn configured_connections(config: &Config) -> anyhow::Result<Connections> {
@@ -596,6 +657,8 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
             vk_sha256,
             eas,
             attester,
+            chain_id,
+            allow_unpinned,
             openings,
             log_days,
             log_verifier_key,
@@ -607,6 +670,7 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
                 vk_sha256,
                 eas,
                 attester,
+                chain_id,
             };
             let mut report =
                 slaproof_attestation::audit::audit(&dir, rpc_url.as_ref(), &pins).await;
@@ -619,21 +683,8 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
                     log_verifier_key.as_deref(),
                 );
             }
-            print!("{}", report.render());
-            let failed = report.failed();
-            if !failed.is_empty() {
-                anyhow::bail!("the attestation failed: {}", failed.join(", "));
-            }
-            let skipped = report.skipped();
-            if skipped.is_empty() {
-                println!("every check passed");
-            } else {
-                println!(
-                    "every check run passed; not run or not pinned: {}",
-                    skipped.join(", ")
-                );
-            }
-            Ok(())
+            print!("{}", report.render_with(&allow_unpinned));
+            verdict(report.verdict(&allow_unpinned))
         }
         Command::Serve { service } => {
             let connections = configured_connections(&config)?;

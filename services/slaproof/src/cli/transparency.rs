@@ -356,14 +356,14 @@ pub fn dispute_checks(
     };
     let opened = report.check("day openings", check_openings(&statement, &openings));
     if log_days.is_empty() {
-        report.skip(
+        report.not_checked(
             "day recount",
             "no --log-day: give every log day the period's events may be logged in",
         );
         return;
     }
     if !opened {
-        report.skip(
+        report.not_checked(
             "day recount",
             "the openings are not the anchored commitments",
         );
@@ -390,7 +390,7 @@ pub fn dispute_checks(
         Recount::Agrees(detail) => report.check("day recount", Ok(detail)),
         Recount::Disagrees(why) => report.check("day recount", Err(why)),
         Recount::NotPossible(why) => {
-            report.skip("day recount", why);
+            report.not_checked("day recount", why);
             false
         }
     };

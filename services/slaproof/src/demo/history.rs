@@ -236,9 +236,10 @@ pub(crate) struct Pointers {
     /// The SLA whose month was missed.
     pub sla: String,
     pub closed: Period,
-    /// The chain `up` anchors on: its RPC URL, EAS and attester.
+    /// The chain `up` anchors on: its RPC URL, chain id, EAS and attester.
     pub chain: Option<(
         url::Url,
+        u64,
         alloy::primitives::Address,
         alloy::primitives::Address,
     )>,
@@ -296,11 +297,14 @@ pub(crate) async fn announce(p: Pointers, shutdown: tokio_util::sync::Cancellati
         id = anchored.0,
         objective = anchored.1,
     ));
+    // Every pin, so that the verdict can be VERIFIED: the key hash is the
+    // one the provider publishes (here, its own API), the chain up's anvil.
     let pins = match &p.chain {
-        Some((rpc, eas, attester)) => {
-            format!(" --rpc-url {rpc} --eas {eas} --attester {attester}")
-        }
-        None => String::new(),
+        Some((rpc, chain_id, eas, attester)) => format!(
+            " --vk-sha256 {vk} --rpc-url {rpc} --chain-id {chain_id} --eas {eas} --attester {attester}",
+            vk = anchored.2
+        ),
+        None => format!(" --vk-sha256 {}", anchored.2),
     };
     out.push_str(&format!(
         "    verify    SLAPROOF_TOKEN={token} cargo run -p slaproof -- verify --attestation {id} --api-url {url} --dir demo-proof{pins}\n",
@@ -319,12 +323,12 @@ pub(crate) async fn announce(p: Pointers, shutdown: tokio_util::sync::Cancellati
 }
 
 /// The first anchored attestation of the closed month, availability first:
-/// its id and objective.
+/// its id, objective and verifying key's sha256.
 async fn anchored_proof(
     http: &reqwest::Client,
     p: &Pointers,
     start: &str,
-) -> Option<(String, String)> {
+) -> Option<(String, String, String)> {
     let page = provider_get(
         http,
         p,
@@ -341,6 +345,7 @@ async fn anchored_proof(
     Some((
         first["id"].as_str()?.to_owned(),
         first["objective"].as_str()?.to_owned(),
+        first["vk_sha256"].as_str()?.to_owned(),
     ))
 }
 

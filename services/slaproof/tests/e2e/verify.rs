@@ -46,9 +46,9 @@ fn claim() -> ClaimRecord {
     }
 }
 
-/// `slaproof verify` on `dir` with `pins` (pairs of flag and value):
-/// success, and what it printed.
-fn verify_pinned(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (bool, String) {
+/// `slaproof verify` on `dir` with `pins` (pairs of flag and value): its
+/// exit code (0 verified, 1 failed, 2 unverified), and what it printed.
+fn verify_exit(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (Option<i32>, String) {
     let mut command = slaproof(dir, &[]);
     command
         .args(["verify", "--dir"])
@@ -59,10 +59,20 @@ fn verify_pinned(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (bool, Strin
     }
     let output = command.output().expect("running slaproof verify");
     (
-        output.status.success(),
+        output.status.code(),
         format!("{}{}", text(&output.stdout), text(&output.stderr)),
     )
 }
+
+/// [`verify_exit`]: whether the verdict was VERIFIED.
+fn verify_pinned(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (bool, String) {
+    let (code, printed) = verify_exit(dir, rpc, pins);
+    (code == Some(0), printed)
+}
+
+/// What nothing pinned leaves unchecked (the bundle here is proven over a
+/// vector committed at the close, so the days too), waived by name.
+const WAIVE_UNPINNED: &str = "vk,eas,attester,chain,daily";
 
 /// A copy of the bundle in `from`, changed by `change`.
 fn tampered(from: &Path, change: impl FnOnce(&Path)) -> tempfile::TempDir {
@@ -74,9 +84,10 @@ fn tampered(from: &Path, change: impl FnOnce(&Path)) -> tempfile::TempDir {
     dir
 }
 
-/// `slaproof verify` on `dir` with nothing pinned.
+/// `slaproof verify` on `dir` with nothing pinned and what that leaves
+/// unchecked waived: whatever else fails, fails by name.
 fn verify(dir: &Path, rpc: &str) -> (bool, String) {
-    verify_pinned(dir, rpc, &[])
+    verify_pinned(dir, rpc, &[("--allow-unpinned", WAIVE_UNPINNED.to_owned())])
 }
 
 /// Replaces one exported file of the bundle in `dir`.
@@ -172,9 +183,34 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     .write(honest.path())
     .unwrap();
 
-    let (ok, printed) = verify(honest.path(), &rpc);
+    // Nothing pinned: nothing fails, but the verdict is UNVERIFIED, exit
+    // code 2, naming each check not done and how to waive it.
+    let (code, printed) = verify_exit(honest.path(), &rpc, &[]);
     eprintln!("{printed}");
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(printed.contains("UNVERIFIED"), "{printed}");
+    for check in [
+        "key pinned",
+        "chain pinned",
+        "eas pinned",
+        "attester pinned",
+        "daily commitments",
+    ] {
+        assert!(
+            printed
+                .lines()
+                .any(|l| l.starts_with("NOT CHECKED") && l.contains(check)),
+            "`{check}` is not said to be not checked:\n{printed}"
+        );
+    }
+    assert!(
+        printed.contains("--allow-unpinned vk,daily,chain,eas,attester"),
+        "{printed}"
+    );
+    // Waived by name, the same run is VERIFIED, the waived checks listed.
+    let (ok, printed) = verify(honest.path(), &rpc);
     assert!(ok, "{printed}");
+    assert!(printed.contains("WAIVED       key pinned"), "{printed}");
     for check in [
         "files",
         "format",
@@ -193,25 +229,48 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
             "no passed `{check}`:\n{printed}"
         );
     }
-    // Unpinned, the key check says so rather than passing silently.
-    assert!(
-        printed.contains("SKIP  key pinned")
-            && printed.contains("not run or not pinned: key pinned, daily commitments"),
-        "{printed}"
-    );
-    // Pinned to what the provider publishes, every check passes; the one
-    // not run is the days' (proven over a vector committed at the close).
-    let pins = [
+    // Pinned to what the provider publishes, every pin passes; the one
+    // check not done is the days' (proven over a vector committed at the
+    // close), which leaves it unverified until the auditor accepts it.
+    let mut pins = vec![
         ("--vk-sha256", vk_sha256.clone()),
+        ("--chain-id", chain.chain_id().to_string()),
         ("--eas", deployment.eas.to_string()),
         ("--attester", chain.address().to_string()),
     ];
-    let (ok, printed) = verify_pinned(honest.path(), &rpc, &pins);
+    let (code, printed) = verify_exit(honest.path(), &rpc, &pins);
+    assert_eq!(code, Some(2), "{printed}");
     assert!(
-        ok && printed.contains("every check run passed; not run or not pinned: daily commitments"),
+        printed.contains("UNVERIFIED: nothing failed, but not checked: daily commitments"),
         "{printed}"
     );
-    assert!(printed.contains("PASS  attester pinned"), "{printed}");
+    for check in [
+        "key pinned",
+        "chain pinned",
+        "eas pinned",
+        "attester pinned",
+    ] {
+        assert!(
+            printed
+                .lines()
+                .any(|l| l.starts_with("PASS") && l.contains(check)),
+            "no passed `{check}`:\n{printed}"
+        );
+    }
+    pins.push(("--allow-unpinned", "daily".to_owned()));
+    let (ok, printed) = verify_pinned(honest.path(), &rpc, &pins);
+    assert!(
+        ok && printed.contains("VERIFIED, with checks the auditor waived: daily commitments"),
+        "{printed}"
+    );
+    // A waiver that is not a check's name is refused, naming the ones there are.
+    let (code, printed) = verify_exit(
+        honest.path(),
+        &rpc,
+        &[("--allow-unpinned", "proof".to_owned())],
+    );
+    assert_eq!(code, Some(2), "clap's usage error: {printed}");
+    assert!(printed.contains("one of vk, eas, attester"), "{printed}");
     // Another attester, key or EAS than the pinned ones fails by name.
     let stranger = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".to_owned();
     assert_failed(
@@ -224,7 +283,11 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     );
     assert_failed(
         verify_pinned(honest.path(), &rpc, &[("--eas", stranger)]),
-        "anchor",
+        "eas pinned",
+    );
+    assert_failed(
+        verify_pinned(honest.path(), &rpc, &[("--chain-id", "1".to_owned())]),
+        "chain pinned",
     );
     // A claim stating another comparison than the one proven.
     let restated = tampered(honest.path(), |dir| {
