@@ -307,22 +307,22 @@ pub async fn check_day_anchors(
             .uid
             .parse()
             .map_err(|_| format!("the day from {} names no UID", day.day_start))?;
+        // Read from the period's EAS (pinned, or checked to be the pinned
+        // one), never from one the day's entry names: a look-alike
+        // contract could answer any time.
+        let named: alloy::primitives::Address = day
+            .eas
+            .parse()
+            .map_err(|_| format!("the day from {} names no EAS", day.day_start))?;
+        if named != eas {
+            return Err(format!(
+                "the day from {} names EAS {named}, the period's anchor is on {eas}",
+                day.day_start
+            ));
+        }
         let time = match seen.get(&uid) {
             Some(time) => *time,
             None => {
-                // Read from the period's EAS (pinned, or checked to be the
-                // pinned one), never from one the day's entry names: a
-                // look-alike contract could answer any time.
-                let named: alloy::primitives::Address = day
-                    .eas
-                    .parse()
-                    .map_err(|_| format!("the day from {} names no EAS", day.day_start))?;
-                if named != eas {
-                    return Err(format!(
-                        "the day from {} names EAS {named}, the period's anchor is on {eas}",
-                        day.day_start
-                    ));
-                }
                 let found = slaproof_chain::attest::attestation_at(chain, eas, uid)
                     .await
                     .map_err(|e| e.to_string())?

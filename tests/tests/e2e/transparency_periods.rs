@@ -268,6 +268,7 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
     });
     let report = audit(lying.path(), None, &pins).await;
     assert_eq!(report.failed(), ["summary"], "{}", report.render());
+
     let text = report.render();
     assert!(
         text.contains("the claim hashes to the context input (At least 99.6991% of"),
@@ -276,6 +277,22 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
     assert!(
         text.contains("the bundle's summary says \"At least 99.99%"),
         "{text}"
+    );
+
+    // A day whose anchor entry names a look-alike EAS (found in review: the
+    // day's time was read from whatever contract the bundle named): the day
+    // anchors are read from the period's EAS only, and the day fails.
+    let look_alike = tampered(&|f| {
+        f["days"][5]["eas"] = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".into();
+    });
+    let report = audit(look_alike.path(), Some(node.url()), &pins).await;
+    assert_eq!(report.failed(), ["day anchors"], "{}", report.render());
+    assert!(
+        report.render().contains(
+            "names EAS 0x70997970C51812dc3A010C7d01b50e0d17dc79C8, the period's anchor is on"
+        ),
+        "{}",
+        report.render()
     );
 
     disputed(&s, &rows, &bundles).await;
