@@ -84,10 +84,13 @@ pub enum Waiver {
     Daily,
     /// A dispute's days were opened but not recounted from the log.
     Recount,
+    /// Days anchored after the period ended, later than the allowance:
+    /// not shown fixed before the outcome was known.
+    Timely,
 }
 
 impl Waiver {
-    pub const ALL: [Waiver; 7] = [
+    pub const ALL: [Waiver; 8] = [
         Waiver::Vk,
         Waiver::Eas,
         Waiver::Attester,
@@ -95,6 +98,7 @@ impl Waiver {
         Waiver::Anchor,
         Waiver::Daily,
         Waiver::Recount,
+        Waiver::Timely,
     ];
 
     /// The name the auditor gives it.
@@ -107,6 +111,7 @@ impl Waiver {
             Waiver::Anchor => "anchor",
             Waiver::Daily => "daily",
             Waiver::Recount => "recount",
+            Waiver::Timely => "timely",
         }
     }
 
@@ -120,6 +125,7 @@ impl Waiver {
             Waiver::Anchor => "anchor",
             Waiver::Daily => "daily commitments",
             Waiver::Recount => "day recount",
+            Waiver::Timely => "days in time",
         }
     }
 
@@ -740,17 +746,35 @@ async fn check_anchor(
         .await,
     ));
     if let Some(days) = &s.days {
+        let anchors = crate::daily::check_day_anchors(
+            &chain,
+            s.anchor.eas,
+            days,
+            found.attester,
+            s.claim.period_end,
+        )
+        .await;
         lines.push(line(
             "day anchors",
-            crate::daily::check_day_anchors(
-                &chain,
-                s.anchor.eas,
-                days,
-                found.attester,
-                s.claim.period_end,
-            )
-            .await,
+            anchors
+                .as_ref()
+                .map(|a| a.summary.clone())
+                .map_err(Clone::clone),
         ));
+        // Days anchored late prove nothing wrong with the data, but not
+        // that it was fixed before the outcome: not established, which
+        // only the auditor may accept (`--allow-unpinned timely`).
+        let timing = match &anchors {
+            Ok(a) => match a.in_time(days.len()) {
+                Ok(d) => Outcome::Passed(d),
+                Err(why) => Outcome::NotChecked(why),
+            },
+            Err(_) => Outcome::NotChecked("the day anchors were not read".into()),
+        };
+        lines.push(Check {
+            name: "days in time",
+            outcome: timing,
+        });
     }
     lines.push(pin(
         "attester pinned",

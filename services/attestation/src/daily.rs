@@ -288,20 +288,65 @@ pub fn check_days(
     Ok(())
 }
 
+/// How long after its end a day may be anchored and still count as fixed
+/// before the period's outcome was known, for the days at a period's end
+/// (a day is measured once its late grace has passed, then anchored with
+/// its log day's batch). A day anchored before the period ended is in time
+/// whatever this says.
+pub const DAY_ANCHOR_ALLOWANCE_SECS: i64 = 2 * 86_400;
+
+/// Whether a day ending at `day_end`, anchored at `at`, came too late to
+/// count as fixed before the outcome of a period ending at `period_end`:
+/// after the period ended, and past the allowance after its own end.
+fn anchored_late(day_end: i64, period_end: i64, at: i64) -> bool {
+    at >= period_end && at > day_end.saturating_add(DAY_ANCHOR_ALLOWANCE_SECS)
+}
+
+/// What the day anchors showed: the check's line, and the days anchored too
+/// late to count as fixed before the outcome (start, anchored at).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayAnchors {
+    pub summary: String,
+    pub late: Vec<(i64, i64)>,
+}
+
+impl DayAnchors {
+    /// The `days in time` verdict: `Ok` when every day was anchored before
+    /// the period ended or within [`DAY_ANCHOR_ALLOWANCE_SECS`] of its own
+    /// end; `Err` says which were not, and why that matters.
+    pub fn in_time(&self, days: usize) -> Result<String, String> {
+        match self.late.iter().max_by_key(|(start, at)| at - start) {
+            None => Ok(format!(
+                "all {days} days anchored before the period ended or within {} h of their end: fixed before the outcome was known",
+                DAY_ANCHOR_ALLOWANCE_SECS / 3600
+            )),
+            Some((start, at)) => Err(format!(
+                "{} of {days} days anchored after the period ended and more than {} h after their end \
+                 (the latest: the day from {start}, {:.1} days after it began): the data was not \
+                 shown fixed before the outcome was known",
+                self.late.len(),
+                DAY_ANCHOR_ALLOWANCE_SECS / 3600,
+                (at - start) as f64 / 86_400.0
+            )),
+        }
+    }
+}
+
 /// The on-chain check of a bundle's days: each day's batch root is attested
 /// (not revoked) at its UID on `eas`, the period's EAS, by `attester`, the
-/// period's own attester. Says
-/// how many days were anchored before `period_end`: those were fixed
-/// before the period's outcome was known.
+/// period's own attester. Says how many days were anchored before
+/// `period_end` (fixed before the period's outcome was known), and which
+/// were anchored too late to count as fixed before it ([`DayAnchors`]).
 pub async fn check_day_anchors(
     chain: &slaproof_chain::Chain,
     eas: alloy::primitives::Address,
     days: &[DayAnchor],
     attester: alloy::primitives::Address,
     period_end: i64,
-) -> Result<String, String> {
+) -> Result<DayAnchors, String> {
     let mut seen = std::collections::HashMap::new();
     let mut before_end = 0;
+    let mut late = Vec::new();
     for day in days {
         let uid: B256 = day
             .uid
@@ -348,13 +393,67 @@ pub async fn check_day_anchors(
                 found.time
             }
         };
-        if i64::try_from(time).unwrap_or(i64::MAX) < period_end {
+        let at = i64::try_from(time).unwrap_or(i64::MAX);
+        if at < period_end {
             before_end += 1;
         }
+        if anchored_late(day.day_end, period_end, at) {
+            late.push((day.day_start, at));
+        }
     }
-    Ok(format!(
-        "{} days in {} anchors by the period's attester; {before_end} anchored before the period ended",
-        days.len(),
-        seen.len()
-    ))
+    Ok(DayAnchors {
+        summary: format!(
+            "{} days in {} anchors by the period's attester; {before_end} anchored before the period ended",
+            days.len(),
+            seen.len()
+        ),
+        late,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 86_400;
+
+    #[test]
+    fn a_day_is_late_only_after_the_period_ended_and_past_its_allowance() {
+        let period_end = 30 * DAY;
+        // The 3rd, anchored on the 20th: before the end, in time.
+        assert!(!anchored_late(3 * DAY, period_end, 20 * DAY));
+        // The 3rd, anchored after the month: late.
+        assert!(anchored_late(3 * DAY, period_end, period_end + 60));
+        // The last day, anchored a day after the month: within the allowance.
+        assert!(!anchored_late(period_end, period_end, period_end + DAY));
+        // … and three days after: late.
+        assert!(anchored_late(period_end, period_end, period_end + 3 * DAY));
+    }
+
+    #[test]
+    fn days_anchored_before_the_end_or_within_the_allowance_are_in_time() {
+        let anchors = DayAnchors {
+            summary: String::new(),
+            late: Vec::new(),
+        };
+        assert!(anchors.in_time(30).is_ok());
+    }
+
+    #[test]
+    fn a_day_anchored_after_the_period_and_past_the_allowance_is_not_in_time() {
+        // The 3rd, anchored a month later: named, with how late.
+        let anchors = DayAnchors {
+            summary: String::new(),
+            late: vec![(2 * DAY, 2 * DAY + 30 * DAY), (3 * DAY, 3 * DAY + 29 * DAY)],
+        };
+        let why = anchors.in_time(30).unwrap_err();
+        assert!(
+            why.starts_with("2 of 30 days anchored after the period ended and more than 48 h"),
+            "{why}"
+        );
+        assert!(
+            why.contains("the day from 172800, 30.0 days after it began"),
+            "{why}"
+        );
+    }
 }

@@ -201,6 +201,13 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         println!("{}: {text}", row.objective);
         assert!(text.contains("aggregate of 30 daily commitments"), "{text}");
         assert!(text.contains("30 days in"), "{text}");
+        // November replayed in December: every day anchored after the
+        // month, so not shown fixed before the outcome, and said so.
+        assert!(
+            report.not_checked_names().contains(&"days in time")
+                && text.contains("30 of 30 days anchored after the period ended"),
+            "{text}"
+        );
         bundles.push(dir);
     }
 

@@ -152,7 +152,9 @@ pub enum Command {
         /// Accept a check not done, by name (comma-separated or repeated):
         /// vk, eas, attester, chain (a trust anchor not pinned), anchor (no
         /// RPC URL), daily (a period proven over data committed only at its
-        /// close), recount (a dispute's days not recounted). Without it, any
+        /// close), recount (a dispute's days not recounted), timely (days
+        /// anchored after the period ended, later than 48 h after their
+        /// end: not shown fixed before the outcome). Without it, any
         /// check not done leaves the verdict UNVERIFIED, exit code 2.
         #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
         allow_unpinned: Vec<slaproof_attestation::audit::Waiver>,

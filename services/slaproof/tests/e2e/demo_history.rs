@@ -78,6 +78,13 @@ async fn up_gives_the_demo_a_closed_month_with_its_credit_its_anchored_proof_and
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("anchor"), "{stdout}");
+    // The history's days were anchored at this start, after the month: the
+    // verdict says so, accepted by name, every other check passed.
+    assert!(
+        stdout.contains("WAIVED       days in time")
+            && stdout.contains("VERIFIED, with checks the auditor waived: days in time"),
+        "{stdout}"
+    );
 
     // Each customer's month on its own requests: acme-corp's availability
     // missed, every objective of the others met, and only acme-corp owed.
