@@ -47,6 +47,10 @@ export interface StatementFile {
   verifying_key_sha256: string
   proof_sha256: string
   statement_id: string
+  /** `daily` when proven over the days anchored as the period went. */
+  circuit?: string
+  /** The anchored days of a daily proof (checked by `slaproof verify`). */
+  days?: unknown[]
   anchor: {
     path: string
     chain_id: number

@@ -18,7 +18,8 @@ import {
 import { type Bundle, FORMAT, type StatementFile } from './bundle'
 import { keyBytes, proofBytes, sha256Hex } from './serialize'
 
-export type Status = 'passed' | 'failed' | 'skipped'
+/** `not-checked`: a pin not given or a check not run here: never a pass. */
+export type Status = 'passed' | 'failed' | 'not-checked'
 
 export interface Check {
   name: string
@@ -28,10 +29,27 @@ export interface Check {
   detail: string
 }
 
+/** What the auditor pins, entered on the page (never taken from a link:
+ * whoever sends the link would choose what the proof is checked against). */
 export interface Pins {
   vkSha256?: string
+  chainId?: number
   eas?: string
   attester?: string
+}
+
+/** What the checks add up to, as `slaproof verify`'s verdict: only
+ * `verified` is green. */
+export type Verdict =
+  | { kind: 'verified' }
+  | { kind: 'unverified'; notChecked: string[] }
+  | { kind: 'failed'; failed: string[] }
+
+export function verdictOf(checks: Check[]): Verdict {
+  const failed = checks.filter((c) => c.status === 'failed').map((c) => c.name)
+  if (failed.length > 0) return { kind: 'failed', failed }
+  const notChecked = checks.filter((c) => c.status === 'not-checked').map((c) => c.name)
+  return notChecked.length > 0 ? { kind: 'unverified', notChecked } : { kind: 'verified' }
 }
 
 const PERIOD_SCHEMA =
@@ -54,7 +72,9 @@ const STATEMENT = [
 const MEANS: Record<string, string> = {
   files: 'The four files are all here and readable.',
   format: 'The files are in the format this page understands.',
-  'verifying key': 'The key the proof is checked with is exactly the one the claim names (and the one you pinned).',
+  'verifying key': 'The key the proof is checked with is exactly the one the claim names.',
+  'key pinned': 'That key is the one the provider publishes, which you gave: otherwise it is only the one the provider’s own files name.',
+  'daily commitments': 'The data was fixed day by day, each day anchored as the period went, before its outcome was known.',
   'public inputs': 'The numbers the proof is about are the claim’s threshold and fraction.',
   'claim form': 'The claim is of the one form the proof system proves ("at least q of the values are at most T").',
   context: 'The proof is bound to this provider, SLA, objective and period, not to another claim.',
@@ -65,6 +85,7 @@ const MEANS: Record<string, string> = {
   inclusion: 'The claim is one of the batch whose root the chain holds.',
   attester: 'The chain entry was written by an attester slaproof’s contract authorises.',
   'attester pinned': 'The chain entry was written by the provider’s own attester address you gave.',
+  'chain pinned': 'The chain entry is on the chain you gave.',
   'EAS pinned': 'The chain entry is in the attestation registry you gave.',
 }
 
@@ -80,8 +101,8 @@ class Report {
   fail(name: string, detail: string): boolean {
     return this.add(name, 'failed', detail)
   }
-  skip(name: string, detail: string): boolean {
-    return this.add(name, 'skipped', detail)
+  notChecked(name: string, detail: string): boolean {
+    return this.add(name, 'not-checked', detail)
   }
 }
 
@@ -182,7 +203,9 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
   } else if (b.key.IC.length !== 5) {
     r.fail('verifying key', 'it does not take four public inputs')
   } else {
-    keyOk = r.pass('verifying key', `sha256 ${keyHash}${pins.vkSha256 ? ', as pinned' : ' (not pinned: give the provider’s published key hash to pin it)'}`)
+    keyOk = r.pass('verifying key', `sha256 ${keyHash}`)
+    if (pins.vkSha256) r.pass('key pinned', `${keyHash}, as pinned`)
+    else r.notChecked('key pinned', 'not pinned: the key is only the one the bundle names; give the provider’s published key hash')
   }
 
   const listed = s.public_inputs.map((p) => p.value)
@@ -212,7 +235,7 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
   else r.fail('summary', `the bundle’s summary says “${s.summary}”; the claim its checked fields make is “${claimed}”`)
 
   const proofHash = await sha256Hex(proofBytes(b.proof))
-  if (!keyOk) r.skip('proof', 'no trusted verifying key')
+  if (!keyOk) r.notChecked('proof', 'no trusted verifying key')
   else {
     let valid = false
     try {
@@ -232,8 +255,16 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
       ? r.pass('statement id', id)
       : r.fail('statement id', `the statement hashes to ${id}, statement.json says ${s.statement_id}`)
 
+  // The days are not checked in the browser (their commitments and
+  // anchors): said so, never passed.
+  if (s.circuit === 'daily' && s.days) {
+    r.notChecked('daily commitments', `the ${s.days.length} anchored days are not checked on this page: slaproof verify checks each day’s commitment and anchor`)
+  } else {
+    r.notChecked('daily commitments', 'proven over a vector committed at the close, not over days anchored as the period went')
+  }
+
   if (!rpcUrl) {
-    r.skip(s.anchor.path === 'batched' ? 'inclusion' : 'anchor', 'no RPC URL given')
+    r.notChecked(s.anchor.path === 'batched' ? 'inclusion' : 'anchor', 'no RPC address given: nothing on chain was read (the attestation, its chain, EAS and attester)')
     return r.checks
   }
   try {
@@ -256,8 +287,20 @@ async function checkAnchor(
 ): Promise<void> {
   const s = b.statement
   const a = s.anchor
-  if (pins.eas && pins.eas.toLowerCase() !== a.eas.toLowerCase()) {
-    r.fail('EAS pinned', `the bundle points at EAS ${a.eas}, the pinned EAS is ${pins.eas}`)
+  const chainOk =
+    pins.chainId === undefined
+      ? r.notChecked('chain pinned', `not pinned: the chain is only the one the bundle names (${a.chain_id}); give its chain id`) || true
+      : pins.chainId === a.chain_id
+        ? r.pass('chain pinned', `${a.chain_id}, as pinned`)
+        : r.fail('chain pinned', `the bundle names chain ${a.chain_id}, the pinned chain is ${pins.chainId}`)
+  const easOk = !pins.eas
+    ? r.notChecked('EAS pinned', `not pinned: the EAS contract is only the one the bundle names (${a.eas}); give its address`) || true
+    : pins.eas.toLowerCase() === a.eas.toLowerCase()
+      ? r.pass('EAS pinned', `${a.eas}, as pinned`)
+      : r.fail('EAS pinned', `the bundle points at EAS ${a.eas}, the pinned EAS is ${pins.eas}`)
+  if (!chainOk || !easOk) {
+    // A look-alike contract answers what it likes: not read at all.
+    r.fail('anchor', 'not read: the bundle names another chain or EAS than the pinned one')
     return
   }
   const client = createPublicClient({ transport: http(rpcUrl) })
@@ -331,8 +374,7 @@ async function checkAnchor(
     if (allowed) r.pass('attester', `${found.attester}, authorised by the schema's resolver ${record.resolver}`)
     else r.fail('attester', `${found.attester} is not authorised by the schema's resolver`)
   }
-  if (pins.attester) {
-    if (pins.attester.toLowerCase() === found.attester.toLowerCase()) r.pass('attester pinned', `${found.attester}, as pinned`)
-    else r.fail('attester pinned', `the attestation is by ${found.attester}, the pinned attester is ${pins.attester}`)
-  }
+  if (!pins.attester) r.notChecked('attester pinned', `not pinned: any attester the schema’s resolver authorises (${found.attester}); give the provider’s attester address`)
+  else if (pins.attester.toLowerCase() === found.attester.toLowerCase()) r.pass('attester pinned', `${found.attester}, as pinned`)
+  else r.fail('attester pinned', `the attestation is by ${found.attester}, the pinned attester is ${pins.attester}`)
 }

@@ -7,19 +7,19 @@ import './audit.css'
 import { el } from '../dom'
 import { periodOf, viewerZone } from '../format'
 import { FILES, parseBundle } from './bundle'
-import { type Check, audit, sentence } from './checks'
+import { type Check, audit, sentence, verdictOf } from './checks'
 
 const form = document.getElementById('audit') as HTMLFormElement
 const result = document.getElementById('result') as HTMLElement
 const input = (id: string) => document.getElementById(id) as HTMLInputElement
 
-// Prefilled from the link: ?attestation=…&rpc=…, and a token only in the
-// fragment (#token=…), which browsers never send to a server.
+// Prefilled from the link: the attestation id (?attestation=…), and a
+// token only in the fragment (#token=…), which browsers never send to a
+// server. Never the chain or a pin: whoever sends the link would choose
+// what the proof is checked against.
 const params = new URLSearchParams(window.location.search)
-for (const name of ['attestation', 'rpc', 'vk', 'eas', 'attester']) {
-  const value = params.get(name)
-  if (value) input(name).value = value
-}
+const linked = params.get('attestation')
+if (linked) input('attestation').value = linked
 const fragment = new URLSearchParams(window.location.hash.slice(1))
 if (fragment.get('token')) {
   input('token').value = fragment.get('token') ?? ''
@@ -49,18 +49,18 @@ async function fromApi(id: string, token: string): Promise<Record<string, string
 const LABEL: Record<Check['status'], string> = {
   passed: 'Passed',
   failed: 'Failed',
-  skipped: 'Not checked',
+  'not-checked': 'Not checked',
 }
 
 function show(summary: string, period: string, checks: Check[]): void {
-  const failed = checks.filter((c) => c.status === 'failed')
-  const skipped = checks.filter((c) => c.status === 'skipped')
+  // Fails closed, as `slaproof verify`: green only when every check passed.
+  const v = verdictOf(checks)
   const verdict =
-    failed.length > 0
-      ? `${failed.length} check${failed.length > 1 ? 's' : ''} failed: ${failed.map((c) => c.name).join(', ')}. Do not rely on this claim.`
-      : skipped.length > 0
-        ? `Every check run passed; ${skipped.length} could not be run (see below).`
-        : 'Every check passed: the claim is proven and anchored as stated.'
+    v.kind === 'failed'
+      ? `${v.failed.length} check${v.failed.length > 1 ? 's' : ''} failed: ${v.failed.join(', ')}. Do not rely on this claim.`
+      : v.kind === 'unverified'
+        ? `Not verified: nothing failed, but ${v.notChecked.length} check${v.notChecked.length > 1 ? 's were' : ' was'} not done: ${v.notChecked.join(', ')}. The claim is not established until they are (see below; slaproof verify runs them all).`
+        : 'Verified: every check passed; the claim is proven and anchored as stated.'
   const list = el('ol', { class: 'checks' })
   for (const c of checks) {
     list.append(
@@ -78,10 +78,10 @@ function show(summary: string, period: string, checks: Check[]): void {
     el('h2', {}, 'Result'),
     el('p', { class: 'claim' }, summary),
     el('p', { class: 'period' }, `The period: ${period}, in your time zone (${viewerZone}).`),
-    el('p', { class: `verdict ${failed.length > 0 ? 'failed' : 'passed'}`, role: 'status', 'data-testid': 'verdict' }, verdict),
+    el('p', { class: `verdict ${v.kind}`, role: 'status', 'data-testid': 'verdict' }, verdict),
     list,
   )
-  document.documentElement.dataset.checked = failed.length > 0 ? 'failed' : 'passed'
+  document.documentElement.dataset.checked = v.kind
 }
 
 // Files dropped anywhere on the page go to the file input, as if chosen.
@@ -118,8 +118,11 @@ form.addEventListener('submit', (event) => {
       if (!raw) throw new Error('choose the four files, or give an attestation id and a token')
       const bundle = parseBundle(raw)
       const rpc = input('rpc').value.trim() || null
+      const chain = input('chain').value.trim()
+      if (chain && !/^[0-9]+$/.test(chain)) throw new Error(`the chain id ${chain} is not a number`)
       const checks = await audit(bundle, rpc, {
         vkSha256: input('vk').value.trim() || undefined,
+        chainId: chain ? Number(chain) : undefined,
         eas: input('eas').value.trim() || undefined,
         attester: input('attester').value.trim() || undefined,
       })

@@ -358,6 +358,7 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
             ("TOKEN", auditor),
             ("EMBED_TOKEN", embed),
             ("ATTESTER", chain.address().to_string()),
+            ("CHAIN_ID", chain.chain_id().to_string()),
             ("EAS", deployment.eas.to_string()),
             ("VK_SHA256", row.vk_sha256.clone().unwrap()),
         ],
