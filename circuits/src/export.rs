@@ -149,6 +149,15 @@ pub fn verifying_key_from_snarkjs(json: &Value) -> Result<VerifyingKey<Bn254>, C
             "α, β, γ or δ is the point at infinity: not a key any setup makes",
         ));
     }
+    // γ = δ folds the public inputs' term and C into one pairing, so
+    // A = α, B = β, C = −Σ inputs·IC verifies any inputs at all; a setup
+    // draws γ and δ independently.
+    if vk.gamma_g2 == vk.delta_g2 {
+        return Err(malformed(
+            "verification_key",
+            "γ = δ: such a key verifies a forged proof of any inputs; not a key any setup makes",
+        ));
+    }
     Ok(vk)
 }
 

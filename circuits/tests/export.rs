@@ -3,7 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use slaproof_circuits::export::{snarkjs_public, solidity_proof, solidity_verifier, write_snarkjs};
+use slaproof_circuits::export::{
+    snarkjs_public, snarkjs_verification_key, solidity_proof, solidity_verifier,
+    verifying_key_from_snarkjs, write_snarkjs,
+};
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
 mod common;
@@ -90,4 +93,27 @@ fn solidity_verifier_is_generated_for_four_inputs() {
     let (statement, opening) = build(64, &[(1, 1)], 1, 1, context).unwrap();
     let proof = prove(&keys, &statement, &opening).unwrap();
     assert!(solidity_proof(&proof).iter().all(|x| !x.is_empty()));
+}
+
+/// A verifying key that accepts forged proofs is refused when read, and says
+/// why (found in review: γ = δ was read as any key).
+#[test]
+fn keys_that_verify_forged_proofs_are_refused_when_read() {
+    let keys = CircuitKeys::setup(64).unwrap();
+    let honest = snarkjs_verification_key(keys.verifier().verifying_key());
+    assert!(verifying_key_from_snarkjs(&honest).is_ok());
+
+    let mut gamma_is_delta = honest.clone();
+    gamma_is_delta["vk_delta_2"] = honest["vk_gamma_2"].clone();
+    let refused = verifying_key_from_snarkjs(&gamma_is_delta).unwrap_err();
+    assert!(refused.to_string().contains("γ = δ"), "{refused}");
+
+    // δ at infinity, snarkjs's (0, 1, 0) projective form in G2.
+    let mut delta_at_infinity = honest.clone();
+    delta_at_infinity["vk_delta_2"] = serde_json::json!([["0", "0"], ["1", "0"], ["0", "0"]]);
+    let refused = verifying_key_from_snarkjs(&delta_at_infinity).unwrap_err();
+    assert!(
+        refused.to_string().contains("point at infinity"),
+        "{refused}"
+    );
 }

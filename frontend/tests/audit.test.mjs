@@ -5,7 +5,7 @@
 //
 // Environment: BASE_URL, RPC (anvil), BUNDLE (a folder of the four files),
 // TAMPERED (the same with a changed public input), OTHER_KEY (with another
-// verifying key), LYING (a summary claiming more than the proof) and PROVEN
+// verifying key), GAMMA_IS_DELTA (a key with γ = δ), LYING (a summary claiming more than the proof) and PROVEN
 // (the claim the proof makes), ATTESTATION and TOKEN
 // (an auditor's, to load the bundle from the API), ATTESTER, EAS,
 // VK_SHA256, CHAIN_ID (pins), CHROMIUM, SHOTS.
@@ -95,6 +95,13 @@ for (const [scheme, device, width, height] of [
   check(!headline.includes('99.99%'), `lying summary: the headline is not the bundle's text (${headline})`)
   check(headline.startsWith(env('PROVEN')), `lying summary: the headline states the proven claim (${headline})`)
   check(verdict.includes('failed') && verdict.includes('summary'), `lying summary: the verdict names it (${verdict})`)
+  await context.close()
+}
+{
+  // γ = δ: verifies a forged proof of any inputs, refused by name.
+  const { context, statuses, page } = await run({ files: env('GAMMA_IS_DELTA'), pins: false })
+  const detail = await page.locator('[data-check="verifying key"] .detail').innerText()
+  check(statuses['verifying key'] === 'failed' && detail.startsWith('γ = δ'), `γ = δ: the key is refused by name (${detail})`)
   await context.close()
 }
 {

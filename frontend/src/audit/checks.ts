@@ -16,7 +16,7 @@ import {
   toBytes,
 } from 'viem'
 import { type Bundle, FORMAT, type StatementFile } from './bundle'
-import { keyBytes, proofBytes, sha256Hex } from './serialize'
+import { g1, g2, keyBytes, proofBytes, sha256Hex } from './serialize'
 
 /** `not-checked`: a pin not given or a check not run here: never a pass. */
 export type Status = 'passed' | 'failed' | 'not-checked'
@@ -109,6 +109,21 @@ class Report {
 const word = (n: bigint): Hex => `0x${n.toString(16).padStart(64, '0')}`
 const hex32 = (digest: string): Hex => (digest.startsWith('0x') ? digest : `0x${digest}`) as Hex
 
+const infinite = (bytes: Uint8Array) => (bytes[bytes.length - 1] & 0x40) !== 0
+const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
+
+/** Why a key would verify forged proofs, as `slaproof verify` refuses it
+ * (`verifying_key_from_snarkjs`): a point at infinity among α, β, γ, δ, or
+ * γ = δ (then A = α, B = β, C = −Σ inputs·IC verifies any inputs). */
+function forges(key: Bundle['key']): string | null {
+  const [gamma, delta] = [g2(key.vk_gamma_2), g2(key.vk_delta_2)]
+  if ([g1(key.vk_alpha_1), g2(key.vk_beta_2), gamma, delta].some(infinite)) {
+    return 'α, β, γ or δ is the point at infinity: such a key verifies forged proofs; no setup makes one'
+  }
+  if (same(gamma, delta)) return 'γ = δ: such a key verifies a forged proof of any inputs; no setup makes one'
+  return null
+}
+
 /** sha256 of the claim's canonical encoding, first 31 bytes, as the
  * circuit's context input (docs/CIRCUITS.md, "Context hash"). */
 async function contextOf(b: Bundle): Promise<bigint> {
@@ -196,7 +211,11 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
   // The key is the one the statement names: recomputed from its points.
   const keyHash = await sha256Hex(keyBytes(b.key))
   let keyOk = false
-  if (keyHash !== s.verifying_key_sha256) {
+  const forged = forges(b.key)
+  if (forged) {
+    // First: whatever hash a provider anchored for it, no setup makes it.
+    r.fail('verifying key', forged)
+  } else if (keyHash !== s.verifying_key_sha256) {
     r.fail('verifying key', `its sha256 is ${keyHash}, the statement names ${s.verifying_key_sha256}`)
   } else if (pins.vkSha256 && pins.vkSha256.toLowerCase() !== keyHash) {
     r.fail('verifying key', `the bundle's key has sha256 ${keyHash}, the pinned key is ${pins.vkSha256}`)

@@ -316,6 +316,15 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
     key["IC"][0] = key["IC"][1].clone();
     std::fs::write(&key_file, serde_json::to_vec(&key).unwrap()).unwrap();
 
+    // A key with γ = δ, which verifies a forged proof of any inputs.
+    let gamma_is_delta = tempfile::tempdir().unwrap();
+    slaproof_attestation::export::write(&bundle, gamma_is_delta.path()).unwrap();
+    let key_file = gamma_is_delta.path().join("verification_key.json");
+    let mut key: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&key_file).unwrap()).unwrap();
+    key["vk_delta_2"] = key["vk_gamma_2"].clone();
+    std::fs::write(&key_file, serde_json::to_vec(&key).unwrap()).unwrap();
+
     // A summary that states more than the proof: the page headlines the
     // claim rebuilt from the checked fields, and fails the summary.
     let lying = tempfile::tempdir().unwrap();
@@ -352,6 +361,10 @@ async fn the_auditors_page_checks_a_proof_and_its_anchor_in_the_browser_and_name
             ("BUNDLE", valid.path().display().to_string()),
             ("TAMPERED", tampered.path().display().to_string()),
             ("OTHER_KEY", other_key.path().display().to_string()),
+            (
+                "GAMMA_IS_DELTA",
+                gamma_is_delta.path().display().to_string(),
+            ),
             ("LYING", lying.path().display().to_string()),
             ("PROVEN", told),
             ("ATTESTATION", row.id.to_string()),
