@@ -576,7 +576,7 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
 
 /// A pin's check: passed when the pinned value is the one found, not
 /// checked when nothing was pinned.
-fn pin<T: PartialEq + std::fmt::Display>(
+pub fn pin<T: PartialEq + std::fmt::Display>(
     name: &'static str,
     pinned: Option<T>,
     found: T,
@@ -787,7 +787,7 @@ async fn check_anchor(
 }
 
 /// Whether the schema's resolver authorises `attester`.
-async fn authorised(
+pub async fn authorised(
     chain: &Chain,
     eas: Address,
     schema: B256,

@@ -617,10 +617,61 @@ async fn each_built_day_is_anchored_on_chain_and_a_customer_checks_the_anchor() 
     assert_eq!(status, StatusCode::OK, "{proof}");
     let key = proof["head"]["verifier_key"].as_str().unwrap().to_owned();
     slaproof::cli::verify_proof(&proof, &key).unwrap();
-    let uid = slaproof::cli::check_anchor(&proof, &key, node.url().clone())
+    let found = slaproof::cli::check_anchor(&proof, &key, node.url().clone())
         .await
         .unwrap();
-    assert_eq!(Some(uid.as_str()), proof["head"]["anchor"]["uid"].as_str());
+    assert_eq!(
+        Some(found.uid.to_string().as_str()),
+        proof["head"]["anchor"]["uid"].as_str()
+    );
+    // Fail closed (found in review: the EAS address and attestation in the
+    // provider's JSON were trusted): pinned, every check passes; unpinned,
+    // each pin is said to be not checked; a look-alike EAS pinned against
+    // the proof's is not read at all.
+    let anchor_report = |pins: slaproof_attestation::audit::Pins| {
+        let (proof, key, url) = (proof.clone(), key.clone(), node.url().clone());
+        async move {
+            let mut report = slaproof_attestation::audit::Report::default();
+            slaproof::cli::check_anchor_into(&mut report, &proof, &key, url, &pins).await;
+            report
+        }
+    };
+    let pinned = slaproof_attestation::audit::Pins {
+        vk_sha256: None,
+        eas: Some(deployment.eas),
+        attester: Some(chain.address()),
+        chain_id: Some(chain.chain_id()),
+    };
+    let report = anchor_report(pinned.clone()).await;
+    assert_eq!(
+        report.verdict(&[]),
+        slaproof_attestation::audit::Verdict::Verified { waived: vec![] },
+        "{}",
+        report.render()
+    );
+    let report = anchor_report(Default::default()).await;
+    assert!(report.failed().is_empty(), "{}", report.render());
+    assert_eq!(
+        report.not_checked_names(),
+        ["chain pinned", "eas pinned", "attester pinned"],
+        "{}",
+        report.render()
+    );
+    let look_alike = slaproof_attestation::audit::Pins {
+        eas: Some(
+            "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+                .parse()
+                .unwrap(),
+        ),
+        ..pinned
+    };
+    let report = anchor_report(look_alike).await;
+    assert_eq!(
+        report.failed(),
+        ["eas pinned", "anchor"],
+        "{}",
+        report.render()
+    );
     // What a day costs on chain (docs/BENCHMARKS.md quotes it).
     {
         use alloy::providers::Provider;

@@ -26,7 +26,7 @@ pub use tenancy::{
 };
 use tenancy::{customer, ingest_key, probe, sla, tenant};
 use transparency::log;
-pub use transparency::{LogCommand, check_anchor, dispute_checks, verify_proof};
+pub use transparency::{LogCommand, check_anchor, check_anchor_into, dispute_checks, verify_proof};
 pub use webhooks::WebhookCommand;
 use webhooks::webhook;
 
@@ -583,7 +583,7 @@ fn print_welcome(
 
 /// Prints the verdict; fails with [`Unverified`] (exit code 2) when a
 /// check was not done and not waived, and with an error when one failed.
-fn verdict(verdict: slaproof_attestation::audit::Verdict) -> anyhow::Result<()> {
+pub(crate) fn verdict(verdict: slaproof_attestation::audit::Verdict) -> anyhow::Result<()> {
     use slaproof_attestation::audit::{Verdict, Waiver};
     match verdict {
         Verdict::Failed { failed } => {

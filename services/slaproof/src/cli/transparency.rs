@@ -11,7 +11,7 @@ use chrono::NaiveDate;
 use clap::Subcommand;
 use slaproof_app::transparency::audit::{DayExport, audit_and_read_day, audit_day};
 use slaproof_app::transparency::requests::{CheckRequestsIn, RequestProof};
-use slaproof_attestation::audit::Report;
+use slaproof_attestation::audit::{Outcome, Pins, Report, Waiver, pin};
 use slaproof_attestation::bundle::StatementFile;
 use slaproof_attestation::opening::{
     LoggedDay, Openings, Recount, check_openings, check_recount, open_days,
@@ -55,6 +55,22 @@ pub enum LogCommand {
         /// this very head. Without it the anchor is not checked.
         #[arg(long, value_name = "URL")]
         rpc_url: Option<url::Url>,
+        /// The chain id the head must be anchored on: without it, the one
+        /// the proof names.
+        #[arg(long, value_name = "ID")]
+        chain_id: Option<u64>,
+        /// The chain's EAS contract: without it, the one the proof names.
+        #[arg(long, value_name = "ADDRESS")]
+        eas: Option<alloy::primitives::Address>,
+        /// The provider's attester address: without it, any key the
+        /// schema's resolver authorises.
+        #[arg(long, value_name = "ADDRESS")]
+        attester: Option<alloy::primitives::Address>,
+        /// Accept a check not done, by name (comma-separated): anchor (no
+        /// RPC URL), chain, eas, attester (not pinned). Without it, any
+        /// check not done leaves the verdict UNVERIFIED, exit code 2.
+        #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
+        allow_unpinned: Vec<Waiver>,
     },
     /// Check a client-side log (JSON: {"requests": [{"request_id", "status",
     /// "latency_ms"}], "tolerance": …}) and print the kept report.
@@ -95,6 +111,10 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
             verifier_key,
             expect_status,
             rpc_url,
+            chain_id,
+            eas,
+            attester,
+            allow_unpinned,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -110,22 +130,36 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
                     leaf.event
                 );
             }
-            let anchored = match rpc_url {
-                Some(url) => Some(check_anchor(&proof, &verifier_key, url).await?),
-                None => None,
-            };
             println!(
-                "ok: {} ({}) is in the log, status {:?}, latency {:?} us{}{}",
+                "ok: {} ({}) is in the log, status {:?}, latency {:?} us{}",
                 leaf.request_id.as_deref().unwrap_or("-"),
                 leaf.event,
                 leaf.status,
                 leaf.latency_us,
                 if leaf.late { ", logged late" } else { "" },
-                anchored
-                    .map(|uid| format!("; its head is anchored on chain ({uid})"))
-                    .unwrap_or_default()
             );
-            Ok(())
+            // The head the path leads to is the one anchored for all to
+            // see, or the customer may be shown a tree of its own: that is
+            // checked on chain, against pins, or said to be not checked.
+            let pins = Pins {
+                vk_sha256: None,
+                eas,
+                attester,
+                chain_id,
+            };
+            let mut report = Report::default();
+            match rpc_url {
+                Some(url) => {
+                    check_anchor_into(&mut report, &proof, &verifier_key, url, &pins).await
+                }
+                None => report.not_checked(
+                    "anchor",
+                    "no --rpc-url: the head was not looked up on chain, so a head shown to this \
+                     customer alone would pass",
+                ),
+            }
+            print!("{}", report.render_with(&allow_unpinned));
+            super::verdict(report.verdict(&allow_unpinned))
         }
         LogCommand::Audit { file, verifier_key } => {
             let text = std::fs::read_to_string(&file)
@@ -249,15 +283,109 @@ pub fn verify_proof(proof: &serde_json::Value, verifier_key: &str) -> anyhow::Re
     Ok(leaf)
 }
 
+/// The head anchor's checks into `report`: the chain and EAS the proof
+/// names against the pinned ones (not read at all when they differ), the
+/// anchor ([`check_anchor`] on the pinned EAS), its attester authorised by
+/// the schema's resolver and the pinned one.
+pub async fn check_anchor_into(
+    report: &mut Report,
+    proof: &serde_json::Value,
+    verifier_key: &str,
+    url: url::Url,
+    pins: &Pins,
+) {
+    let named = |name: &str| {
+        proof
+            .pointer(&format!("/head/anchor/{name}"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    let eas: Option<alloy::primitives::Address> = named("eas").and_then(|e| e.parse().ok());
+    let (Some(eas), Some(chain_id)) = (
+        eas,
+        proof
+            .pointer("/head/anchor/chainId")
+            .and_then(|c| c.as_u64()),
+    ) else {
+        report.check(
+            "anchor",
+            Err(
+                "the proof's head names no anchor (EAS and chain): it is not anchored (yet)".into(),
+            ),
+        );
+        return;
+    };
+    let chain_pin = pin(
+        "chain pinned",
+        pins.chain_id,
+        chain_id,
+        "the chain",
+        "--chain-id",
+    );
+    let eas_pin = pin(
+        "eas pinned",
+        pins.eas,
+        eas,
+        "the EAS contract",
+        "--eas with the chain's EAS address",
+    );
+    let mismatch = [&chain_pin, &eas_pin]
+        .iter()
+        .any(|c| matches!(c.outcome, Outcome::Failed(_)));
+    report.checks.extend([chain_pin, eas_pin]);
+    if mismatch {
+        report.check(
+            "anchor",
+            Err("not read: the proof names another chain or EAS than the pinned one".into()),
+        );
+        return;
+    }
+    let found = match check_anchor(proof, verifier_key, url.clone()).await {
+        Ok(found) => found,
+        Err(err) => {
+            report.check("anchor", Err(format!("{err:#}")));
+            return;
+        }
+    };
+    report.check(
+        "anchor",
+        Ok(format!(
+            "attestation {} attests this very head (the batch root its id leads to)",
+            found.uid
+        )),
+    );
+    let authorised = match slaproof_chain::Chain::reader(url).await {
+        Ok(chain) => {
+            slaproof_attestation::audit::authorised(
+                &chain,
+                eas,
+                found.schema,
+                slaproof_chain::anchor::BATCH_SCHEMA,
+                found.attester,
+            )
+            .await
+        }
+        Err(err) => Err(err.to_string()),
+    };
+    report.check("attester", authorised);
+    report.checks.push(pin(
+        "attester pinned",
+        pins.attester,
+        found.attester,
+        "the attestation's attester",
+        "--attester with the provider's attester address",
+    ));
+}
+
 /// Reads the proof's head anchor on the chain at `url` and checks that it
 /// attests this head: its data is the batch root whose one member is the
-/// head's id, recomputed from the signed checkpoint and the day. Returns
-/// the attestation's UID.
+/// head's id, recomputed from the signed checkpoint and the day, and it is
+/// on the chain the proof names. Returns the attestation found.
 pub async fn check_anchor(
     proof: &serde_json::Value,
     verifier_key: &str,
     url: url::Url,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<slaproof_chain::attest::Attestation> {
     use slaproof_chain::anchor::{BatchRoot, log_day_root, log_head_id};
     let head = proof.get("head").context("the proof has no head")?;
     let anchor = head
@@ -302,6 +430,13 @@ pub async fn check_anchor(
     let chain = slaproof_chain::Chain::reader(url)
         .await
         .context("connecting to the chain")?;
+    if let Some(named) = anchor.get("chainId").and_then(|c| c.as_u64()) {
+        anyhow::ensure!(
+            chain.chain_id() == named,
+            "the RPC serves chain {}, the head is anchored on chain {named}",
+            chain.chain_id()
+        );
+    }
     let found = slaproof_chain::attest::attestation_at(&chain, eas, uid)
         .await?
         .with_context(|| format!("no attestation {uid} on that chain"))?;
@@ -324,7 +459,7 @@ pub async fn check_anchor(
         ),
     }
     anyhow::ensure!(!found.revoked, "attestation {uid} was revoked");
-    Ok(uid.to_string())
+    Ok(found)
 }
 
 /// A dispute's checks, added to `report`: the provider's openings of the

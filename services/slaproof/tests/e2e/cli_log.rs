@@ -68,6 +68,16 @@ async fn the_provider_proves_and_exports_and_anyone_checks_offline() {
     let file = dir.path().join("proof.json");
     std::fs::write(&file, &proof).unwrap();
     let path = file.to_str().unwrap();
+    // Without a chain to look the head up on, the path checks but the
+    // verdict is not green: exit code 2, until the auditor accepts it.
+    let offline = cli(&["log", "verify-proof", path, "--verifier-key", &key]);
+    assert_eq!(offline.status.code(), Some(2), "{}", text(&offline.stdout));
+    assert!(
+        text(&offline.stdout).contains("NOT CHECKED  anchor")
+            && text(&offline.stdout).contains("UNVERIFIED"),
+        "{}",
+        text(&offline.stdout)
+    );
     let checked = ok(cli(&[
         "log",
         "verify-proof",
@@ -76,8 +86,14 @@ async fn the_provider_proves_and_exports_and_anyone_checks_offline() {
         &key,
         "--expect-status",
         "503",
+        "--allow-unpinned",
+        "anchor",
     ]));
     assert!(checked.starts_with("ok: r1 (evt_"), "{checked}");
+    assert!(
+        checked.contains("VERIFIED, with checks the auditor waived: anchor"),
+        "{checked}"
+    );
     let wrong = cli(&[
         "log",
         "verify-proof",
