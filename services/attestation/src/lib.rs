@@ -16,6 +16,7 @@ mod error;
 pub mod export;
 mod log_anchor;
 pub mod opening;
+pub mod verdict;
 pub mod verifiers;
 pub mod worker;
 
