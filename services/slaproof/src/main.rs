@@ -14,7 +14,7 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             if err.downcast_ref::<slaproof::cli::Unverified>().is_some() {
                 // Not a failure of the checks, and not a pass either.
-                ExitCode::from(2)
+                ExitCode::from(3)
             } else {
                 ExitCode::FAILURE
             }

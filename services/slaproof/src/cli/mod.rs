@@ -155,7 +155,7 @@ pub enum Command {
         /// close), recount (a dispute's days not recounted), timely (days
         /// anchored after the period ended, later than 48 h after their
         /// end: not shown fixed before the outcome). Without it, any
-        /// check not done leaves the verdict UNVERIFIED, exit code 2.
+        /// check not done leaves the verdict UNVERIFIED, exit code 3.
         #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
         allow_unpinned: Vec<slaproof_attestation::audit::Waiver>,
         /// In a dispute, the provider's openings of the period's days
@@ -581,7 +581,7 @@ fn print_welcome(
     println!("{out}");
 }
 
-/// Prints the verdict; fails with [`Unverified`] (exit code 2) when a
+/// Prints the verdict; fails with [`Unverified`] (exit code 3) when a
 /// check was not done and not waived, and with an error when one failed.
 pub(crate) fn verdict(verdict: slaproof_attestation::audit::Verdict) -> anyhow::Result<()> {
     use slaproof_attestation::audit::{Verdict, Waiver};
@@ -624,7 +624,8 @@ pub(crate) fn verdict(verdict: slaproof_attestation::audit::Verdict) -> anyhow::
     }
 }
 
-/// A verification that failed nothing but left checks undone: exit code 2,
+/// A verification that failed nothing but left checks undone: exit code 3
+/// (2 is clap's, for a command line it refused),
 /// so that a script never reads it as a pass.
 #[derive(Debug, thiserror::Error)]
 #[error("unverified: {0}")]

@@ -68,7 +68,7 @@ pub enum LogCommand {
         attester: Option<alloy::primitives::Address>,
         /// Accept a check not done, by name (comma-separated): anchor (no
         /// RPC URL), chain, eas, attester (not pinned). Without it, any
-        /// check not done leaves the verdict UNVERIFIED, exit code 2.
+        /// check not done leaves the verdict UNVERIFIED, exit code 3.
         #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
         allow_unpinned: Vec<Waiver>,
     },

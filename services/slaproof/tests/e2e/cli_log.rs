@@ -69,9 +69,9 @@ async fn the_provider_proves_and_exports_and_anyone_checks_offline() {
     std::fs::write(&file, &proof).unwrap();
     let path = file.to_str().unwrap();
     // Without a chain to look the head up on, the path checks but the
-    // verdict is not green: exit code 2, until the auditor accepts it.
+    // verdict is not green: exit code 3, until the auditor accepts it.
     let offline = cli(&["log", "verify-proof", path, "--verifier-key", &key]);
-    assert_eq!(offline.status.code(), Some(2), "{}", text(&offline.stdout));
+    assert_eq!(offline.status.code(), Some(3), "{}", text(&offline.stdout));
     assert!(
         text(&offline.stdout).contains("NOT CHECKED  anchor")
             && text(&offline.stdout).contains("UNVERIFIED"),

@@ -187,7 +187,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     // code 2, naming each check not done and how to waive it.
     let (code, printed) = verify_exit(honest.path(), &rpc, &[]);
     eprintln!("{printed}");
-    assert_eq!(code, Some(2), "{printed}");
+    assert_eq!(code, Some(3), "{printed}");
     assert!(printed.contains("UNVERIFIED"), "{printed}");
     for check in [
         "key pinned",
@@ -239,7 +239,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
         ("--attester", chain.address().to_string()),
     ];
     let (code, printed) = verify_exit(honest.path(), &rpc, &pins);
-    assert_eq!(code, Some(2), "{printed}");
+    assert_eq!(code, Some(3), "{printed}");
     assert!(
         printed.contains("UNVERIFIED: nothing failed, but not checked: daily commitments"),
         "{printed}"
