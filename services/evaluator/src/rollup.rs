@@ -176,8 +176,10 @@ async fn track_readable(
     let mut tracked = Vec::new();
     let mut new = Vec::new();
     let mut unreadable = Vec::new();
+    let mut stored = versions::read_all(tx).await?;
     for summary in slas::list(tx).await? {
-        let all = match versions::read(tx, summary.id).await {
+        let read = stored.remove(&summary.id).unwrap_or_else(|| Ok(Vec::new()));
+        let all = match read {
             Ok(all) if !all.is_empty() => all,
             Ok(_) => continue,
             Err(err) if err.is_unreadable() => {

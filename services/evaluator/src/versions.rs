@@ -4,6 +4,8 @@
 //! month judged by the lower one; nor may a customer find a month judged
 //! by terms that did not hold when it began.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::sla::SlaDefinition;
@@ -11,7 +13,7 @@ use slaproof_domain::versions::in_force;
 use slaproof_domain::window::Period;
 use slaproof_store::TenantTx;
 
-use crate::error::{Doing, EvaluatorError};
+use crate::error::EvaluatorError;
 
 /// One stored version of an SLA.
 #[derive(Debug, Clone)]
@@ -22,31 +24,32 @@ pub(crate) struct Version {
     pub created_at: DateTime<Utc>,
 }
 
-/// Every version of an SLA, oldest first.
-pub(crate) async fn read(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<Version>, EvaluatorError> {
-    let rows: Vec<(i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT version, definition, created_at FROM sla_versions \
-         WHERE tenant_id = $1 AND sla_id = $2 ORDER BY version",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.uuid())
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading SLA versions")?;
-    rows.into_iter()
-        .map(|(version, definition, created_at)| {
-            let definition: SlaDefinition =
-                serde_json::from_value(definition).map_err(|e| EvaluatorError::Corrupt {
+/// Every version of every SLA of the tenant, oldest first, read in one
+/// statement: per SLA, its versions, or why they cannot be read (a stored
+/// definition that no longer parses leaves that SLA out, not the round).
+pub(crate) async fn read_all(
+    tx: &mut TenantTx,
+) -> Result<HashMap<SlaId, Result<Vec<Version>, EvaluatorError>>, EvaluatorError> {
+    let rows = slaproof_store::slas::all_versions(tx).await?;
+    let mut out: HashMap<SlaId, Result<Vec<Version>, EvaluatorError>> = HashMap::new();
+    for row in rows {
+        let entry = out.entry(row.sla).or_insert_with(|| Ok(Vec::new()));
+        let Ok(versions) = entry else { continue };
+        match serde_json::from_value::<SlaDefinition>(row.definition) {
+            Ok(definition) => versions.push(Version {
+                version: row.version,
+                definition,
+                created_at: row.created_at,
+            }),
+            Err(e) => {
+                *entry = Err(EvaluatorError::Corrupt {
                     what: "SLA definition",
                     reason: e.to_string(),
-                })?;
-            Ok(Version {
-                version,
-                definition,
-                created_at,
-            })
-        })
-        .collect()
+                })
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// When each version (oldest first) takes effect (see

@@ -279,6 +279,39 @@ pub async fn list(tx: &mut TenantTx) -> Result<Vec<SlaSummary>, StoreError> {
     summaries(tx, None, None, None, None).await
 }
 
+/// One stored version of an SLA, its definition as stored (JSON): what the
+/// evaluator reads of every SLA each round.
+#[derive(Debug, Clone)]
+pub struct StoredVersion {
+    pub sla: SlaId,
+    pub version: i32,
+    pub definition: serde_json::Value,
+    /// When it was applied.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Every version of every SLA of the tenant, by SLA and oldest first, in
+/// one statement: a round over thousands of customer SLAs reads them all,
+/// and one query each was a round trip per SLA.
+pub async fn all_versions(tx: &mut TenantTx) -> Result<Vec<StoredVersion>, StoreError> {
+    let rows: Vec<(uuid::Uuid, i32, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT sla_id, version, definition, created_at FROM sla_versions \
+         WHERE tenant_id = $1 ORDER BY sla_id, version",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(sla, version, definition, created_at)| StoredVersion {
+            sla: SlaId::from_uuid(sla),
+            version,
+            definition,
+            created_at,
+        })
+        .collect())
+}
+
 /// A page of the tenant's SLAs by name; only `customer`'s when given, and
 /// only the one called `only` when given.
 pub async fn page(
