@@ -31,7 +31,7 @@ use slaproof_domain::provable::{OPERATOR, UNIT};
 
 use crate::bundle::{FORMAT, StatementFile, anchored_statement};
 use crate::verdict::line;
-pub use crate::verdict::{Check, Outcome, Report, Verdict, Waiver, pin};
+pub use crate::verdict::{Check, Outcome, Report, Verdict, Waiver, pin, where_anchored};
 
 /// What the auditor pins rather than takes from the bundle: the bundle is
 /// the prover's, so a value it names proves nothing about itself. Each
@@ -382,25 +382,10 @@ async fn check_anchor(
     pins: &Pins,
     lines: &mut Vec<Check>,
 ) -> Result<(), String> {
-    let eas = pin(
-        "eas pinned",
-        pins.eas,
-        s.anchor.eas,
-        "the EAS contract",
-        "--eas with the chain's EAS address",
-    );
-    let chain_pin = pin(
-        "chain pinned",
-        pins.chain_id,
-        s.anchor.chain_id,
-        "the chain",
-        "--chain-id",
-    );
-    let mismatch = [&eas, &chain_pin]
-        .iter()
-        .any(|c| matches!(c.outcome, Outcome::Failed(_)));
-    lines.extend([chain_pin, eas]);
-    if mismatch {
+    let (location, readable) =
+        where_anchored(pins.chain_id, pins.eas, s.anchor.chain_id, s.anchor.eas);
+    lines.extend(location);
+    if !readable {
         return Err("not read: the bundle names another EAS or chain than the pinned one".into());
     }
     let chain = Chain::reader(url.clone())

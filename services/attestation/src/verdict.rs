@@ -42,48 +42,44 @@ pub enum Waiver {
 }
 
 impl Waiver {
-    pub const ALL: [Waiver; 8] = [
-        Waiver::Vk,
-        Waiver::Eas,
-        Waiver::Attester,
-        Waiver::Chain,
-        Waiver::Anchor,
-        Waiver::Daily,
-        Waiver::Recount,
-        Waiver::Timely,
+    /// Each waiver with the name the auditor gives it and the check it
+    /// lets stand unchecked: the one table the names are read from.
+    const TABLE: [(Waiver, &'static str, &'static str); 8] = [
+        (Waiver::Vk, "vk", "key pinned"),
+        (Waiver::Eas, "eas", "eas pinned"),
+        (Waiver::Attester, "attester", "attester pinned"),
+        (Waiver::Chain, "chain", "chain pinned"),
+        (Waiver::Anchor, "anchor", "anchor"),
+        (Waiver::Daily, "daily", "daily commitments"),
+        (Waiver::Recount, "recount", "day recount"),
+        (Waiver::Timely, "timely", "days in time"),
     ];
+
+    /// Every waiver, in the table's order.
+    pub fn all() -> impl Iterator<Item = Waiver> {
+        Self::TABLE.into_iter().map(|(w, _, _)| w)
+    }
+
+    fn entry(self) -> (Waiver, &'static str, &'static str) {
+        Self::TABLE
+            .into_iter()
+            .find(|(w, _, _)| *w == self)
+            .unwrap_or((self, "", ""))
+    }
 
     /// The name the auditor gives it.
     pub fn name(self) -> &'static str {
-        match self {
-            Waiver::Vk => "vk",
-            Waiver::Eas => "eas",
-            Waiver::Attester => "attester",
-            Waiver::Chain => "chain",
-            Waiver::Anchor => "anchor",
-            Waiver::Daily => "daily",
-            Waiver::Recount => "recount",
-            Waiver::Timely => "timely",
-        }
+        self.entry().1
     }
 
     /// The check it lets stand unchecked.
     pub fn check(self) -> &'static str {
-        match self {
-            Waiver::Vk => "key pinned",
-            Waiver::Eas => "eas pinned",
-            Waiver::Attester => "attester pinned",
-            Waiver::Chain => "chain pinned",
-            Waiver::Anchor => "anchor",
-            Waiver::Daily => "daily commitments",
-            Waiver::Recount => "day recount",
-            Waiver::Timely => "days in time",
-        }
+        self.entry().2
     }
 
     /// The waiver of the check named `check`, if it has one.
     pub fn of_check(check: &str) -> Option<Waiver> {
-        Waiver::ALL.into_iter().find(|w| w.check() == check)
+        Self::all().find(|w| w.check() == check)
     }
 }
 
@@ -91,16 +87,13 @@ impl std::str::FromStr for Waiver {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Waiver::ALL
-            .into_iter()
-            .find(|w| w.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Waiver::ALL.iter().map(|w| w.name()).collect();
-                format!(
-                    "{s:?} is not a check that can be waived; one of {}",
-                    names.join(", ")
-                )
-            })
+        Waiver::all().find(|w| w.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Waiver::all().map(Waiver::name).collect();
+            format!(
+                "{s:?} is not a check that can be waived; one of {}",
+                names.join(", ")
+            )
+        })
     }
 }
 
@@ -163,18 +156,18 @@ impl Report {
 
     /// The names of the checks not checked.
     pub fn not_checked_names(&self) -> Vec<&'static str> {
-        self.checks
-            .iter()
-            .filter(|c| matches!(c.outcome, Outcome::NotChecked(_)))
-            .map(|c| c.name)
-            .collect()
+        self.names_where(|o| matches!(o, Outcome::NotChecked(_)))
     }
 
     /// The names of the failed checks.
     pub fn failed(&self) -> Vec<&'static str> {
+        self.names_where(|o| matches!(o, Outcome::Failed(_)))
+    }
+
+    fn names_where(&self, pick: impl Fn(&Outcome) -> bool) -> Vec<&'static str> {
         self.checks
             .iter()
-            .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+            .filter(|c| pick(&c.outcome))
             .map(|c| c.name)
             .collect()
     }
@@ -235,7 +228,7 @@ pub fn pin<T: PartialEq + std::fmt::Display>(
 ) -> Check {
     let outcome = match pinned {
         None => Outcome::NotChecked(format!(
-            "not pinned: {what} is only the one the bundle names ({found}); pass {flag}"
+            "not pinned: {what} is only the one the files handed over name ({found}); pass {flag}"
         )),
         Some(p) if p == found => Outcome::Passed(format!("{p}, as pinned")),
         Some(p) => Outcome::Failed(format!("{what} is {found}, the pinned one is {p}")),
@@ -251,4 +244,35 @@ pub(crate) fn line(name: &'static str, result: Result<String, String>) -> Check 
             Err(r) => Outcome::Failed(r),
         },
     }
+}
+
+/// The chain and EAS a proof names, against the pinned ones: their two
+/// rows, and whether the chain may be read (nothing differs from a pin; a
+/// look-alike EAS answers what it likes, so it is not read at all).
+pub fn where_anchored(
+    pins_chain: Option<u64>,
+    pins_eas: Option<alloy::primitives::Address>,
+    chain_id: u64,
+    eas: alloy::primitives::Address,
+) -> (Vec<Check>, bool) {
+    let checks = vec![
+        pin(
+            "chain pinned",
+            pins_chain,
+            chain_id,
+            "the chain",
+            "--chain-id",
+        ),
+        pin(
+            "eas pinned",
+            pins_eas,
+            eas,
+            "the EAS contract",
+            "--eas with the chain's EAS address",
+        ),
+    ];
+    let readable = !checks
+        .iter()
+        .any(|c| matches!(c.outcome, Outcome::Failed(_)));
+    (checks, readable)
 }

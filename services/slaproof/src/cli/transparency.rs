@@ -11,7 +11,7 @@ use chrono::NaiveDate;
 use clap::Subcommand;
 use slaproof_app::transparency::audit::{DayExport, audit_and_read_day, audit_day};
 use slaproof_app::transparency::requests::{CheckRequestsIn, RequestProof};
-use slaproof_attestation::audit::{Outcome, Pins, Report, Waiver, pin};
+use slaproof_attestation::audit::{Pins, Report, Waiver, pin, where_anchored};
 use slaproof_attestation::bundle::StatementFile;
 use slaproof_attestation::opening::{
     LoggedDay, Openings, Recount, check_openings, check_recount, open_days,
@@ -315,32 +315,23 @@ pub async fn check_anchor_into(
         );
         return;
     };
-    let chain_pin = pin(
-        "chain pinned",
-        pins.chain_id,
-        chain_id,
-        "the chain",
-        "--chain-id",
-    );
-    let eas_pin = pin(
-        "eas pinned",
-        pins.eas,
-        eas,
-        "the EAS contract",
-        "--eas with the chain's EAS address",
-    );
-    let mismatch = [&chain_pin, &eas_pin]
-        .iter()
-        .any(|c| matches!(c.outcome, Outcome::Failed(_)));
-    report.checks.extend([chain_pin, eas_pin]);
-    if mismatch {
+    let (location, readable) = where_anchored(pins.chain_id, pins.eas, chain_id, eas);
+    report.checks.extend(location);
+    if !readable {
         report.check(
             "anchor",
             Err("not read: the proof names another chain or EAS than the pinned one".into()),
         );
         return;
     }
-    let found = match check_anchor(proof, verifier_key, url.clone()).await {
+    let chain = match slaproof_chain::Chain::reader(url).await {
+        Ok(chain) => chain,
+        Err(err) => {
+            report.check("anchor", Err(format!("connecting to the chain: {err}")));
+            return;
+        }
+    };
+    let found = match check_anchor_on(&chain, proof, verifier_key).await {
         Ok(found) => found,
         Err(err) => {
             report.check("anchor", Err(format!("{err:#}")));
@@ -354,19 +345,14 @@ pub async fn check_anchor_into(
             found.uid
         )),
     );
-    let authorised = match slaproof_chain::Chain::reader(url).await {
-        Ok(chain) => {
-            slaproof_attestation::audit::authorised(
-                &chain,
-                eas,
-                found.schema,
-                slaproof_chain::anchor::BATCH_SCHEMA,
-                found.attester,
-            )
-            .await
-        }
-        Err(err) => Err(err.to_string()),
-    };
+    let authorised = slaproof_attestation::audit::authorised(
+        &chain,
+        eas,
+        found.schema,
+        slaproof_chain::anchor::BATCH_SCHEMA,
+        found.attester,
+    )
+    .await;
     report.check("attester", authorised);
     report.checks.push(pin(
         "attester pinned",
@@ -385,6 +371,18 @@ pub async fn check_anchor(
     proof: &serde_json::Value,
     verifier_key: &str,
     url: url::Url,
+) -> anyhow::Result<slaproof_chain::attest::Attestation> {
+    let chain = slaproof_chain::Chain::reader(url)
+        .await
+        .context("connecting to the chain")?;
+    check_anchor_on(&chain, proof, verifier_key).await
+}
+
+/// [`check_anchor`] on a chain already connected.
+async fn check_anchor_on(
+    chain: &slaproof_chain::Chain,
+    proof: &serde_json::Value,
+    verifier_key: &str,
 ) -> anyhow::Result<slaproof_chain::attest::Attestation> {
     use slaproof_chain::anchor::{BatchRoot, log_day_root, log_head_id};
     let head = proof.get("head").context("the proof has no head")?;
@@ -427,9 +425,6 @@ pub async fn check_anchor(
     };
     let eas: alloy::primitives::Address = field("eas")?.parse().context("the anchor's EAS")?;
     let uid: alloy::primitives::B256 = field("uid")?.parse().context("the anchor's UID")?;
-    let chain = slaproof_chain::Chain::reader(url)
-        .await
-        .context("connecting to the chain")?;
     if let Some(named) = anchor.get("chainId").and_then(|c| c.as_u64()) {
         anyhow::ensure!(
             chain.chain_id() == named,
@@ -437,7 +432,7 @@ pub async fn check_anchor(
             chain.chain_id()
         );
     }
-    let found = slaproof_chain::attest::attestation_at(&chain, eas, uid)
+    let found = slaproof_chain::attest::attestation_at(chain, eas, uid)
         .await?
         .with_context(|| format!("no attestation {uid} on that chain"))?;
     let data = BatchRoot::from_data(&found.data).context("the attestation is not a batch root")?;
