@@ -102,6 +102,9 @@ pub struct Advance {
     /// SLAs left out because their stored definition (or an earlier
     /// version's they need) cannot be read: neither rolled up nor evaluated.
     pub unreadable: Vec<SlaFailure>,
+    /// How long the advance took, its commit aside: what of a round the
+    /// new events cost, apart from evaluating the SLAs.
+    pub took: std::time::Duration,
 }
 
 /// The database's clock, which stamps `received_at`.
@@ -323,6 +326,7 @@ pub async fn advance_to(
     settings: &Settings,
     target: DateTime<Utc>,
 ) -> Result<(Advance, Vec<TrackedSla>), EvaluatorError> {
+    let started = std::time::Instant::now();
     let tenant = tx.tenant().uuid();
     sqlx::query(
         "INSERT INTO evaluator_watermarks (tenant_id, received_before) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -415,6 +419,7 @@ pub async fn advance_to(
             rollup_rows,
             new_versions: new.len(),
             unreadable: unreadable.into_iter().map(|(failure, _)| failure).collect(),
+            took: started.elapsed(),
         },
         tracked,
     ))

@@ -139,6 +139,7 @@ async fn run(scratch: &Scratch, deliveries: usize, runs: usize, latency_secs: u6
     let wide = Settings {
         batch: 500,
         concurrency: 64,
+        tenant_concurrency: 64,
         endpoint_concurrency: 64,
         ..Settings::default()
     };

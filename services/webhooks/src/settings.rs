@@ -15,6 +15,10 @@ pub struct Settings {
     pub batch: i32,
     /// Deliveries one worker sends at once.
     pub concurrency: usize,
+    /// Of those, how many one tenant's deliveries may take: the rest stay
+    /// open for the other tenants, however far behind one tenant's
+    /// endpoints are. At most `concurrency`.
+    pub tenant_concurrency: i32,
     /// Deliveries in flight to one endpoint at once, across workers (an
     /// ordered endpoint takes one).
     pub endpoint_concurrency: i32,
@@ -51,6 +55,7 @@ impl std::fmt::Debug for Settings {
             .field("poll_interval_ms", &self.poll_interval_ms)
             .field("batch", &self.batch)
             .field("concurrency", &self.concurrency)
+            .field("tenant_concurrency", &self.tenant_concurrency)
             .field("endpoint_concurrency", &self.endpoint_concurrency)
             .field("request_timeout_secs", &self.request_timeout_secs)
             .field("max_response_bytes", &self.max_response_bytes)
@@ -77,7 +82,10 @@ impl Default for Settings {
         Self {
             poll_interval_ms: 500,
             batch: 100,
-            concurrency: 16,
+            // One tenant alone gets 16 in flight, as before tenants had
+            // shares; 16 more stay for the others.
+            concurrency: 32,
+            tenant_concurrency: 16,
             endpoint_concurrency: 16,
             request_timeout_secs: 15,
             max_response_bytes: 64 * 1024,
@@ -126,6 +134,12 @@ impl Settings {
             1000,
         )?;
         check("webhooks.concurrency", self.concurrency as u64, 1, 256)?;
+        check(
+            "webhooks.tenant_concurrency",
+            u64::try_from(self.tenant_concurrency).unwrap_or(0),
+            1,
+            self.concurrency as u64,
+        )?;
         check(
             "webhooks.endpoint_concurrency",
             u64::try_from(self.endpoint_concurrency).unwrap_or(0),
@@ -235,6 +249,14 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(bad_key.validate().unwrap_err().key, "webhooks.secret_key");
+        let greedy = Settings {
+            tenant_concurrency: 33,
+            ..Settings::default()
+        };
+        assert_eq!(
+            greedy.validate().unwrap_err().key,
+            "webhooks.tenant_concurrency"
+        );
         let never = Settings {
             disable_after_failing_secs: 0,
             ..Settings::default()

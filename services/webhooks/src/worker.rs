@@ -1,14 +1,16 @@
-//! The worker's rounds: fan-out from the outbox, then delivery.
+//! The worker: fan-out from the outbox, then delivery, claiming more as
+//! slots free up, each tenant held to its share of them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use slaproof_app::webhooks::WebhookKey;
 use slaproof_domain::ids::TenantId;
 use slaproof_http::outbound::{OutboundPolicy, refusal_of};
-use slaproof_store::webhooks::{self, Attempt, AttemptRecord, ClaimedDelivery, Next};
+use slaproof_store::webhooks::{self, Attempt, AttemptRecord, ClaimLimits, ClaimedDelivery, Next};
 use slaproof_store::{Database, StoreError, outbox};
 use tokio_util::sync::CancellationToken;
 
@@ -119,25 +121,34 @@ impl Deliverer {
         Ok(relayed + sent)
     }
 
+    /// What one claim may hand out when `free` slots are open.
+    fn limits(&self, free: usize) -> ClaimLimits {
+        ClaimLimits {
+            batch: self
+                .settings
+                .batch
+                .min(i32::try_from(free).unwrap_or(i32::MAX)),
+            per_endpoint: self.settings.endpoint_concurrency,
+            per_tenant: self.settings.tenant_concurrency,
+        }
+    }
+
     /// Claims due deliveries and sends them, at most `concurrency` at once,
     /// recording the attempts as they finish: those finished together in
-    /// one transaction per tenant.
+    /// one transaction per tenant. [`Self::serve`] is the worker's loop;
+    /// this is one claim of it, for tests and benches that step it.
     #[tracing::instrument(skip(self), fields(worker = %self.worker))]
     pub async fn deliver_due(&self) -> Result<usize, WebhookError> {
         let claimed = webhooks::claim(
             &self.db,
             &self.worker,
-            self.settings.batch,
             self.settings.lease(),
-            self.settings.endpoint_concurrency,
+            self.limits(usize::MAX),
         )
         .await?;
         let count = claimed.len();
         let mut finished = futures_util::stream::iter(claimed)
-            .map(|delivery| async move {
-                let sent = self.send(&delivery).await;
-                (delivery, sent)
-            })
+            .map(|delivery| self.sent(delivery))
             .buffer_unordered(self.settings.concurrency)
             .ready_chunks(self.settings.concurrency);
         // A batch that fails to record is left to its leases (sent again
@@ -149,6 +160,78 @@ impl Deliverer {
             }
         }
         first_error.map_or(Ok(count), Err)
+    }
+
+    /// Sends deliveries until `shutdown`: whenever a slot is free, fans out
+    /// the outbox and claims up to the free slots, so a slow delivery holds
+    /// its own slot only, never a batch. One tenant holds at most
+    /// `tenant_concurrency` of the slots (the claim counts this worker's
+    /// leases), so however far behind its endpoints are, the other
+    /// tenants' deliveries go out beside them. On shutdown it claims
+    /// nothing more, and records what is in flight as it finishes.
+    pub async fn serve(&self, shutdown: &CancellationToken) {
+        let poll = self.settings.poll_interval();
+        let mut in_flight = FuturesUnordered::new();
+        loop {
+            let free = self.settings.concurrency.saturating_sub(in_flight.len());
+            // Whether the last claim was full, so more may be due at once.
+            let mut full = false;
+            if free > 0 && !shutdown.is_cancelled() {
+                match self.claim(free).await {
+                    Ok(claimed) => {
+                        full = claimed.len() == self.limits(free).batch as usize;
+                        in_flight.extend(claimed.into_iter().map(|d| self.sent(d)));
+                    }
+                    Err(err) => {
+                        tracing::error!(error = %err, "claiming webhook deliveries failed; retrying")
+                    }
+                }
+            }
+            let free = self.settings.concurrency.saturating_sub(in_flight.len());
+            if full && free > 0 {
+                continue;
+            }
+            if in_flight.is_empty() {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(poll) => continue,
+                }
+            }
+            // The next to finish; with slots open, at most a poll's wait,
+            // so new work is seen while others are still in flight.
+            let first = if free > 0 && !shutdown.is_cancelled() {
+                tokio::select! {
+                    done = in_flight.next() => done,
+                    () = tokio::time::sleep(poll) => None,
+                    () = shutdown.cancelled() => None,
+                }
+            } else {
+                in_flight.next().await
+            };
+            let mut finished: Vec<_> = first.into_iter().collect();
+            while let Some(Some(done)) = in_flight.next().now_or_never() {
+                finished.push(done);
+            }
+            if !finished.is_empty()
+                && let Err(err) = self.record(finished).await
+            {
+                // Left to their leases: sent again later, at least once.
+                tracing::error!(error = %err, "recording webhook attempts failed");
+            }
+        }
+    }
+
+    /// Fans out the outbox, then claims up to `free` deliveries.
+    async fn claim(&self, free: usize) -> Result<Vec<ClaimedDelivery>, WebhookError> {
+        let lease = self.settings.lease();
+        relay_outbox(&self.db, &self.worker, self.settings.batch, lease).await?;
+        Ok(webhooks::claim(&self.db, &self.worker, lease, self.limits(free)).await?)
+    }
+
+    /// Sends one delivery, handing it back with what came of it.
+    async fn sent(&self, delivery: ClaimedDelivery) -> (ClaimedDelivery, Sent) {
+        let sent = self.send(&delivery).await;
+        (delivery, sent)
     }
 
     /// Records finished attempts and what follows each, one transaction
@@ -401,7 +484,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// Runs rounds until `shutdown`, sleeping when a round found nothing.
+/// Runs the worker ([`Deliverer::serve`]) until `shutdown`.
 pub async fn run(
     db: Database,
     settings: Settings,
@@ -410,7 +493,6 @@ pub async fn run(
     worker: String,
     shutdown: CancellationToken,
 ) {
-    let poll = settings.poll_interval();
     let deliverer = match Deliverer::new(db, settings, key, policy, worker) {
         Ok(deliverer) => deliverer,
         Err(err) => {
@@ -418,23 +500,7 @@ pub async fn run(
             return;
         }
     };
-    loop {
-        let idle = match deliverer.round().await {
-            Ok(done) => done == 0,
-            Err(err) => {
-                tracing::error!(error = %err, "webhook round failed; retrying");
-                true
-            }
-        };
-        if idle {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(poll) => {}
-            }
-        } else if shutdown.is_cancelled() {
-            return;
-        }
-    }
+    deliverer.serve(&shutdown).await;
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ const DEFINER_CALLS: &[(&str, &str, i64)] = &[
     ),
     (
         "slaproof_claim_webhook_deliveries",
-        "SELECT count(*) FROM slaproof_claim_webhook_deliveries('definer-test', 10, '1 minute', 8)",
+        "SELECT count(*) FROM slaproof_claim_webhook_deliveries('definer-test', 10, '1 minute', 8, 8)",
         1,
     ),
     (

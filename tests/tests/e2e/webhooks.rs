@@ -829,8 +829,13 @@ async fn a_worker_that_dies_mid_delivery_leaves_it_to_another() {
         .await
         .unwrap();
     // Claimed, then the worker dies before sending: its lease runs out.
+    let limits = slaproof_store::webhooks::ClaimLimits {
+        batch: 10,
+        per_endpoint: 8,
+        per_tenant: 8,
+    };
     let claimed =
-        slaproof_store::webhooks::claim(&world.db, "dead", 10, Duration::from_millis(500), 8)
+        slaproof_store::webhooks::claim(&world.db, "dead", Duration::from_millis(500), limits)
             .await
             .unwrap();
     assert_eq!(claimed.len(), 1);

@@ -1,7 +1,8 @@
 //! Webhook flow control end to end, against a real receiver on 127.0.0.1:
 //! an endpoint's customer filter (facts the evaluator wrote about two
 //! customers' SLAs), strict ordering across a retry, bounded concurrency
-//! per endpoint across two workers, a rate limit, and changing an endpoint.
+//! per endpoint across two workers, a rate limit, changing an endpoint, and
+//! one tenant's hanging receivers leaving another tenant's webhooks be.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,12 +14,13 @@ use axum::routing::post;
 use chrono::Duration as Span;
 use serde_json::{Value, json};
 use slaproof_app::webhooks::{NewWebhookEndpoint, WebhookEndpointChange};
-use slaproof_app::{App, AppError, Caller};
+use slaproof_app::{App, AppError, Caller, Principal};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_http::outbound::OutboundPolicy;
-use slaproof_store::{customers, outbox, slas};
+use slaproof_store::{customers, outbox, slas, tenants};
 use slaproof_tests::scenario::{Request, Scenario, at};
 use slaproof_webhooks::{Deliverer, Settings};
+use tokio_util::sync::CancellationToken;
 
 const ACME: &str = r#"
 apiVersion: slaproof/v1
@@ -632,4 +634,101 @@ async fn facts_about_an_sla_moved_to_another_customer_go_to_the_customer_they_we
     };
     assert_eq!(sorted(acme_hook.ids()), sorted(vec![breach, credit]));
     assert_eq!(beta_hook.ids(), [after]);
+}
+
+/// Issue #31, item 5: one tenant with slow receivers and a backlog filled
+/// every slot of every worker, and another tenant's webhooks waited behind
+/// it (a round claimed a batch and waited for all of it). The worker now
+/// claims as slots free up, and acme may hold 2 of its 4 slots: globex's
+/// fact goes out while acme's first deliveries still hang on their
+/// receiver. With `tenant_concurrency` 4 (no share) this test fails: acme
+/// holds all four slots and globex's delivery waits for the first of them
+/// to answer.
+#[tokio::test]
+async fn a_tenant_whose_receivers_hang_does_not_hold_another_tenants_webhooks() {
+    let f = flow().await;
+    let hanging = Receiver::start(Duration::from_secs(5), 0).await;
+    f.endpoint(NewWebhookEndpoint {
+        url: hanging.url.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    for i in 0..30 {
+        f.fact("sla.breached", json!({"n": i})).await;
+    }
+    let db = &f.scenario.db;
+    let globex = tenants::create(db, "globex", "Globex").await.unwrap().id;
+    let globex_admin = f
+        .app
+        .caller(Principal::provider_admin(globex))
+        .await
+        .unwrap();
+    let quick = Receiver::start(Duration::ZERO, 0).await;
+    f.app
+        .create_webhook_endpoint(
+            &globex_admin,
+            NewWebhookEndpoint {
+                url: quick.url.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let settings = Settings {
+        concurrency: 4,
+        tenant_concurrency: 2,
+        poll_interval_ms: 50,
+        ..Settings::default()
+    };
+    let deliverer = f.deliverer(settings, "w").await;
+    let shutdown = CancellationToken::new();
+    let worker = tokio::spawn({
+        let (deliverer, shutdown) = (deliverer.clone(), shutdown.clone());
+        async move { deliverer.serve(&shutdown).await }
+    });
+    // Acme's receiver holds its share before globex has anything to say.
+    for _ in 0..200 {
+        if hanging.peak.load(Ordering::SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut tx = db.tenant_tx(globex).await.unwrap();
+    outbox::enqueue(&mut tx, "sla.breached", &json!({"who": "globex"}))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    for _ in 0..400 {
+        if !quick.ids().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    shutdown.cancel();
+    worker.await.unwrap();
+    let sent = quick.arrivals();
+    assert_eq!(sent.len(), 1, "globex's fact was delivered");
+    let answered_before = hanging.arrivals().iter().filter(|a| **a < sent[0]).count();
+    assert_eq!(
+        answered_before, 0,
+        "globex's webhook went out before any of acme's hanging deliveries was answered"
+    );
+    assert_eq!(
+        hanging.peak.load(Ordering::SeqCst),
+        2,
+        "acme held its share of the slots, no more"
+    );
+    // On shutdown the worker recorded what it had in flight.
+    let mut tx = db.tenant_tx(f.scenario.tenant).await.unwrap();
+    let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_attempts")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        attempts as usize,
+        hanging.ids().len(),
+        "every request acme's receiver answered is recorded"
+    );
 }

@@ -248,17 +248,28 @@ impl std::fmt::Debug for ClaimedDelivery {
     }
 }
 
+/// How much one claim may hand out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// Deliveries in this claim.
+    pub batch: i32,
+    /// Deliveries in flight to one endpoint, across workers.
+    pub per_endpoint: i32,
+    /// Deliveries of one tenant the claiming worker holds at once.
+    pub per_tenant: i32,
+}
+
 /// Claims due deliveries to enabled endpoints across tenants, under a
 /// lease; each claim counts as an attempt. Per endpoint: in the order the
 /// messages were written, at most `per_endpoint` in flight (one for an
-/// ordered endpoint), within its rate limit.
+/// ordered endpoint), within its rate limit. Per tenant: at most
+/// `per_tenant` held by this worker, the tenants taking turns.
 #[tracing::instrument(skip(db))]
 pub async fn claim(
     db: &Database,
     worker: &str,
-    limit: i32,
     lease: Duration,
-    per_endpoint: i32,
+    limits: ClaimLimits,
 ) -> Result<Vec<ClaimedDelivery>, StoreError> {
     type Claimed = (
         uuid::Uuid,
@@ -279,12 +290,13 @@ pub async fn claim(
         "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
                 event_type, payload, \
                 message_created_at, attempt, headers \
-         FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3), $4)",
+         FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3), $4, $5)",
     )
     .bind(worker)
-    .bind(limit)
+    .bind(limits.batch)
     .bind(lease.as_secs_f64())
-    .bind(per_endpoint)
+    .bind(limits.per_endpoint)
+    .bind(limits.per_tenant)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
