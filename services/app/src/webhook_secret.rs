@@ -1,6 +1,10 @@
 //! Webhook signing secrets: made (`whsec_` + base64 of 32 random bytes),
 //! sealed at rest with AES-256-GCM under the platform's webhook key, and
-//! opened by the worker that signs with them.
+//! opened by the worker that signs with them. An endpoint's custom headers
+//! (whose values are often the receiver's credentials) are sealed the same
+//! way, under their own associated data.
+
+use std::collections::BTreeMap;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -72,6 +76,10 @@ pub enum SealError {
     KeyEncoding(String),
     #[error("the sealed secret does not open under the webhook key (a different key, or altered)")]
     Open,
+    #[error(
+        "the sealed custom headers do not open under the webhook key (a different key, or altered)"
+    )]
+    OpenHeaders,
 }
 
 impl WebhookKey {
@@ -124,21 +132,11 @@ impl WebhookKey {
         endpoint: WebhookEndpointId,
         secret: &SigningSecret,
     ) -> Vec<u8> {
-        let nonce = rand::random::<[u8; NONCE_LEN]>();
-        let aad = associated(tenant, endpoint);
-        let sealed = Self::cipher(&self.current)
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: secret.bytes(),
-                    aad: &aad,
-                },
-            )
-            // AES-GCM fails only on inputs of gigabytes.
-            .unwrap_or_default();
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        out
+        seal_under(
+            &self.current,
+            &associated(Sealed::Secret, tenant, endpoint),
+            secret.bytes(),
+        )
     }
 
     /// Opens what [`seal`](Self::seal) made for this endpoint, under the
@@ -149,43 +147,117 @@ impl WebhookKey {
         endpoint: WebhookEndpointId,
         sealed: &[u8],
     ) -> Result<SigningSecret, SealError> {
-        std::iter::once(&self.current)
-            .chain(&self.previous)
-            .find_map(|key| open_under(key, tenant, endpoint, sealed))
+        self.open_bytes(&associated(Sealed::Secret, tenant, endpoint), sealed)
+            .map(SigningSecret)
             .ok_or(SealError::Open)
     }
 
     /// Whether `sealed` opens under the current key (a re-seal leaves it).
     pub fn is_current(&self, tenant: TenantId, endpoint: WebhookEndpointId, sealed: &[u8]) -> bool {
-        open_under(&self.current, tenant, endpoint, sealed).is_some()
+        open_under(
+            &self.current,
+            &associated(Sealed::Secret, tenant, endpoint),
+            sealed,
+        )
+        .is_some()
+    }
+
+    /// Seals an endpoint's custom headers (names and values, as JSON),
+    /// bound to the tenant and endpoint like its secret but under other
+    /// associated data, so neither opens as the other.
+    pub fn seal_headers(
+        &self,
+        tenant: TenantId,
+        endpoint: WebhookEndpointId,
+        headers: &BTreeMap<String, String>,
+    ) -> Vec<u8> {
+        // A map of strings always serializes.
+        let json = serde_json::to_vec(headers).unwrap_or_default();
+        seal_under(
+            &self.current,
+            &associated(Sealed::Headers, tenant, endpoint),
+            &json,
+        )
+    }
+
+    /// Opens what [`seal_headers`](Self::seal_headers) made for this
+    /// endpoint, under the current key or a replaced one.
+    pub fn open_headers(
+        &self,
+        tenant: TenantId,
+        endpoint: WebhookEndpointId,
+        sealed: &[u8],
+    ) -> Result<BTreeMap<String, String>, SealError> {
+        self.open_bytes(&associated(Sealed::Headers, tenant, endpoint), sealed)
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .ok_or(SealError::OpenHeaders)
+    }
+
+    /// Whether sealed headers open under the current key.
+    pub fn headers_current(
+        &self,
+        tenant: TenantId,
+        endpoint: WebhookEndpointId,
+        sealed: &[u8],
+    ) -> bool {
+        open_under(
+            &self.current,
+            &associated(Sealed::Headers, tenant, endpoint),
+            sealed,
+        )
+        .is_some()
+    }
+
+    fn open_bytes(&self, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .find_map(|key| open_under(key, aad, sealed))
     }
 }
 
-fn open_under(
-    key: &[u8; 32],
-    tenant: TenantId,
-    endpoint: WebhookEndpointId,
-    sealed: &[u8],
-) -> Option<SigningSecret> {
+/// What a sealed value is, bound into its associated data.
+#[derive(Clone, Copy)]
+enum Sealed {
+    Secret,
+    Headers,
+}
+
+/// A fresh nonce, then `msg` encrypted under `key` with `aad`.
+fn seal_under(key: &[u8; 32], aad: &[u8], msg: &[u8]) -> Vec<u8> {
+    let nonce = rand::random::<[u8; NONCE_LEN]>();
+    let sealed = WebhookKey::cipher(key)
+        .encrypt(Nonce::from_slice(&nonce), Payload { msg, aad })
+        // AES-GCM fails only on inputs of gigabytes.
+        .unwrap_or_default();
+    let mut out = nonce.to_vec();
+    out.extend_from_slice(&sealed);
+    out
+}
+
+fn open_under(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
     if sealed.len() < NONCE_LEN {
         return None;
     }
     let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-    let aad = associated(tenant, endpoint);
     WebhookKey::cipher(key)
         .decrypt(
             Nonce::from_slice(nonce),
             Payload {
                 msg: ciphertext,
-                aad: &aad,
+                aad,
             },
         )
-        .map(SigningSecret)
         .ok()
 }
 
-fn associated(tenant: TenantId, endpoint: WebhookEndpointId) -> Vec<u8> {
-    let mut aad = tenant.uuid().as_bytes().to_vec();
+/// The tenant and endpoint a sealed value belongs to; headers carry a
+/// prefix (secrets, sealed first, kept the bare form).
+fn associated(what: Sealed, tenant: TenantId, endpoint: WebhookEndpointId) -> Vec<u8> {
+    let mut aad = match what {
+        Sealed::Secret => Vec::new(),
+        Sealed::Headers => b"slaproof.webhook.headers".to_vec(),
+    };
+    aad.extend_from_slice(tenant.uuid().as_bytes());
     aad.extend_from_slice(endpoint.uuid().as_bytes());
     aad
 }
@@ -226,6 +298,35 @@ mod tests {
         let alone = WebhookKey::from_bytes(&[2; 32]).unwrap();
         assert!(alone.open(tenant, endpoint, &sealed_old).is_err());
         assert_eq!(new.with_previous([old]).previous_count(), 1);
+    }
+
+    #[test]
+    fn headers_open_for_their_endpoint_only_and_never_as_a_secret() {
+        let key = WebhookKey::from_bytes(&[7; 32]).unwrap();
+        let (tenant, endpoint) = (TenantId::new(), WebhookEndpointId::new());
+        let headers = BTreeMap::from([("authorization".to_owned(), "Bearer s3cr3t".to_owned())]);
+        let sealed = key.seal_headers(tenant, endpoint, &headers);
+        assert!(!sealed.windows(6).any(|w| w == b"s3cr3t"));
+        assert_eq!(
+            key.open_headers(tenant, endpoint, &sealed).unwrap(),
+            headers
+        );
+        assert!(key.headers_current(tenant, endpoint, &sealed));
+        assert!(
+            key.open_headers(tenant, WebhookEndpointId::new(), &sealed)
+                .is_err()
+        );
+        assert!(key.open(tenant, endpoint, &sealed).is_err(), "not a secret");
+        let secret = key.seal(tenant, endpoint, &SigningSecret::generate());
+        assert!(key.open_headers(tenant, endpoint, &secret).is_err());
+        let rotated = WebhookKey::from_bytes(&[8; 32])
+            .unwrap()
+            .with_previous([key]);
+        assert_eq!(
+            rotated.open_headers(tenant, endpoint, &sealed).unwrap(),
+            headers
+        );
+        assert!(!rotated.headers_current(tenant, endpoint, &sealed));
     }
 
     #[test]

@@ -311,6 +311,18 @@ impl Deliverer {
                 Ok(secret) => secret,
                 Err(err) => return failed(err.to_string()),
             };
+        // Sealed since 20261205000800; a row from before carries them in
+        // the clear until it is re-sealed.
+        let headers = match &delivery.headers_sealed {
+            Some(sealed) => match self
+                .key
+                .open_headers(delivery.tenant, delivery.endpoint, sealed)
+            {
+                Ok(headers) => headers,
+                Err(err) => return failed(err.to_string()),
+            },
+            None => delivery.headers.clone(),
+        };
         // The scheme and address literals (the client's resolver checks
         // names, at the connection).
         let url = match self.policy.parse_target(&delivery.url) {
@@ -341,7 +353,7 @@ impl Deliverer {
         let mut request = self.client.post(url);
         // The endpoint's own first, so none can stand in for the signed
         // headers (the application refuses those names anyway).
-        for (name, value) in &delivery.headers {
+        for (name, value) in &headers {
             request = request.header(name, value);
         }
         let request = request

@@ -276,3 +276,129 @@ async fn custom_headers_reach_the_receiver_and_their_values_are_never_answered()
     assert_eq!(seen[0]["content-type"], "application/json");
     assert!(seen[0].contains_key("webhook-signature"));
 }
+
+/// Sends one fact to the tenant's endpoints and answers the headers the
+/// receiver saw, once it saw them.
+async fn deliver_one(
+    db: &slaproof_store::Database,
+    app: &App,
+    admin: &Caller,
+    seen: &Seen,
+) -> HeaderMap {
+    seen.lock().unwrap().clear();
+    let mut tx = db.tenant_tx(admin.tenant()).await.unwrap();
+    outbox::enqueue(&mut tx, "sla.breached", &json!({}))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let deliverer = Deliverer::new(
+        db.clone(),
+        Settings::default(),
+        app.webhook_key().await.unwrap(),
+        OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]),
+        "w1",
+    )
+    .unwrap();
+    for _ in 0..50 {
+        deliverer.round().await.unwrap();
+        if let Some(headers) = seen.lock().unwrap().first() {
+            return headers.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("nothing was delivered");
+}
+
+/// Where the value `text` is found in the endpoint rows, read by the
+/// database's owner: in the clear in any column (`headers` among them),
+/// or as bytes in the sealed ones.
+async fn stored_in_clear(database: &TestDatabase, text: &str) -> i64 {
+    let mut owner = database.owner_connection().await;
+    sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_endpoints e \
+         WHERE row_to_json(e)::text LIKE '%' || $1 || '%' \
+            OR position(convert_to($1, 'UTF8') IN coalesce(e.headers_sealed, ''::bytea)) > 0 \
+            OR position(convert_to($1, 'UTF8') IN e.secret_sealed) > 0",
+    )
+    .bind(text)
+    .fetch_one(&mut owner)
+    .await
+    .unwrap()
+}
+
+/// Issue #31, item 8: custom header values (a receiver's `Authorization`)
+/// were stored in the clear in `webhook_endpoints.headers`, readable by
+/// whoever reads the database or a backup. Reproduced first: the row held
+/// `s3cret-token`. They are sealed now like the endpoint's secret; a row
+/// from before is still delivered and `reseal` seals it.
+#[tokio::test]
+async fn custom_header_values_are_sealed_at_rest_and_a_reseal_seals_older_rows() {
+    let (database, db, app, admin) = world().await;
+    let seen = Seen::default();
+    let url = receiver_seeing(Arc::new(AtomicU16::new(200)), seen.clone()).await;
+    let made = app
+        .create_webhook_endpoint(
+            &admin,
+            NewWebhookEndpoint {
+                url,
+                headers: Some(BTreeMap::from([(
+                    "X-Gateway-Token".to_owned(),
+                    "s3cret-token".to_owned(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored_in_clear(&database, "s3cret-token").await, 0);
+    assert_eq!(
+        stored_in_clear(&database, "x-gateway-token").await,
+        1,
+        "the name is kept, for listing"
+    );
+    let got = deliver_one(&db, &app, &admin, &seen).await;
+    assert_eq!(got["x-gateway-token"], "s3cret-token");
+
+    // Changed: sealed again, the old value gone.
+    let id = made.endpoint.id.to_string();
+    app.update_webhook_endpoint(
+        &admin,
+        &id,
+        slaproof_app::webhooks::WebhookEndpointChange {
+            headers: Some(BTreeMap::from([(
+                "authorization".to_owned(),
+                "Bearer n3w".to_owned(),
+            )])),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored_in_clear(&database, "Bearer n3w").await, 0);
+    let got = deliver_one(&db, &app, &admin, &seen).await;
+    assert_eq!(got["authorization"], "Bearer n3w");
+    assert!(got.get("x-gateway-token").is_none());
+
+    // A row as written before headers were sealed: still delivered, and
+    // sealed by a reseal.
+    let mut owner = database.owner_connection().await;
+    sqlx::query(
+        "UPDATE webhook_endpoints SET headers = '{\"authorization\": \"Bearer 0ld\"}', headers_sealed = NULL",
+    )
+    .execute(&mut owner)
+    .await
+    .unwrap();
+    assert_eq!(stored_in_clear(&database, "Bearer 0ld").await, 1);
+    let got = deliver_one(&db, &app, &admin, &seen).await;
+    assert_eq!(got["authorization"], "Bearer 0ld");
+    let resealed = app.reseal_webhook_secrets().await.unwrap();
+    assert_eq!((resealed.endpoints, resealed.resealed), (1, 1));
+    assert_eq!(stored_in_clear(&database, "Bearer 0ld").await, 0);
+    let got = deliver_one(&db, &app, &admin, &seen).await;
+    assert_eq!(got["authorization"], "Bearer 0ld");
+    assert_eq!(
+        app.reseal_webhook_secrets().await.unwrap().resealed,
+        0,
+        "nothing left to seal"
+    );
+}

@@ -18,7 +18,8 @@ const KEY_NAME: &str = "webhook_secret_key";
 pub struct Resealed {
     /// Endpoints looked at.
     pub endpoints: u64,
-    /// Endpoints whose secrets were sealed again under the current key.
+    /// Endpoints whose secrets and headers were sealed again under the
+    /// current key (or whose headers were sealed for the first time).
     pub resealed: u64,
     /// Endpoints whose secret opens under none of the keys given: left as
     /// they are (their deliveries fail until the secret is rotated).
@@ -57,7 +58,9 @@ impl App {
     }
 
     /// Seals every endpoint's secrets (and a rotation's previous secret)
-    /// under the current key, tenant by tenant, each in one transaction:
+    /// and custom headers under the current key (headers stored in the
+    /// clear before they were sealed too), tenant by tenant, each in one
+    /// transaction:
     /// after it, the replaced keys can leave the configuration. An
     /// operator's operation (the CLI's `slaproof webhook reseal`); running
     /// it again does nothing more.
@@ -70,13 +73,32 @@ impl App {
             for mut sealed in webhooks::sealed_secrets(&mut tx).await? {
                 done.endpoints += 1;
                 let stale = |s: &[u8]| !key.is_current(tenant.id, sealed.id, s);
-                if !stale(&sealed.current) && !sealed.previous.as_deref().is_some_and(stale) {
+                let headers_stale = match &sealed.headers_sealed {
+                    Some(h) => !key.headers_current(tenant.id, sealed.id, h),
+                    // Written before headers were sealed: in the clear.
+                    None => true,
+                };
+                if !stale(&sealed.current)
+                    && !sealed.previous.as_deref().is_some_and(stale)
+                    && !headers_stale
+                {
                     continue;
                 }
                 let Ok(current) = key.open(tenant.id, sealed.id, &sealed.current) else {
                     tracing::warn!(tenant = %tenant.id, endpoint = %sealed.id, "a webhook secret opens under none of the configured keys");
                     done.unopenable += 1;
                     continue;
+                };
+                let headers = match &sealed.headers_sealed {
+                    Some(h) => match key.open_headers(tenant.id, sealed.id, h) {
+                        Ok(headers) => headers,
+                        Err(_) => {
+                            tracing::warn!(tenant = %tenant.id, endpoint = %sealed.id, "a webhook endpoint's headers open under none of the configured keys");
+                            done.unopenable += 1;
+                            continue;
+                        }
+                    },
+                    None => std::mem::take(&mut sealed.headers),
                 };
                 // A previous secret that no longer opens only loses its
                 // overlap signature: dropped rather than kept unopenable.
@@ -86,7 +108,8 @@ impl App {
                     .and_then(|s| key.open(tenant.id, sealed.id, s).ok());
                 sealed.current = key.seal(tenant.id, sealed.id, &current);
                 sealed.previous = previous.map(|p| key.seal(tenant.id, sealed.id, &p));
-                webhooks::reseal(&mut tx, &sealed).await?;
+                let headers = super::seal_headers(&key, tenant.id, sealed.id, &headers);
+                webhooks::reseal(&mut tx, &sealed, &headers).await?;
                 done.resealed += 1;
             }
             tx.commit().await?;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use slaproof_domain::ids::{OutboxMessageId, WebhookEndpointId};
+use slaproof_domain::ids::{OutboxMessageId, TenantId, WebhookEndpointId};
 use slaproof_store::webhooks;
 
 mod keys;
@@ -272,7 +272,7 @@ impl App {
                     event_types,
                     enabled: new.enabled.unwrap_or(true),
                     secret_sealed: key.seal(caller.tenant(), id, &secret),
-                    headers,
+                    headers: seal_headers(&key, caller.tenant(), id, &headers),
                     flow: webhooks::Flow {
                         customer,
                         rate_limit_per_sec,
@@ -460,6 +460,20 @@ pub fn headers_of(headers: BTreeMap<String, String>) -> Result<BTreeMap<String, 
         }
     };
     Err(AppError::invalid("headers", message))
+}
+
+/// `headers` as kept: their names, and names and values sealed under
+/// `key` for this endpoint only.
+pub(crate) fn seal_headers(
+    key: &WebhookKey,
+    tenant: TenantId,
+    endpoint: WebhookEndpointId,
+    headers: &BTreeMap<String, String>,
+) -> webhooks::SealedHeaders {
+    webhooks::SealedHeaders {
+        names: headers.keys().cloned().collect(),
+        sealed: key.seal_headers(tenant, endpoint, headers),
+    }
 }
 
 /// Deletes attempts older than `keep_days` (`webhooks.attempts_retention_days`)

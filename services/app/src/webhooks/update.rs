@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use slaproof_domain::ids::CustomerId;
 use slaproof_store::{TenantTx, customers, webhooks};
 
-use super::{WebhookEndpoint, event_types_of, headers_of, parse_id};
+use super::{WebhookEndpoint, event_types_of, headers_of, parse_id, seal_headers};
 use crate::authz::Scope;
 use crate::{App, AppError, Caller};
 
@@ -100,6 +100,13 @@ impl App {
             None => None,
         };
         let headers = change.headers.map(headers_of).transpose()?;
+        let headers = match headers {
+            Some(headers) => {
+                let key = self.webhook_key().await?;
+                Some(seal_headers(&key, caller.tenant(), id, &headers))
+            }
+            None => None,
+        };
         let rate_limit_per_sec = match change.rate_limit_per_sec {
             Some(limit) => Some(rate_limit_of(limit)?),
             None => None,

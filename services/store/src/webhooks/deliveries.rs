@@ -232,8 +232,12 @@ pub struct ClaimedDelivery {
     pub message_created_at: DateTime<Utc>,
     /// This attempt's number, from 1.
     pub attempt: i32,
-    /// The endpoint's custom headers (values may be credentials).
+    /// The endpoint's custom headers as stored: names only once sealed,
+    /// names and values on a row written before headers were sealed.
     pub headers: BTreeMap<String, String>,
+    /// The custom headers, names and values, sealed; `None` on a row
+    /// written before headers were sealed.
+    pub headers_sealed: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ClaimedDelivery {
@@ -284,12 +288,13 @@ pub async fn claim(
         DateTime<Utc>,
         i32,
         sqlx::types::Json<BTreeMap<String, String>>,
+        Option<Vec<u8>>,
     );
     let mut tx = db.platform_tx().await?;
     let rows: Vec<Claimed> = sqlx::query_as(
         "SELECT tenant_id, id, endpoint_id, url, secret_sealed, previous_secret_sealed, message_id, \
                 event_type, payload, \
-                message_created_at, attempt, headers \
+                message_created_at, attempt, headers, headers_sealed \
          FROM slaproof_claim_webhook_deliveries($1, $2, make_interval(secs => $3), $4, $5)",
     )
     .bind(worker)
@@ -316,6 +321,7 @@ pub async fn claim(
                 created,
                 attempt,
                 headers,
+                headers_sealed,
             )| {
                 ClaimedDelivery {
                     tenant: TenantId::from_uuid(tenant),
@@ -330,6 +336,7 @@ pub async fn claim(
                     message_created_at: created,
                     attempt,
                     headers: headers.0,
+                    headers_sealed,
                 }
             },
         )

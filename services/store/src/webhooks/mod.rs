@@ -25,8 +25,10 @@ pub struct StoredEndpoint {
     /// Until when deliveries are also signed with the secret before the
     /// last rotation.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
-    /// Sent with every delivery, by lower-case name; values may be
-    /// credentials, so `Debug` leaves them out.
+    /// The custom headers' names, each with an empty value (the values
+    /// are in the sealed copy the worker opens); an endpoint written before
+    /// headers were sealed holds its values here until it is re-sealed.
+    /// `Debug` leaves them out.
     pub headers: BTreeMap<String, String>,
     pub flow: Flow,
     /// The external reference of `flow.customer`, read with the row.
@@ -158,7 +160,23 @@ fn endpoint(row: Row) -> StoredEndpoint {
     }
 }
 
-/// What a new endpoint is made of, its secret already sealed.
+/// An endpoint's custom headers as kept: their names in the clear, for
+/// listing, and names and values sealed (see the migration
+/// `20261205000800_webhook_sealed_headers.sql`).
+#[derive(Debug, Clone, Default)]
+pub struct SealedHeaders {
+    pub names: Vec<String>,
+    pub sealed: Vec<u8>,
+}
+
+impl SealedHeaders {
+    /// The `headers` column: each name with an empty value.
+    fn names_only(&self) -> BTreeMap<&str, &str> {
+        self.names.iter().map(|n| (n.as_str(), "")).collect()
+    }
+}
+
+/// What a new endpoint is made of, its secret and headers already sealed.
 #[derive(Clone)]
 pub struct NewEndpoint {
     pub id: WebhookEndpointId,
@@ -167,7 +185,7 @@ pub struct NewEndpoint {
     pub event_types: Vec<String>,
     pub enabled: bool,
     pub secret_sealed: Vec<u8>,
-    pub headers: BTreeMap<String, String>,
+    pub headers: SealedHeaders,
     pub flow: Flow,
 }
 
@@ -201,8 +219,8 @@ pub async fn count_locked(tx: &mut TenantTx) -> Result<i64, StoreError> {
 pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoint, StoreError> {
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO webhook_endpoints (tenant_id, id, url, description, event_types, enabled, secret_sealed, \
-                                        headers, customer_id, rate_limit_per_sec, ordered) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {WRITTEN}"
+                                        headers, customer_id, rate_limit_per_sec, ordered, headers_sealed) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
     .bind(new.id.uuid())
@@ -211,10 +229,11 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     .bind(&new.event_types)
     .bind(new.enabled)
     .bind(&new.secret_sealed)
-    .bind(sqlx::types::Json(&new.headers))
+    .bind(sqlx::types::Json(new.headers.names_only()))
     .bind(new.flow.customer.map(|c| c.uuid()))
     .bind(new.flow.rate_limit_per_sec)
     .bind(new.flow.ordered)
+    .bind(&new.headers.sealed)
     .fetch_one(&mut **tx)
     .await?;
     with_customer_ref(tx, endpoint(row)).await
@@ -351,7 +370,7 @@ pub struct EndpointChange {
     pub url: Option<String>,
     pub description: Option<String>,
     pub event_types: Option<Vec<String>>,
-    pub headers: Option<BTreeMap<String, String>>,
+    pub headers: Option<SealedHeaders>,
     pub customer: Option<Option<CustomerId>>,
     pub rate_limit_per_sec: Option<Option<i32>>,
     pub ordered: Option<bool>,
@@ -382,7 +401,8 @@ pub async fn update(
              event_types = coalesce($5, event_types), headers = coalesce($6, headers), \
              customer_id = CASE WHEN $7 THEN $8 ELSE customer_id END, \
              rate_limit_per_sec = CASE WHEN $9 THEN $10 ELSE rate_limit_per_sec END, \
-             ordered = coalesce($11, ordered), updated_at = now() \
+             ordered = coalesce($11, ordered), \
+             headers_sealed = CASE WHEN $6 IS NULL THEN headers_sealed ELSE $12 END, updated_at = now() \
          WHERE tenant_id = $1 AND id = $2 RETURNING {WRITTEN}"
     ))
     .bind(tx.tenant().uuid())
@@ -390,12 +410,18 @@ pub async fn update(
     .bind(&change.url)
     .bind(&change.description)
     .bind(&change.event_types)
-    .bind(change.headers.as_ref().map(sqlx::types::Json))
+    .bind(
+        change
+            .headers
+            .as_ref()
+            .map(|h| sqlx::types::Json(h.names_only())),
+    )
     .bind(change.customer.is_some())
     .bind(change.customer.flatten().map(|c| c.uuid()))
     .bind(change.rate_limit_per_sec.is_some())
     .bind(change.rate_limit_per_sec.flatten())
     .bind(change.ordered)
+    .bind(change.headers.as_ref().map(|h| &h.sealed))
     .fetch_optional(&mut **tx)
     .await?;
     written(tx, row)
@@ -403,11 +429,16 @@ pub async fn update(
         .ok_or_else(|| StoreError::not_found("webhook endpoint", id))
 }
 
-/// One endpoint's sealed secrets, for a re-seal under a new key.
+/// One endpoint's sealed secrets and headers, for a re-seal under a new key.
 pub struct SealedSecrets {
     pub id: WebhookEndpointId,
     pub current: Vec<u8>,
     pub previous: Option<Vec<u8>>,
+    /// The `headers` column: names only once sealed, names and values in
+    /// the clear on a row written before headers were sealed.
+    pub headers: BTreeMap<String, String>,
+    /// `None` on a row written before headers were sealed.
+    pub headers_sealed: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for SealedSecrets {
@@ -421,8 +452,15 @@ impl std::fmt::Debug for SealedSecrets {
 /// Every endpoint's sealed secrets, locked to the end of the transaction
 /// (a rotation meanwhile waits rather than being overwritten).
 pub async fn sealed_secrets(tx: &mut TenantTx) -> Result<Vec<SealedSecrets>, StoreError> {
-    let rows: Vec<(uuid::Uuid, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(
-        "SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints \
+    type Sealed = (
+        uuid::Uuid,
+        Vec<u8>,
+        Option<Vec<u8>>,
+        sqlx::types::Json<BTreeMap<String, String>>,
+        Option<Vec<u8>>,
+    );
+    let rows: Vec<Sealed> = sqlx::query_as(
+        "SELECT id, secret_sealed, previous_secret_sealed, headers, headers_sealed FROM webhook_endpoints \
          WHERE tenant_id = $1 ORDER BY id FOR UPDATE",
     )
     .bind(tx.tenant().uuid())
@@ -430,26 +468,38 @@ pub async fn sealed_secrets(tx: &mut TenantTx) -> Result<Vec<SealedSecrets>, Sto
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, current, previous)| SealedSecrets {
-            id: WebhookEndpointId::from_uuid(id),
-            current,
-            previous,
-        })
+        .map(
+            |(id, current, previous, headers, headers_sealed)| SealedSecrets {
+                id: WebhookEndpointId::from_uuid(id),
+                current,
+                previous,
+                headers: headers.0,
+                headers_sealed,
+            },
+        )
         .collect())
 }
 
 /// Replaces an endpoint's sealed secrets with the same secrets sealed
-/// under another key. `updated_at` stays: nothing the provider set changed
-/// (and the five-day failing rule counts from it).
-pub async fn reseal(tx: &mut TenantTx, sealed: &SealedSecrets) -> Result<(), StoreError> {
+/// under another key, and its headers with `headers` (sealed; the names
+/// left in the clear). `updated_at` stays: nothing the provider set
+/// changed (and the five-day failing rule counts from it).
+pub async fn reseal(
+    tx: &mut TenantTx,
+    sealed: &SealedSecrets,
+    headers: &SealedHeaders,
+) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE webhook_endpoints SET secret_sealed = $3, previous_secret_sealed = $4 \
+        "UPDATE webhook_endpoints SET secret_sealed = $3, previous_secret_sealed = $4, \
+             headers = $5, headers_sealed = $6 \
          WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tx.tenant().uuid())
     .bind(sealed.id.uuid())
     .bind(&sealed.current)
     .bind(&sealed.previous)
+    .bind(sqlx::types::Json(headers.names_only()))
+    .bind(&headers.sealed)
     .execute(&mut **tx)
     .await?;
     Ok(())

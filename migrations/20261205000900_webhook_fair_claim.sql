@@ -17,7 +17,8 @@
 -- Each of the loop's statements names one tenant or is a plain ordered
 -- scan, which Citus runs as it is (docs/OPERATIONS.md, "Citus"); the limits
 -- per endpoint, the ordering and the rate limit are as in
--- 20261201001700_citus_webhook_claim.sql.
+-- 20261201001700_citus_webhook_claim.sql. It also answers the endpoint's
+-- sealed headers (20261205000800).
 
 CREATE INDEX webhook_deliveries_due_by_tenant ON webhook_deliveries (tenant_id, next_attempt_at)
     WHERE delivered_at IS NULL AND failed_at IS NULL;
@@ -28,7 +29,8 @@ CREATE FUNCTION public.slaproof_claim_webhook_deliveries(p_worker text, p_limit 
                                                   p_per_endpoint integer, p_per_tenant integer)
     RETURNS TABLE (tenant_id uuid, id uuid, endpoint_id uuid, url text, secret_sealed bytea,
                    previous_secret_sealed bytea, message_id uuid, event_type text, payload jsonb,
-                   message_created_at timestamptz, attempt integer, headers jsonb)
+                   message_created_at timestamptz, attempt integer, headers jsonb,
+                   headers_sealed bytea)
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $$
     DECLARE
@@ -154,7 +156,8 @@ CREATE FUNCTION public.slaproof_claim_webhook_deliveries(p_worker text, p_limit 
         )
         SELECT c.tenant_id, c.id, c.endpoint_id, e.url, e.secret_sealed,
                CASE WHEN e.previous_secret_expires_at > v_now THEN e.previous_secret_sealed END,
-               c.message_id, o.event_type, o.payload, o.created_at, c.attempts, e.headers
+               c.message_id, o.event_type, o.payload, o.created_at, c.attempts, e.headers,
+               e.headers_sealed
         FROM claimed c
         JOIN public.webhook_endpoints e ON e.tenant_id = c.tenant_id AND e.id = c.endpoint_id
         JOIN public.outbox o ON o.tenant_id = c.tenant_id AND o.id = c.message_id
