@@ -416,17 +416,30 @@ pub async fn record_result(
     Ok(())
 }
 
-/// Claims up to `limit` due probes across tenants. Each claimed slot is
-/// this caller's alone: the claim moved the probe's `next_run_at` on in the
-/// same statement.
-#[tracing::instrument(skip(db))]
-pub async fn claim_due(db: &Database, limit: i32) -> Result<Vec<ClaimedProbe>, StoreError> {
+/// Claims up to `limit` due probes across tenants, the tenants taking
+/// turns, none given more than `per_tenant` runs counting the ones the
+/// caller says it `held` already. Each claimed slot is this caller's
+/// alone: the claim moved the probe's `next_run_at` on in the same
+/// statement.
+#[tracing::instrument(skip(db, held))]
+pub async fn claim_due(
+    db: &Database,
+    limit: i32,
+    per_tenant: i32,
+    held: &[(TenantId, i32)],
+) -> Result<Vec<ClaimedProbe>, StoreError> {
+    let tenants: Vec<uuid::Uuid> = held.iter().map(|(t, _)| t.uuid()).collect();
+    let counts: Vec<i32> = held.iter().map(|(_, n)| *n).collect();
     let mut tx = db.platform_tx().await?;
-    let rows: Vec<(uuid::Uuid, uuid::Uuid, DateTime<Utc>)> =
-        sqlx::query_as("SELECT tenant_id, id, scheduled_at FROM slaproof_claim_probes($1)")
-            .bind(limit)
-            .fetch_all(&mut *tx)
-            .await?;
+    let rows: Vec<(uuid::Uuid, uuid::Uuid, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT tenant_id, id, scheduled_at FROM slaproof_claim_probes($1, $2, $3, $4)",
+    )
+    .bind(limit)
+    .bind(per_tenant)
+    .bind(&tenants)
+    .bind(&counts)
+    .fetch_all(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(rows
         .into_iter()

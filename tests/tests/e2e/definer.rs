@@ -57,7 +57,7 @@ const DEFINER_CALLS: &[(&str, &str, i64)] = &[
     ),
     (
         "slaproof_claim_probes",
-        "SELECT count(*) FROM slaproof_claim_probes(10)",
+        "SELECT count(*) FROM slaproof_claim_probes(10, 10, '{}', '{}')",
         1,
     ),
     (

@@ -1097,9 +1097,14 @@ async fn probes_created_together_spread_their_slots_over_the_interval() {
     tx.commit().await.unwrap();
 
     let before = Utc::now();
-    let first = probes::claim_due(&db, 100).await.unwrap();
+    let first = probes::claim_due(&db, 100, 100, &[]).await.unwrap();
     assert_eq!(first.len(), PROBES, "all due at creation");
-    assert!(probes::claim_due(&db, 100).await.unwrap().is_empty());
+    assert!(
+        probes::claim_due(&db, 100, 100, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let after = Utc::now();
 
     let next = |db: Database| async move {
@@ -1141,9 +1146,14 @@ async fn probes_created_together_spread_their_slots_over_the_interval() {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let claimed = probes::claim_due(&db, 100).await.unwrap();
+    let claimed = probes::claim_due(&db, 100, 100, &[]).await.unwrap();
     assert_eq!(claimed.len(), PROBES);
-    assert!(probes::claim_due(&db, 100).await.unwrap().is_empty());
+    assert!(
+        probes::claim_due(&db, 100, 100, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let moved = next(db.clone()).await;
     for ((name, old), (_, new)) in slots.iter().zip(&moved) {
         let step = (*new - *old).num_milliseconds();
@@ -1588,5 +1598,101 @@ async fn a_run_whose_key_is_taken_is_stored_under_a_fresh_id() {
             (stored.id.uuid(), "probe".to_owned(), Some(503)),
             (id, "provider".to_owned(), Some(200)),
         ]
+    );
+}
+
+/// Issue #31, item 5: one tenant's many slow probes took every slot of the
+/// runner, and another tenant's probe falling due meanwhile waited for a
+/// slot (or, past its slot, was skipped). A tenant now holds at most
+/// `tenant_concurrency` of the slots: the other's probe runs on its slot
+/// while the slow ones still wait on their target. With
+/// `tenant_concurrency` 4 (no share) this test fails: the slow tenant
+/// holds all four slots for five seconds.
+#[tokio::test]
+async fn one_tenants_slow_probes_leave_another_tenants_probe_its_slot() {
+    let (target, _) = target().await;
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let slow = tenants::create(&db, "slowco", "Slow Co").await.unwrap().id;
+    let other = tenants::create(&db, "other", "Other").await.unwrap().id;
+    let define = |name: String, path: &str| ProbeDefinition {
+        name,
+        service: "chat-completions".into(),
+        customer: None,
+        model: None,
+        kind: ProbeKind::Http,
+        method: "GET".into(),
+        url: format!("http://{target}{path}"),
+        headers: Default::default(),
+        body: None,
+        expected_status: 200,
+        interval_secs: 3600,
+        timeout_ms: 10_000,
+        enabled: true,
+    };
+    let mut slow_ids = Vec::new();
+    let mut tx = db.tenant_tx(slow).await.unwrap();
+    for n in 0..6 {
+        let stored = probes::create(&mut tx, &define(format!("slow{n}"), "/slow"))
+            .await
+            .unwrap();
+        slow_ids.push(stored.id.to_string());
+    }
+    tx.commit().await.unwrap();
+    let mut tx = db.tenant_tx(other).await.unwrap();
+    let quick = probes::create(&mut tx, &define("quick".into(), "/ok"))
+        .await
+        .unwrap()
+        .id
+        .to_string();
+    tx.commit().await.unwrap();
+    // The slow tenant's probes are due now; the other's falls due in two
+    // seconds, when the slow ones hold their slots.
+    let mut owner = database.owner_connection().await;
+    sqlx::query(
+        "UPDATE probes SET next_run_at = CASE WHEN tenant_id = $1 THEN now() - interval '1 minute' \
+                                          ELSE now() + interval '2 seconds' END",
+    )
+    .bind(slow.uuid())
+    .execute(&mut owner)
+    .await
+    .unwrap();
+
+    let settings = ProbeSettings {
+        poll_interval_ms: 50,
+        concurrency: 4,
+        tenant_concurrency: 2,
+        ..ProbeSettings::default()
+    };
+    let runner = Arc::new(
+        ProbeRunner::new(
+            database.service_database().await,
+            settings,
+            OutboundPolicy::allowing(["127.0.0.0/8".parse().unwrap()]),
+        )
+        .unwrap(),
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn(runner.run(shutdown.clone()));
+    let ran = wait_for_events(&db, other, &quick, 1, Duration::from_secs(20)).await;
+    let mut slow_done = 0;
+    for id in &slow_ids {
+        slow_done += events_of(&db, slow, id).await.len();
+    }
+    shutdown.cancel();
+    running.await.unwrap();
+    assert_eq!(ran.len(), 1, "the other tenant's probe ran");
+    assert_eq!(ran[0].status, Some(200));
+    assert_eq!(
+        slow_done, 0,
+        "it ran while the slow tenant's first runs still waited on their target"
+    );
+    let mut slow_ran = 0;
+    for id in &slow_ids {
+        slow_ran += events_of(&db, slow, id).await.len();
+    }
+    assert_eq!(
+        slow_ran, 2,
+        "the slow tenant ran its share, no more, before shutdown"
     );
 }

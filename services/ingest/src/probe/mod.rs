@@ -41,6 +41,7 @@
 //! run list that read `source == "probe"` count slaproof's measurements
 //! only.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,6 +75,39 @@ const WRITE_RETRIES: u32 = 3;
 /// an event that is not its own (with random ids, one is all it ever takes).
 const ID_ATTEMPTS: u32 = 3;
 
+/// The runs in flight per tenant, poisoned or not: a count is all it holds.
+fn lock(
+    held: &std::sync::Mutex<HashMap<TenantId, i32>>,
+) -> std::sync::MutexGuard<'_, HashMap<TenantId, i32>> {
+    held.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One run counted against its tenant until dropped (also when the run's
+/// task fails).
+struct Holding {
+    held: Arc<std::sync::Mutex<HashMap<TenantId, i32>>>,
+    tenant: TenantId,
+}
+
+impl Holding {
+    fn take(held: &Arc<std::sync::Mutex<HashMap<TenantId, i32>>>, tenant: TenantId) -> Self {
+        *lock(held).entry(tenant).or_default() += 1;
+        Self {
+            held: held.clone(),
+            tenant,
+        }
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        if let Some(n) = lock(&self.held).get_mut(&self.tenant) {
+            *n -= 1;
+        }
+    }
+}
+
 /// How the probe runner behaves; `slaproof`'s `[probes]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -83,6 +117,10 @@ pub struct Settings {
     pub poll_interval_ms: u64,
     /// Probes one runner measures at once.
     pub concurrency: usize,
+    /// Of those, how many one tenant's probes may take: the rest stay open
+    /// for the other tenants' runs, however slow one tenant's targets.
+    /// At most `concurrency`.
+    pub tenant_concurrency: usize,
     /// Bytes of an answer read at most; an answer is timed to its end or
     /// to this many bytes, whichever comes first.
     pub max_response_bytes: usize,
@@ -92,7 +130,10 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             poll_interval_ms: 1000,
-            concurrency: 16,
+            // One tenant alone gets 16 at once, as before tenants had
+            // shares; 16 more stay for the others.
+            concurrency: 32,
+            tenant_concurrency: 16,
             max_response_bytes: 1024 * 1024,
         }
     }
@@ -116,6 +157,15 @@ impl Settings {
             return Err(SettingsError {
                 key: "probes.concurrency",
                 rule: format!("must be between 1 and 1024, got {}", self.concurrency),
+            });
+        }
+        if !(1..=self.concurrency).contains(&self.tenant_concurrency) {
+            return Err(SettingsError {
+                key: "probes.tenant_concurrency",
+                rule: format!(
+                    "must be between 1 and probes.concurrency ({}), got {}",
+                    self.concurrency, self.tenant_concurrency
+                ),
             });
         }
         if !(1024..=64 * 1024 * 1024).contains(&self.max_response_bytes) {
@@ -189,24 +239,40 @@ impl ProbeRunner {
     }
 
     /// Polls for due probes and runs them until `shutdown`; runs already
-    /// started finish (each is bounded by its timeout).
+    /// started finish (each is bounded by its timeout). One tenant's runs
+    /// hold at most `tenant_concurrency` of the slots.
     pub async fn run(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         let permits = Arc::new(Semaphore::new(self.settings.concurrency));
+        // Runs in flight per tenant, told to each claim.
+        let held: Arc<std::sync::Mutex<HashMap<TenantId, i32>>> = Arc::default();
         let mut running = JoinSet::new();
         loop {
             while running.try_join_next().is_some() {}
             let free = permits.available_permits();
             if free > 0 {
-                match probes::claim_due(&self.db, i32::try_from(free).unwrap_or(i32::MAX)).await {
+                let holding: Vec<(TenantId, i32)> = lock(&held)
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(t, n)| (*t, *n))
+                    .collect();
+                match probes::claim_due(
+                    &self.db,
+                    i32::try_from(free).unwrap_or(i32::MAX),
+                    self.per_tenant(),
+                    &holding,
+                )
+                .await
+                {
                     Ok(claimed) => {
                         for probe in claimed {
                             let Ok(permit) = permits.clone().acquire_owned().await else {
                                 break;
                             };
                             let runner = self.clone();
+                            let holding = Holding::take(&held, probe.tenant);
                             running.spawn(async move {
                                 runner.run_claimed(probe).await;
-                                drop(permit);
+                                drop((holding, permit));
                             });
                         }
                     }
@@ -221,13 +287,18 @@ impl ProbeRunner {
         while running.join_next().await.is_some() {}
     }
 
+    /// The most runs one tenant may hold.
+    fn per_tenant(&self) -> i32 {
+        i32::try_from(self.settings.tenant_concurrency).unwrap_or(i32::MAX)
+    }
+
     /// Claims and runs every due probe, one batch after another, and
     /// returns how many ran: for tools and tests that want a round now.
     pub async fn run_due(self: &Arc<Self>) -> Result<usize, ProbeError> {
         let mut ran = 0;
         loop {
             let limit = i32::try_from(self.settings.concurrency).unwrap_or(i32::MAX);
-            let claimed = probes::claim_due(&self.db, limit).await?;
+            let claimed = probes::claim_due(&self.db, limit, self.per_tenant(), &[]).await?;
             if claimed.is_empty() {
                 return Ok(ran);
             }
