@@ -1,17 +1,19 @@
 //! Synthetic probes: endpoints of the provider that slaproof measures
 //! itself. Provider admins only; header values (API keys) are taken but
-//! never answered; every URL passes the operator's outbound policy.
+//! never answered, and stored sealed under the platform's key; every URL
+//! passes the operator's outbound policy.
 
 use std::collections::BTreeMap;
 
 use chrono::{Duration, Utc};
-use slaproof_domain::ids::ProbeId;
+use slaproof_domain::ids::{ProbeId, TenantId};
 use slaproof_store::TenantTx;
 use slaproof_store::probes;
 pub use slaproof_store::probes::{ProbeDefinition, ProbeKind, ProbeOutcome, ProbeRun, StoredProbe};
 
 use crate::authz::Scope;
 use crate::idempotency::Creating;
+use crate::webhook_secret::WebhookKey;
 use crate::{App, AppError, Caller, Page, PageRequest};
 use slaproof_http::outbound::OutboundPolicy;
 
@@ -261,6 +263,37 @@ fn check_definition(definition: &mut ProbeDefinition) -> Result<(), AppError> {
     Ok(())
 }
 
+/// `headers` with every value sealed under `key` for `tenant` (see
+/// [`WebhookKey::seal_probe_header`]).
+pub(crate) fn seal_all(
+    key: &WebhookKey,
+    tenant: TenantId,
+    headers: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    headers
+        .into_iter()
+        .map(|(name, value)| {
+            let sealed = key.seal_probe_header(tenant, &name, &value);
+            (name, sealed)
+        })
+        .collect()
+}
+
+impl App {
+    /// A checked probe's headers as stored: every value sealed under the
+    /// platform's key (the webhook key), which the probe runner opens.
+    async fn seal_probe_headers(
+        &self,
+        tenant: TenantId,
+        headers: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, AppError> {
+        if headers.is_empty() {
+            return Ok(headers);
+        }
+        Ok(seal_all(&self.webhook_key().await?, tenant, headers))
+    }
+}
+
 /// A new probe's definition with the defaults applied, checked field by
 /// field (not yet its URL against the outbound policy, which needs DNS).
 /// The CLI defines probes through this too.
@@ -348,6 +381,9 @@ impl App {
         caller.require_provider(Scope::ProbeManage)?;
         let mut definition = definition_of(new)?;
         definition.url = check_url(&self.outbound, &definition.url).await?;
+        definition.headers = self
+            .seal_probe_headers(caller.tenant(), definition.headers)
+            .await?;
         Ok(CheckedProbe(definition))
     }
 
@@ -412,9 +448,16 @@ impl App {
             Some(url) => Some(check_url(&self.outbound, url).await?),
             None => None,
         };
+        let key = match patch.headers {
+            Some(_) => Some(self.webhook_key().await?),
+            None => None,
+        };
         let mut tx = self.tx(caller).await?;
         let stored = find(&mut tx, reference).await?;
         let mut definition = stored.definition;
+        // Kept sealed as stored, out of the checks below (which read
+        // values as given), unless the patch replaces them.
+        let kept = std::mem::take(&mut definition.headers);
         let kind_changed = patch.kind.is_some_and(|k| k != definition.kind);
         if let Some(name) = patch.name {
             definition.name = name;
@@ -466,6 +509,10 @@ impl App {
             definition.enabled = enabled;
         }
         check_definition(&mut definition)?;
+        definition.headers = match key {
+            Some(key) => seal_all(&key, caller.tenant(), definition.headers),
+            None => kept,
+        };
         let probe = probes::update(&mut tx, stored.id, &definition).await?;
         tx.commit().await?;
         Ok(probe)

@@ -2,7 +2,9 @@
 //! sealed at rest with AES-256-GCM under the platform's webhook key, and
 //! opened by the worker that signs with them. An endpoint's custom headers
 //! (whose values are often the receiver's credentials) are sealed the same
-//! way, under their own associated data.
+//! way, under their own associated data, and so are a probe's request
+//! headers, value by value (`sealed:v1:` + base64), so that a probe's
+//! definition keeps its shape.
 
 use std::collections::BTreeMap;
 
@@ -208,11 +210,64 @@ impl WebhookKey {
         .is_some()
     }
 
+    /// Seals the value of a probe's request header `name` for `tenant`:
+    /// [`PROBE_HEADER_PREFIX`] and base64 of the nonce, ciphertext and tag.
+    pub fn seal_probe_header(&self, tenant: TenantId, name: &str, value: &str) -> String {
+        let sealed = seal_under(
+            &self.current,
+            &probe_header_aad(tenant, name),
+            value.as_bytes(),
+        );
+        format!("{PROBE_HEADER_PREFIX}{}", STANDARD.encode(sealed))
+    }
+
+    /// A probe header's value as sent: opened when sealed (under the
+    /// current key or a replaced one), as stored when written before
+    /// headers were sealed (no [`PROBE_HEADER_PREFIX`]).
+    pub fn open_probe_header(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        stored: &str,
+    ) -> Result<String, SealError> {
+        let Some(encoded) = stored.strip_prefix(PROBE_HEADER_PREFIX) else {
+            return Ok(stored.to_owned());
+        };
+        let sealed = STANDARD
+            .decode(encoded)
+            .map_err(|_| SealError::OpenHeaders)?;
+        self.open_bytes(&probe_header_aad(tenant, name), &sealed)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or(SealError::OpenHeaders)
+    }
+
+    /// Whether a stored probe header value is sealed under the current key.
+    pub fn probe_header_current(&self, tenant: TenantId, name: &str, stored: &str) -> bool {
+        stored
+            .strip_prefix(PROBE_HEADER_PREFIX)
+            .and_then(|encoded| STANDARD.decode(encoded).ok())
+            .is_some_and(|sealed| {
+                open_under(&self.current, &probe_header_aad(tenant, name), &sealed).is_some()
+            })
+    }
+
     fn open_bytes(&self, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
         std::iter::once(&self.current)
             .chain(&self.previous)
             .find_map(|key| open_under(key, aad, sealed))
     }
+}
+
+/// How a sealed probe header value begins.
+pub const PROBE_HEADER_PREFIX: &str = "sealed:v1:";
+
+/// A probe header's associated data: its tenant and name (a probe's id is
+/// drawn when it is stored, after its headers are sealed).
+fn probe_header_aad(tenant: TenantId, name: &str) -> Vec<u8> {
+    let mut aad = b"slaproof.probe.header".to_vec();
+    aad.extend_from_slice(tenant.uuid().as_bytes());
+    aad.extend_from_slice(name.to_ascii_lowercase().as_bytes());
+    aad
 }
 
 /// What a sealed value is, bound into its associated data.
@@ -327,6 +382,31 @@ mod tests {
             headers
         );
         assert!(!rotated.headers_current(tenant, endpoint, &sealed));
+    }
+
+    #[test]
+    fn probe_headers_open_for_their_tenant_and_name_and_old_values_pass() {
+        let key = WebhookKey::from_bytes(&[7; 32]).unwrap();
+        let tenant = TenantId::new();
+        let sealed = key.seal_probe_header(tenant, "authorization", "Bearer sk-1");
+        assert!(sealed.starts_with(PROBE_HEADER_PREFIX) && !sealed.contains("sk-1"));
+        assert_eq!(
+            key.open_probe_header(tenant, "Authorization", &sealed)
+                .unwrap(),
+            "Bearer sk-1"
+        );
+        assert!(key.probe_header_current(tenant, "authorization", &sealed));
+        assert!(
+            key.open_probe_header(TenantId::new(), "authorization", &sealed)
+                .is_err()
+        );
+        assert!(key.open_probe_header(tenant, "x-api-key", &sealed).is_err());
+        assert_eq!(
+            key.open_probe_header(tenant, "authorization", "Bearer old")
+                .unwrap(),
+            "Bearer old"
+        );
+        assert!(!key.probe_header_current(tenant, "authorization", "Bearer old"));
     }
 
     #[test]

@@ -165,9 +165,18 @@ impl Application {
             },
         ));
         let probes = if services.contains(&Service::Probes) {
+            // The key probe header values are sealed under: the webhook key.
+            let app = slaproof_app::App::with_default_policy(db.clone())
+                .await
+                .context("loading the authorization policy")?;
+            let key = with_configured_webhook_key(app, &config)?
+                .webhook_key()
+                .await
+                .context("reading the key probe headers are sealed under")?;
             Some(Arc::new(
                 ProbeRunner::new(db.clone(), config.probes.clone(), config.outbound.clone())
-                    .context("building the probe runner")?,
+                    .context("building the probe runner")?
+                    .with_key(key),
             ))
         } else {
             None

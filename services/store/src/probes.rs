@@ -230,6 +230,40 @@ fn headers_json(headers: &BTreeMap<String, String>) -> serde_json::Value {
     )
 }
 
+/// Every probe's request headers as stored, locked to the end of the
+/// transaction (an edit meanwhile waits rather than being overwritten):
+/// for a re-seal under a new key.
+pub async fn all_headers(
+    tx: &mut TenantTx,
+) -> Result<Vec<(ProbeId, BTreeMap<String, String>)>, StoreError> {
+    let rows: Vec<(uuid::Uuid, sqlx::types::Json<BTreeMap<String, String>>)> = sqlx::query_as(
+        "SELECT id, headers FROM probes WHERE tenant_id = $1 ORDER BY id FOR UPDATE",
+    )
+    .bind(tx.tenant().uuid())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, headers)| (ProbeId::from_uuid(id), headers.0))
+        .collect())
+}
+
+/// Replaces a probe's request headers with the same headers sealed anew.
+/// `updated_at` stays: nothing the provider set changed.
+pub async fn reseal_headers(
+    tx: &mut TenantTx,
+    id: ProbeId,
+    headers: &BTreeMap<String, String>,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE probes SET headers = $3 WHERE tenant_id = $1 AND id = $2")
+        .bind(tx.tenant().uuid())
+        .bind(id.uuid())
+        .bind(headers_json(headers))
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Adds a probe; its first run is due at once, so a new probe shows a
 /// result within a poll of the runners. Its later runs fall on slots of its
 /// own (a phase from its id, see `slaproof_claim_probes`), so probes

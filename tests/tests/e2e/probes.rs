@@ -423,6 +423,51 @@ async fn a_streaming_probe_records_time_to_first_token_and_never_shows_its_key()
         runs["data"][0]["ttft_ms"].as_f64().unwrap() >= 250.0,
         "{runs}"
     );
+
+    // Issue #31, item 8: nor does the database hold it in the clear (it
+    // did, in probes.headers): the value is sealed, the name kept.
+    let mut owner = w.app.database.owner_connection().await;
+    let stored: String = sqlx::query_scalar("SELECT headers::text FROM probes")
+        .fetch_one(&mut owner)
+        .await
+        .unwrap();
+    assert!(!stored.contains("sk-secret-123"), "{stored}");
+    assert!(
+        stored.contains("\"authorization\": \"sealed:v1:"),
+        "{stored}"
+    );
+    // A probe stored before values were sealed still sends its value, and
+    // a re-seal seals it.
+    sqlx::query("UPDATE probes SET headers = '{\"authorization\": \"Bearer sk-old-456\"}'")
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    let (status, _) = w.call("POST", "/v1/probes/chat-eu/run", None).await;
+    assert!(status.is_success(), "{status}");
+    let events = wait_for_events(&w.app.db, w.tenant, id, 2, Duration::from_secs(10)).await;
+    assert_eq!(events.len(), 2);
+    let (headers, _) = seen.lock().unwrap().completions[1].clone();
+    assert_eq!(headers["authorization"], "Bearer sk-old-456");
+    let app = slaproof_app::App::with_default_policy(w.app.db.clone())
+        .await
+        .unwrap();
+    let done = app.reseal_webhook_secrets().await.unwrap();
+    assert_eq!((done.probes, done.probes_resealed), (1, 1));
+    let stored: String = sqlx::query_scalar("SELECT headers::text FROM probes")
+        .fetch_one(&mut owner)
+        .await
+        .unwrap();
+    assert!(!stored.contains("sk-old-456"), "{stored}");
+    let (status, _) = w.call("POST", "/v1/probes/chat-eu/run", None).await;
+    assert!(status.is_success(), "{status}");
+    let events = wait_for_events(&w.app.db, w.tenant, id, 3, Duration::from_secs(10)).await;
+    assert_eq!(events.len(), 3);
+    let (headers, _) = seen.lock().unwrap().completions[2].clone();
+    assert_eq!(headers["authorization"], "Bearer sk-old-456");
+    assert_eq!(
+        app.reseal_webhook_secrets().await.unwrap().probes_resealed,
+        0
+    );
 }
 
 #[tokio::test]

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use slaproof_store::{platform_secrets, tenants, webhooks};
+use std::collections::BTreeMap;
+
+use slaproof_store::{platform_secrets, probes, tenants, webhooks};
 
 use super::WebhookKey;
 use crate::{App, AppError};
@@ -24,6 +26,15 @@ pub struct Resealed {
     /// Endpoints whose secret opens under none of the keys given: left as
     /// they are (their deliveries fail until the secret is rotated).
     pub unopenable: u64,
+    /// Probes looked at.
+    pub probes: u64,
+    /// Probes whose header values were sealed again under the current key
+    /// (or for the first time).
+    pub probes_resealed: u64,
+    /// Probes with a header value that opens under none of the keys
+    /// given: left as they are (their runs stop until the header is set
+    /// again).
+    pub unopenable_probes: u64,
 }
 
 impl App {
@@ -58,7 +69,8 @@ impl App {
     }
 
     /// Seals every endpoint's secrets (and a rotation's previous secret)
-    /// and custom headers under the current key (headers stored in the
+    /// and custom headers, and every probe's header values, under the
+    /// current key (headers stored in the
     /// clear before they were sealed too), tenant by tenant, each in one
     /// transaction:
     /// after it, the replaced keys can leave the configuration. An
@@ -111,6 +123,30 @@ impl App {
                 let headers = super::seal_headers(&key, tenant.id, sealed.id, &headers);
                 webhooks::reseal(&mut tx, &sealed, &headers).await?;
                 done.resealed += 1;
+            }
+            for (probe, headers) in probes::all_headers(&mut tx).await? {
+                done.probes += 1;
+                if headers
+                    .iter()
+                    .all(|(name, value)| key.probe_header_current(tenant.id, name, value))
+                {
+                    continue;
+                }
+                let opened: Result<BTreeMap<String, String>, _> = headers
+                    .iter()
+                    .map(|(name, value)| {
+                        key.open_probe_header(tenant.id, name, value)
+                            .map(|clear| (name.clone(), clear))
+                    })
+                    .collect();
+                let Ok(opened) = opened else {
+                    tracing::warn!(tenant = %tenant.id, %probe, "a probe's headers open under none of the configured keys");
+                    done.unopenable_probes += 1;
+                    continue;
+                };
+                let sealed = crate::probes::seal_all(&key, tenant.id, opened);
+                probes::reseal_headers(&mut tx, probe, &sealed).await?;
+                done.probes_resealed += 1;
             }
             tx.commit().await?;
         }

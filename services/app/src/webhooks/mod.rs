@@ -18,7 +18,9 @@ pub use keys::Resealed;
 pub use update::{MAX_RATE_LIMIT_PER_SEC, WebhookEndpointChange};
 
 use crate::authz::Scope;
-pub use crate::webhook_secret::{SECRET_PREFIX, SealError, SigningSecret, WebhookKey};
+pub use crate::webhook_secret::{
+    PROBE_HEADER_PREFIX, SECRET_PREFIX, SealError, SigningSecret, WebhookKey,
+};
 use crate::{App, AppError, Caller};
 
 /// Endpoints one tenant may have.

@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use slaproof_app::webhooks::{PROBE_HEADER_PREFIX, WebhookKey};
 use slaproof_domain::ids::{EventId, ProbeId, TenantId};
 use slaproof_http::outbound::OutboundPolicy;
 use slaproof_store::events::{EventSource, StoredEvent};
@@ -196,6 +197,8 @@ pub enum ProbeError {
     Client(#[source] reqwest::Error),
     #[error("every id tried for the probe's event was taken by another event")]
     KeyTaken,
+    #[error("the probe's header {0} is sealed and {1}")]
+    SealedHeader(String, String),
 }
 
 /// Runs due probes. Cheap to share: one HTTP client (its connection pool)
@@ -207,6 +210,9 @@ pub struct ProbeRunner {
     policy: OutboundPolicy,
     client: reqwest::Client,
     writer: EventWriter,
+    /// Opens the sealed header values (`None`: only headers stored before
+    /// they were sealed can be sent).
+    key: Option<WebhookKey>,
 }
 
 impl ProbeRunner {
@@ -235,6 +241,7 @@ impl ProbeRunner {
             settings,
             policy,
             client,
+            key: None,
         })
     }
 
@@ -287,6 +294,35 @@ impl ProbeRunner {
         while running.join_next().await.is_some() {}
     }
 
+    /// The key the app sealed probe headers under (the webhook key).
+    pub fn with_key(mut self, key: WebhookKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// `definition` with its header values opened.
+    fn opened(
+        &self,
+        tenant: TenantId,
+        mut definition: ProbeDefinition,
+    ) -> Result<ProbeDefinition, ProbeError> {
+        for (name, value) in &mut definition.headers {
+            if !value.starts_with(PROBE_HEADER_PREFIX) {
+                continue;
+            }
+            let Some(key) = &self.key else {
+                return Err(ProbeError::SealedHeader(
+                    name.clone(),
+                    "this runner has no key".into(),
+                ));
+            };
+            *value = key
+                .open_probe_header(tenant, name, value)
+                .map_err(|e| ProbeError::SealedHeader(name.clone(), e.to_string()))?;
+        }
+        Ok(definition)
+    }
+
     /// The most runs one tenant may hold.
     fn per_tenant(&self) -> i32 {
         i32::try_from(self.settings.tenant_concurrency).unwrap_or(i32::MAX)
@@ -335,21 +371,19 @@ impl ProbeRunner {
         if !stored.definition.enabled {
             return Ok(());
         }
+        // Not run (nor recorded against the provider) when a header does
+        // not open: the fault is the platform's keys, not the target's.
+        let definition = self.opened(claimed.tenant, stored.definition)?;
         let measured = measure(
             &self.client,
             &self.policy,
-            &stored.definition,
+            &definition,
             self.settings.max_response_bytes,
         )
         .await;
         tracing::debug!(outcome = measured.outcome.as_str(), status = ?measured.status, latency_us = measured.latency_us, "probe ran");
         crate::metrics::probe_run(measured.outcome.as_str());
-        let event = event_of(
-            claimed.id,
-            claimed.scheduled_at,
-            &stored.definition,
-            &measured,
-        );
+        let event = event_of(claimed.id, claimed.scheduled_at, &definition, &measured);
         self.store_event(claimed.tenant, event).await?;
         let mut tx = self.db.tenant_tx(claimed.tenant).await?;
         probes::record_result(

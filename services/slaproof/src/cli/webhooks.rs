@@ -57,25 +57,34 @@ pub(super) async fn webhook(config: &Config, command: WebhookCommand) -> anyhow:
     let app = application(config).await?;
     match command {
         WebhookCommand::Reseal => {
-            if config.webhooks.secret_key.is_none() {
-                anyhow::bail!(
-                    "webhooks.secret_key is not set: a re-seal moves secrets under the configured key"
-                );
-            }
+            // Without a configured key, the platform's own: what a re-seal
+            // then does is seal what was stored before sealing existed.
+            let under = if config.webhooks.secret_key.is_some() {
+                "webhooks.secret_key"
+            } else {
+                "the platform's key (webhooks.secret_key is not set)"
+            };
             let done = app.reseal_webhook_secrets().await?;
-            println!(
-                "{} endpoint(s): {} re-sealed under webhooks.secret_key, {} already under it{}",
-                done.endpoints,
-                done.resealed,
-                done.endpoints - done.resealed - done.unopenable,
-                if done.unopenable > 0 {
-                    format!(
-                        ", {} opening under none of the configured keys (rotate their secrets)",
-                        done.unopenable
-                    )
+            let unopenable = |n: u64, what: &str| {
+                if n > 0 {
+                    format!(", {n} opening under none of the configured keys ({what})")
                 } else {
                     String::new()
                 }
+            };
+            println!(
+                "{} endpoint(s): {} re-sealed under {under}, {} already under it{}",
+                done.endpoints,
+                done.resealed,
+                done.endpoints - done.resealed - done.unopenable,
+                unopenable(done.unopenable, "rotate their secrets")
+            );
+            println!(
+                "{} probe(s): {} with headers re-sealed under {under}, {} already under it{}",
+                done.probes,
+                done.probes_resealed,
+                done.probes - done.probes_resealed - done.unopenable_probes,
+                unopenable(done.unopenable_probes, "set their headers again")
             );
         }
         WebhookCommand::List { tenant } => {
