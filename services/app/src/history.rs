@@ -80,13 +80,19 @@ impl App {
     }
 
     /// The burn-rate alerts of an SLA; those of objectives whose family the
-    /// caller may not read are left out and named in `redacted`.
+    /// caller may not read are left out and named in `redacted`. A
+    /// customer's user sees the states set under its own customer's
+    /// versions only (after the SLA moved from another customer, not the
+    /// alerts that customer's traffic set off).
     #[tracing::instrument(skip(self, caller), fields(tenant = %caller.tenant()))]
     pub async fn sla_alerts(&self, caller: &Caller, name: &str) -> Result<AlertsView, AppError> {
         caller.require(Scope::AlertRead)?;
         let mut tx = self.tx(caller).await?;
-        let (stored, _) = self.visible_sla(&mut tx, caller, name, None).await?;
-        let rows = evaluations::alert_states(&mut tx, stored.id).await?;
+        let (stored, customer_ref) = self.visible_sla(&mut tx, caller, name, None).await?;
+        let readable = self
+            .readable_versions(&mut tx, caller, &stored, customer_ref.as_deref())
+            .await?;
+        let rows = evaluations::alert_states(&mut tx, stored.id, readable.as_deref()).await?;
         tx.commit().await?;
         let (alerts, redacted) =
             by_family(caller, &stored.definition, rows, |a| &a.objective, "alerts");

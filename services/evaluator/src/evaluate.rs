@@ -560,11 +560,11 @@ pub async fn set_state(
     );
     sqlx::query(
         "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
-             long_burn_milli, short_burn_milli) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
+             long_burn_milli, short_burn_milli, version) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $10) \
          ON CONFLICT (tenant_id, sla_id, objective, rule) DO UPDATE SET firing = EXCLUDED.firing, \
              changed_at = CASE WHEN $9 THEN EXCLUDED.changed_at ELSE alert_states.changed_at END, \
              evaluated_at = EXCLUDED.evaluated_at, long_burn_milli = EXCLUDED.long_burn_milli, \
-             short_burn_milli = EXCLUDED.short_burn_milli",
+             short_burn_milli = EXCLUDED.short_burn_milli, version = EXCLUDED.version",
     )
     .bind(tenant)
     .bind(sla.uuid())
@@ -575,6 +575,7 @@ pub async fn set_state(
     .bind(i64::try_from(long_burn_milli).unwrap_or(i64::MAX))
     .bind(i64::try_from(short_burn_milli).unwrap_or(i64::MAX))
     .bind(changed)
+    .bind(evaluation.version)
     .execute(&mut **tx)
     .await
     .doing("writing alert state")?;

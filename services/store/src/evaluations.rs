@@ -180,15 +180,23 @@ pub async fn series(
     Ok((points, truncated))
 }
 
-/// The burn-rate alert states of an SLA, by objective and rule.
+/// The burn-rate alert states of an SLA, by objective and rule; of those
+/// last set under `versions` of the SLA only, when given.
 #[tracing::instrument(skip(tx))]
-pub async fn alert_states(tx: &mut TenantTx, sla: SlaId) -> Result<Vec<AlertView>, StoreError> {
+pub async fn alert_states(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    versions: Option<&[i32]>,
+) -> Result<Vec<AlertView>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT objective, rule, firing, changed_at, evaluated_at, long_burn_milli, short_burn_milli \
-         FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 ORDER BY objective, rule",
+         FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 \
+           AND ($3::int4[] IS NULL OR version = ANY($3)) \
+         ORDER BY objective, rule",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
+    .bind(versions)
     .fetch_all(&mut **tx)
     .await?)
 }

@@ -15,8 +15,9 @@
 //!
 //! The receiver is axum on 127.0.0.1 in the same process, answering 200 at
 //! once. Workers are the production loop ([`slaproof_webhooks::run`]:
-//! `Deliverer::round`, sleeping `poll_interval_ms` when a round found
-//! nothing), each with a pool of its own as separate processes would have.
+//! `Deliverer::serve`, claiming as slots free up and polling every
+//! `poll_interval_ms` while nothing is due), each with a pool of its own as
+//! separate processes would have.
 //! Messages are written with `outbox::enqueue` in tenant transactions, as
 //! the evaluator writes its facts.
 

@@ -165,8 +165,23 @@ async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one
         .unwrap();
         tx.commit().await.unwrap();
     };
-    // Version 1 is acme-corp's, with a breach.
+    // Version 1 is acme-corp's, with a breach, and an alert its traffic
+    // set off (a rule of this test's own, which no round rewrites).
     record(1, 600, false).await;
+    {
+        let mut tx = w.app.db.tenant_tx(w.tenant).await.unwrap();
+        sqlx::query(
+            "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
+                 long_burn_milli, short_burn_milli, version) \
+             VALUES ($1, $2, 'availability', 'test-rule', true, now(), now(), 777000, 777000, 1)",
+        )
+        .bind(w.tenant.uuid())
+        .bind(sla)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
     // The provider moves the SLA to globex: version 2.
     let moved = slaproof_tests::world::DEMO_SLA.replace("customer: acme-corp", "customer: globex");
     let (status, body) = w
@@ -220,6 +235,17 @@ async fn an_sla_moved_to_another_customer_keeps_its_old_history_from_the_new_one
             .filter(|point| point["compliance_ppm"] == 900000)
             .count()
     };
+    // Issue #31, item 3: the alert acme-corp's traffic set off was shown
+    // to globex (alert states were kept per SLA, whatever the version).
+    let alerts = "/v1/slas/acme-enterprise/alerts";
+    let (status, body) = w.call("GET", alerts, &globex, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        !body.to_string().contains("777000"),
+        "acme-corp's alert shown to globex: {body}"
+    );
+    let (_, body) = w.call("GET", alerts, &admin, None).await;
+    assert!(body.to_string().contains("777000"), "{body}");
     let series = "/v1/slas/acme-enterprise/compliance/series?objective=availability";
     let (status, body) = w.call("GET", series, &globex, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -402,3 +402,38 @@ async fn custom_header_values_are_sealed_at_rest_and_a_reseal_seals_older_rows()
         "nothing left to seal"
     );
 }
+
+/// Found by the webhook bench, which stores its endpoints through the store
+/// with no headers: nothing sealed was stored as empty bytes, which do not
+/// open, so every delivery to such an endpoint failed. No headers is NULL.
+#[tokio::test]
+async fn an_endpoint_stored_without_headers_is_delivered_to() {
+    let (_database, db, app, admin) = world().await;
+    let seen = Seen::default();
+    let url = receiver_seeing(Arc::new(AtomicU16::new(200)), seen.clone()).await;
+    let key = app.webhook_key().await.unwrap();
+    let id = slaproof_domain::ids::WebhookEndpointId::new();
+    let mut tx = db.tenant_tx(admin.tenant()).await.unwrap();
+    slaproof_store::webhooks::create(
+        &mut tx,
+        &slaproof_store::webhooks::NewEndpoint {
+            id,
+            url,
+            description: String::new(),
+            event_types: vec!["*".to_owned()],
+            enabled: true,
+            secret_sealed: key.seal(
+                admin.tenant(),
+                id,
+                &slaproof_app::webhooks::SigningSecret::generate(),
+            ),
+            headers: Default::default(),
+            flow: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let got = deliver_one(&db, &app, &admin, &seen).await;
+    assert!(got.contains_key("webhook-signature"));
+}

@@ -174,6 +174,13 @@ impl SealedHeaders {
     fn names_only(&self) -> BTreeMap<&str, &str> {
         self.names.iter().map(|n| (n.as_str(), "")).collect()
     }
+
+    /// The `headers_sealed` column: nothing sealed (the default) is no
+    /// custom headers, stored as NULL rather than as bytes that open to
+    /// nothing.
+    fn sealed_column(&self) -> Option<&[u8]> {
+        (!self.sealed.is_empty()).then_some(self.sealed.as_slice())
+    }
 }
 
 /// What a new endpoint is made of, its secret and headers already sealed.
@@ -233,7 +240,7 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     .bind(new.flow.customer.map(|c| c.uuid()))
     .bind(new.flow.rate_limit_per_sec)
     .bind(new.flow.ordered)
-    .bind(&new.headers.sealed)
+    .bind(new.headers.sealed_column())
     .fetch_one(&mut **tx)
     .await?;
     with_customer_ref(tx, endpoint(row)).await
@@ -421,7 +428,7 @@ pub async fn update(
     .bind(change.rate_limit_per_sec.is_some())
     .bind(change.rate_limit_per_sec.flatten())
     .bind(change.ordered)
-    .bind(change.headers.as_ref().map(|h| &h.sealed))
+    .bind(change.headers.as_ref().and_then(SealedHeaders::sealed_column))
     .fetch_optional(&mut **tx)
     .await?;
     written(tx, row)
@@ -499,7 +506,7 @@ pub async fn reseal(
     .bind(&sealed.current)
     .bind(&sealed.previous)
     .bind(sqlx::types::Json(headers.names_only()))
-    .bind(&headers.sealed)
+    .bind(headers.sealed_column())
     .execute(&mut **tx)
     .await?;
     Ok(())
