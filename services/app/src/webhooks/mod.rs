@@ -474,7 +474,7 @@ pub(crate) fn seal_headers(
 ) -> webhooks::SealedHeaders {
     webhooks::SealedHeaders {
         names: headers.keys().cloned().collect(),
-        sealed: key.seal_headers(tenant, endpoint, headers),
+        sealed: Some(key.seal_headers(tenant, endpoint, headers)),
     }
 }
 

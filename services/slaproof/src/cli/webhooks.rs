@@ -65,26 +65,32 @@ pub(super) async fn webhook(config: &Config, command: WebhookCommand) -> anyhow:
                 "the platform's key (webhooks.secret_key is not set)"
             };
             let done = app.reseal_webhook_secrets().await?;
-            let unopenable = |n: u64, what: &str| {
-                if n > 0 {
-                    format!(", {n} opening under none of the configured keys ({what})")
+            // One line per kind: looked at, re-sealed, already under the
+            // key, and what to do about those that open under none.
+            let tell = |kind: &str, looked: u64, resealed: u64, unopenable: u64, fix: &str| {
+                let already = looked - resealed - unopenable;
+                let stuck = if unopenable > 0 {
+                    format!(", {unopenable} opening under none of the configured keys ({fix})")
                 } else {
                     String::new()
-                }
+                };
+                println!(
+                    "{looked} {kind}: {resealed} re-sealed under {under}, {already} already under it{stuck}"
+                );
             };
-            println!(
-                "{} endpoint(s): {} re-sealed under {under}, {} already under it{}",
+            tell(
+                "endpoint(s)",
                 done.endpoints,
                 done.resealed,
-                done.endpoints - done.resealed - done.unopenable,
-                unopenable(done.unopenable, "rotate their secrets")
+                done.unopenable,
+                "rotate their secrets",
             );
-            println!(
-                "{} probe(s): {} with headers re-sealed under {under}, {} already under it{}",
+            tell(
+                "probe(s)",
                 done.probes,
                 done.probes_resealed,
-                done.probes - done.probes_resealed - done.unopenable_probes,
-                unopenable(done.unopenable_probes, "set their headers again")
+                done.unopenable_probes,
+                "set their headers again",
             );
         }
         WebhookCommand::List { tenant } => {

@@ -163,23 +163,17 @@ fn endpoint(row: Row) -> StoredEndpoint {
 /// An endpoint's custom headers as kept: their names in the clear, for
 /// listing, and names and values sealed (see the migration
 /// `20261205000800_webhook_sealed_headers.sql`).
+/// The default is no custom headers, nothing sealed (stored as NULL).
 #[derive(Debug, Clone, Default)]
 pub struct SealedHeaders {
     pub names: Vec<String>,
-    pub sealed: Vec<u8>,
+    pub sealed: Option<Vec<u8>>,
 }
 
 impl SealedHeaders {
     /// The `headers` column: each name with an empty value.
     fn names_only(&self) -> BTreeMap<&str, &str> {
         self.names.iter().map(|n| (n.as_str(), "")).collect()
-    }
-
-    /// The `headers_sealed` column: nothing sealed (the default) is no
-    /// custom headers, stored as NULL rather than as bytes that open to
-    /// nothing.
-    fn sealed_column(&self) -> Option<&[u8]> {
-        (!self.sealed.is_empty()).then_some(self.sealed.as_slice())
     }
 }
 
@@ -240,7 +234,7 @@ pub async fn create(tx: &mut TenantTx, new: &NewEndpoint) -> Result<StoredEndpoi
     .bind(new.flow.customer.map(|c| c.uuid()))
     .bind(new.flow.rate_limit_per_sec)
     .bind(new.flow.ordered)
-    .bind(new.headers.sealed_column())
+    .bind(new.headers.sealed.as_deref())
     .fetch_one(&mut **tx)
     .await?;
     with_customer_ref(tx, endpoint(row)).await
@@ -428,7 +422,7 @@ pub async fn update(
     .bind(change.rate_limit_per_sec.is_some())
     .bind(change.rate_limit_per_sec.flatten())
     .bind(change.ordered)
-    .bind(change.headers.as_ref().and_then(SealedHeaders::sealed_column))
+    .bind(change.headers.as_ref().and_then(|h| h.sealed.as_deref()))
     .fetch_optional(&mut **tx)
     .await?;
     written(tx, row)
@@ -506,7 +500,7 @@ pub async fn reseal(
     .bind(&sealed.current)
     .bind(&sealed.previous)
     .bind(sqlx::types::Json(headers.names_only()))
-    .bind(headers.sealed_column())
+    .bind(headers.sealed.as_deref())
     .execute(&mut **tx)
     .await?;
     Ok(())
