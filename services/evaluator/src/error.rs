@@ -57,12 +57,25 @@ pub(crate) trait Doing<T> {
 
 impl<T> Doing<T> for Result<T, sqlx::Error> {
     fn doing(self, doing: &'static str) -> Result<T, EvaluatorError> {
-        self.map_err(|source| {
-            if is_statement_timeout(&source) {
-                EvaluatorError::StatementTimeout { doing, source }
-            } else {
-                EvaluatorError::Database { doing, source }
-            }
+        self.map_err(|source| database(doing, source))
+    }
+}
+
+fn database(doing: &'static str, source: sqlx::Error) -> EvaluatorError {
+    if is_statement_timeout(&source) {
+        EvaluatorError::StatementTimeout { doing, source }
+    } else {
+        EvaluatorError::Database { doing, source }
+    }
+}
+
+/// A statement the store runs keeps the same context: what the evaluator
+/// was doing, and a statement timeout named as one.
+impl<T> Doing<T> for Result<T, StoreError> {
+    fn doing(self, doing: &'static str) -> Result<T, EvaluatorError> {
+        self.map_err(|err| match err {
+            StoreError::Database(source) => database(doing, source),
+            other => EvaluatorError::Store(other),
         })
     }
 }

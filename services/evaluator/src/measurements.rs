@@ -14,7 +14,7 @@ use slaproof_domain::window::{Period, TimeWindow};
 use slaproof_store::measurements::{self, NewMeasurement};
 use slaproof_store::{TenantTx, maintenance};
 
-use crate::error::EvaluatorError;
+use crate::error::{Doing, EvaluatorError};
 use crate::proof_days::{day_tallies, days};
 use crate::tracked::TrackedSla;
 
@@ -93,7 +93,7 @@ pub(crate) async fn measure_days(
         return Ok(0);
     }
     let windows = maintenance::periods(tx, sla.id, &sla.definition, from, as_of).await?;
-    let mut recorded = 0;
+    let mut measured = Vec::new();
     for day in all.into_iter().filter(|d| stale.contains(&d.start)) {
         let tallies = day_tallies(tx, sla, &windows, day, as_of, grace, &provable).await?;
         for name in &provable {
@@ -117,23 +117,24 @@ pub(crate) async fn measure_days(
                     continue;
                 }
             };
-            let new = NewMeasurement {
-                sla: sla.id,
-                version: sla.version,
-                objective: name,
-                day_start: day.start,
-                day_end: day.end,
-                field: &m.field,
-                unit: &m.unit,
-                threshold: m.threshold,
-                good: m.good,
-                bad: m.bad,
-                counted_to: as_of,
-            };
-            if measurements::record(tx, &new).await?.is_some() {
-                recorded += 1;
-            }
+            measured.push((*name, day, m));
         }
     }
-    Ok(recorded)
+    // One write for all the days: a catch-up measures a month of them.
+    let new: Vec<NewMeasurement> = measured
+        .iter()
+        .map(|(name, day, m)| NewMeasurement {
+            objective: name,
+            day_start: day.start,
+            day_end: day.end,
+            field: &m.field,
+            unit: &m.unit,
+            threshold: m.threshold,
+            good: m.good,
+            bad: m.bad,
+        })
+        .collect();
+    measurements::record_all(tx, sla.id, sla.version, as_of, &new)
+        .await
+        .doing("recording daily measurements")
 }

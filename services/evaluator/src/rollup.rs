@@ -105,6 +105,9 @@ pub struct Advance {
     /// How long the advance took, its commit aside: what of a round the
     /// new events cost, apart from evaluating the SLAs.
     pub took: std::time::Duration,
+    /// Of [`Advance::took`], writing the counts and sketches (the rest is
+    /// reading and classifying the events).
+    pub writing: std::time::Duration,
 }
 
 /// The database's clock, which stamps `received_at`.
@@ -398,8 +401,10 @@ pub async fn advance_to(
         acc.rows.entry(key).or_default().merge(c);
     }
     let rollup_rows = acc.rows.len();
+    let writing = std::time::Instant::now();
     write_rollups(tx, &tracked, acc.rows).await?;
     crate::sketch::write(tx, &tracked, acc.sketches).await?;
+    let writing = writing.elapsed();
     crate::references::write(tx, acc.references).await?;
     if as_of > from {
         sqlx::query(
@@ -420,6 +425,7 @@ pub async fn advance_to(
             new_versions: new.len(),
             unreadable: unreadable.into_iter().map(|(failure, _)| failure).collect(),
             took: started.elapsed(),
+            writing,
         },
         tracked,
     ))

@@ -11,13 +11,14 @@
 //! later ones are left out. Maintenance is not applied: the chart shows
 //! what happened, and marks maintenance beside it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use slaproof_domain::event::EventFields;
 use slaproof_domain::minute::floor_hour;
 use slaproof_domain::sketch::Sketches;
 use slaproof_store::TenantTx;
+use slaproof_store::sketch_rows::{self, SketchKey as RowKey, SketchUnit};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::tracked::TrackedSla;
@@ -51,6 +52,14 @@ impl Slot {
         match self {
             Slot::Open(s) => s,
             Slot::Packed(_) => unreachable!("opened above"),
+        }
+    }
+
+    /// The stored form: a packed slot's bytes as they are.
+    fn encoded(&self) -> [Bytes; 3] {
+        match self {
+            Slot::Open(s) => s.encode(),
+            Slot::Packed(bytes) => bytes.clone(),
         }
     }
 
@@ -124,82 +133,59 @@ pub(crate) async fn write(
             .merge(&slot.sketches()?)?;
     }
     let written = minutes.slots.len();
-    upsert(tx, tracked, minutes.slots, "evaluator_sketches", "minute").await?;
-    upsert(tx, tracked, hours, "evaluator_sketches_hourly", "hour").await?;
+    upsert(tx, tracked, minutes.slots, SketchUnit::Minute).await?;
+    upsert(tx, tracked, hours, SketchUnit::Hour).await?;
     Ok(written)
 }
 
+/// Writes `rows` into the `unit`'s table: inserted where the SLA's minute
+/// (or hour) has no row yet, merged into the stored sketches where it has.
+/// A backlog of sparse minutes is nearly all new rows, so the insert goes
+/// first and only the rows it finds taken are read and merged: one
+/// statement a batch instead of a read and a write.
 async fn upsert(
     tx: &mut TenantTx,
     tracked: &[TrackedSla],
     rows: HashMap<SketchKey, Slot>,
-    table: &'static str,
-    unit: &'static str,
+    unit: SketchUnit,
 ) -> Result<(), EvaluatorError> {
     const BATCH: usize = 2_000;
-    type Stored = (uuid::Uuid, i32, DateTime<Utc>, Bytes, Bytes, Bytes);
-    let tenant = tx.tenant().uuid();
     let rows: Vec<_> = rows.into_iter().collect();
-    let read = format!(
-        "SELECT s.sla_id, s.version, s.{unit}, s.latency, s.ttft, s.tpot FROM {table} s \
-         JOIN unnest($2::uuid[], $3::int4[], $4::timestamptz[]) AS k(sla_id, version, at) \
-           ON s.sla_id = k.sla_id AND s.version = k.version AND s.{unit} = k.at \
-         WHERE s.tenant_id = $1"
-    );
-    let write = format!(
-        "INSERT INTO {table} (tenant_id, sla_id, version, {unit}, latency, ttft, tpot, updated_at) \
-         SELECT $1, u.*, now() FROM UNNEST($2::uuid[], $3::int4[], $4::timestamptz[], $5::bytea[], $6::bytea[], $7::bytea[]) AS u \
-         ON CONFLICT (tenant_id, sla_id, version, {unit}) DO UPDATE SET \
-             latency = EXCLUDED.latency, ttft = EXCLUDED.ttft, tpot = EXCLUDED.tpot, \
-             updated_at = EXCLUDED.updated_at"
-    );
     for chunk in rows.chunks(BATCH) {
-        let sla: Vec<uuid::Uuid> = chunk
+        let keys: Vec<RowKey> = chunk
             .iter()
-            .map(|((i, _), _)| tracked[*i].id.uuid())
+            .map(|((i, at), _)| (tracked[*i].id.uuid(), tracked[*i].version, *at))
             .collect();
-        let version: Vec<i32> = chunk
-            .iter()
-            .map(|((i, _), _)| tracked[*i].version)
-            .collect();
-        let at: Vec<DateTime<Utc>> = chunk.iter().map(|((_, at), _)| *at).collect();
-        let stored: Vec<Stored> = sqlx::query_as(&read)
-            .bind(tenant)
-            .bind(&sla)
-            .bind(&version)
-            .bind(&at)
-            .fetch_all(&mut **tx)
-            .await
-            .doing("reading sketches to merge")?;
-        let mut stored: HashMap<(uuid::Uuid, i32, DateTime<Utc>), Sketches> = stored
-            .into_iter()
-            .map(|(s, v, at, l, tt, tp)| Ok(((s, v, at), Sketches::decode(l, tt, tp)?)))
-            .collect::<Result<_, EvaluatorError>>()?;
-        let mut columns: [Vec<Option<Vec<u8>>>; 3] = Default::default();
-        for (n, (_, new)) in chunk.iter().enumerate() {
-            let merged = match stored.remove(&(sla[n], version[n], at[n])) {
-                Some(mut old) => {
-                    old.merge(&new.sketches()?)?;
-                    old
-                }
-                None => new.sketches()?,
-            };
-            for (column, bytes) in columns.iter_mut().zip(merged.encode()) {
-                column.push(bytes);
-            }
-        }
-        let [latency, ttft, tpot] = columns;
-        sqlx::query(&write)
-            .bind(tenant)
-            .bind(&sla)
-            .bind(&version)
-            .bind(&at)
-            .bind(&latency)
-            .bind(&ttft)
-            .bind(&tpot)
-            .execute(&mut **tx)
+        let encoded = chunk.iter().map(|(_, slot)| slot.encoded()).collect();
+        let inserted = sketch_rows::insert_new(tx, unit, &keys, encoded)
             .await
             .doing("writing sketches")?;
+        if inserted.len() == chunk.len() {
+            continue;
+        }
+        // The rows already stored: read, merged with this advance's, written back.
+        let inserted: HashSet<RowKey> = inserted.into_iter().collect();
+        let (taken, slots): (Vec<RowKey>, Vec<&Slot>) = keys
+            .iter()
+            .zip(chunk)
+            .filter(|(key, _)| !inserted.contains(*key))
+            .map(|(key, (_, slot))| (*key, slot))
+            .unzip();
+        let mut stored: HashMap<RowKey, Sketches> = sketch_rows::read(tx, unit, &taken)
+            .await
+            .doing("reading sketches to merge")?
+            .into_iter()
+            .map(|(key, [l, tt, tp])| Ok((key, Sketches::decode(l, tt, tp)?)))
+            .collect::<Result<_, EvaluatorError>>()?;
+        let mut merged = Vec::with_capacity(taken.len());
+        for (key, slot) in taken.iter().zip(slots) {
+            let mut sketches = stored.remove(key).unwrap_or_default();
+            sketches.merge(&slot.sketches()?)?;
+            merged.push(sketches.encode());
+        }
+        sketch_rows::update(tx, unit, &taken, merged)
+            .await
+            .doing("merging sketches")?;
     }
     Ok(())
 }

@@ -34,6 +34,7 @@ pub mod platform_secrets;
 pub mod probes;
 pub mod scratch;
 pub mod signals;
+pub mod sketch_rows;
 pub mod slas;
 pub mod tenants;
 pub mod thresholds;

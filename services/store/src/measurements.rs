@@ -4,6 +4,8 @@
 //! measures; the attestation worker commits and anchors; a period's proof
 //! opens them.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use slaproof_domain::ids::SlaId;
 
@@ -29,11 +31,9 @@ pub struct Measurement {
     pub counted_to: Option<DateTime<Utc>>,
 }
 
-/// A measurement to record.
+/// A day's measurement to record (of the SLA version [`record_all`] names).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMeasurement<'a> {
-    pub sla: SlaId,
-    pub version: i32,
     pub objective: &'a str,
     pub day_start: DateTime<Utc>,
     pub day_end: DateTime<Utc>,
@@ -42,8 +42,6 @@ pub struct NewMeasurement<'a> {
     pub threshold: u32,
     pub good: u64,
     pub bad: u64,
-    /// The evaluator's watermark the weights were counted at.
-    pub counted_to: DateTime<Utc>,
 }
 
 /// The days of `days` (start, end) that need measuring for `sla` at
@@ -94,64 +92,131 @@ pub async fn stale_days(
     .await?)
 }
 
-/// A day's latest revision: revision, end, field, unit, T, good, bad.
-type Latest = (i32, DateTime<Utc>, String, String, i64, i64, i64);
+/// A day's latest revision: objective, day, revision, end, field, unit, T, good, bad.
+type Latest = (
+    String,
+    DateTime<Utc>,
+    i32,
+    DateTime<Utc>,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+);
 
-/// Records `m` as its day's next revision unless the latest one holds the
-/// same measurement; answers the revision recorded, if any. It is stamped
-/// `measured_at` with the statement's clock, not the transaction's start:
-/// the evaluator's holding transaction begins before the rollups it reads
-/// are committed (from another transaction), and a day stamped earlier
-/// than its rollups' `updated_at` would look changed, and be counted
-/// again, every round after ([`stale_days`]).
-#[tracing::instrument(skip(tx, m), fields(objective = m.objective))]
-pub async fn record(tx: &mut TenantTx, m: &NewMeasurement<'_>) -> Result<Option<i32>, StoreError> {
-    let latest: Option<Latest> = sqlx::query_as(
-        "SELECT revision, day_end, field, unit, threshold, good, bad FROM transparency_measurements \
-         WHERE tenant_id = $1 AND sla_id = $2 AND sla_version = $3 AND objective = $4 AND day_start = $5 \
-         ORDER BY revision DESC LIMIT 1",
+/// Records each of `ms` (days of `sla` at `version`, counted at the
+/// evaluator's watermark `counted_to`; a day and objective at most once)
+/// as its day's next revision unless the latest one holds the same
+/// measurement; answers how many were recorded. Two statements whatever
+/// the number of days: an evaluator catching up measures a month of days
+/// for each SLA at once. Each is stamped `measured_at` with the
+/// statement's clock, not the transaction's start: the evaluator's holding
+/// transaction begins before the rollups it reads are committed (from
+/// another transaction), and a day stamped earlier than its rollups'
+/// `updated_at` would look changed, and be counted again, every round
+/// after ([`stale_days`]).
+#[tracing::instrument(skip(tx, ms), fields(sla = %sla, days = ms.len()))]
+pub async fn record_all(
+    tx: &mut TenantTx,
+    sla: SlaId,
+    version: i32,
+    counted_to: DateTime<Utc>,
+    ms: &[NewMeasurement<'_>],
+) -> Result<usize, StoreError> {
+    if ms.is_empty() {
+        return Ok(0);
+    }
+    let objectives: Vec<&str> = ms.iter().map(|m| m.objective).collect();
+    let starts: Vec<DateTime<Utc>> = ms.iter().map(|m| m.day_start).collect();
+    let latest: Vec<Latest> = sqlx::query_as(
+        "SELECT DISTINCT ON (m.objective, m.day_start) m.objective, m.day_start, m.revision, \
+             m.day_end, m.field, m.unit, m.threshold, m.good, m.bad \
+         FROM transparency_measurements m \
+         JOIN unnest($4::text[], $5::timestamptz[]) AS k(objective, day_start) \
+           ON m.objective = k.objective AND m.day_start = k.day_start \
+         WHERE m.tenant_id = $1 AND m.sla_id = $2 AND m.sla_version = $3 \
+         ORDER BY m.objective, m.day_start, m.revision DESC",
     )
     .bind(tx.tenant().uuid())
-    .bind(m.sla.uuid())
-    .bind(m.version)
-    .bind(m.objective)
-    .bind(m.day_start)
-    .fetch_optional(&mut **tx)
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(&objectives)
+    .bind(&starts)
+    .fetch_all(&mut **tx)
     .await?;
-    let same = |l: &Latest| {
-        l.1 == m.day_end
-            && l.2 == m.field
-            && l.3 == m.unit
-            && l.4 == i64::from(m.threshold)
-            && u64::try_from(l.5).ok() == Some(m.good)
-            && u64::try_from(l.6).ok() == Some(m.bad)
+    let latest: HashMap<(String, DateTime<Utc>), Latest> = latest
+        .into_iter()
+        .map(|l| ((l.0.clone(), l.1), l))
+        .collect();
+    let same = |l: &Latest, m: &NewMeasurement<'_>| {
+        l.3 == m.day_end
+            && l.4 == m.field
+            && l.5 == m.unit
+            && l.6 == i64::from(m.threshold)
+            && u64::try_from(l.7).ok() == Some(m.good)
+            && u64::try_from(l.8).ok() == Some(m.bad)
     };
-    if latest.as_ref().is_some_and(same) {
-        return Ok(None);
-    }
-    let revision = latest.map_or(1, |l| l.0 + 1);
     let weight = |w: u64| i64::try_from(w).unwrap_or(i64::MAX);
+    let mut rows = NewRows::default();
+    for m in ms {
+        let before = latest.get(&(m.objective.to_owned(), m.day_start));
+        if before.is_some_and(|l| same(l, m)) {
+            continue;
+        }
+        rows.objective.push(m.objective);
+        rows.day_start.push(m.day_start);
+        rows.revision.push(before.map_or(1, |l| l.2 + 1));
+        rows.day_end.push(m.day_end);
+        rows.field.push(m.field);
+        rows.unit.push(m.unit);
+        rows.threshold.push(i64::from(m.threshold));
+        rows.good.push(weight(m.good));
+        rows.bad.push(weight(m.bad));
+    }
+    if rows.objective.is_empty() {
+        return Ok(0);
+    }
     sqlx::query(
         "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
              revision, day_end, field, unit, threshold, good, bad, measured_at, counted_to) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, statement_timestamp(), $13) ON CONFLICT DO NOTHING",
+         SELECT $1, $2, $3, u.objective, u.day_start, u.revision, u.day_end, u.field, u.unit, \
+             u.threshold, u.good, u.bad, statement_timestamp(), $4 \
+         FROM unnest($5::text[], $6::timestamptz[], $7::int4[], $8::timestamptz[], $9::text[], \
+             $10::text[], $11::int8[], $12::int8[], $13::int8[]) \
+             AS u(objective, day_start, revision, day_end, field, unit, threshold, good, bad) \
+         ON CONFLICT DO NOTHING",
     )
     .bind(tx.tenant().uuid())
-    .bind(m.sla.uuid())
-    .bind(m.version)
-    .bind(m.objective)
-    .bind(m.day_start)
-    .bind(revision)
-    .bind(m.day_end)
-    .bind(m.field)
-    .bind(m.unit)
-    .bind(i64::from(m.threshold))
-    .bind(weight(m.good))
-    .bind(weight(m.bad))
-    .bind(m.counted_to)
+    .bind(sla.uuid())
+    .bind(version)
+    .bind(counted_to)
+    .bind(&rows.objective)
+    .bind(&rows.day_start)
+    .bind(&rows.revision)
+    .bind(&rows.day_end)
+    .bind(&rows.field)
+    .bind(&rows.unit)
+    .bind(&rows.threshold)
+    .bind(&rows.good)
+    .bind(&rows.bad)
     .execute(&mut **tx)
     .await?;
-    Ok(Some(revision))
+    Ok(rows.objective.len())
+}
+
+/// The revisions [`record_all`] writes, as the arrays it binds.
+#[derive(Default)]
+struct NewRows<'a> {
+    objective: Vec<&'a str>,
+    day_start: Vec<DateTime<Utc>>,
+    revision: Vec<i32>,
+    day_end: Vec<DateTime<Utc>>,
+    field: Vec<&'a str>,
+    unit: Vec<&'a str>,
+    threshold: Vec<i64>,
+    good: Vec<i64>,
+    bad: Vec<i64>,
 }
 
 /// A measurement waiting for its commitment, with the names its label

@@ -1257,26 +1257,36 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     assert_eq!(minutes[2].latency.count, 0);
 
     // Slow events of 10:00 arriving at 10:04 and 10:20, while the month is
-    // open, are folded into their minute's sketch like the counts.
+    // open, are folded into their minute's sketch like the counts; in the
+    // same advance, a minute with no sketch yet (10:05) gets its own.
     insert_events(
         &db,
         tenant,
         &[
             ev(base, at("2026-11-10T10:04:00Z"), "chat", 9_000),
             ev(base, at("2026-11-10T10:20:00Z"), "chat", 20_000),
+            ev(
+                base + Duration::minutes(5),
+                at("2026-11-10T10:06:00Z"),
+                "chat",
+                70,
+            ),
         ],
     )
     .await;
     run("2026-11-10T10:30:00Z").await;
     let minutes = chart(
         "2026-11-10T10:00:00Z",
-        "2026-11-10T10:01:00Z",
+        "2026-11-10T10:06:00Z",
         Duration::minutes(1),
     )
     .await
     .unwrap();
     assert_eq!(minutes[0].latency.count, 102);
     assert_eq!(minutes[0].latency.quantiles[1], 20_000_000.0);
+    assert_eq!(minutes[1].latency.count, 10, "untouched: {minutes:?}");
+    assert_eq!(minutes[5].latency.count, 1);
+    assert_eq!(minutes[5].latency.quantiles[1], 70_000.0);
 
     // The hour, from the hourly sketches: the merge of its minutes.
     let hour = chart(
@@ -1287,7 +1297,7 @@ async fn sketches_chart_the_services_latency_and_fold_in_late_events_like_the_co
     .await
     .unwrap();
     assert_eq!(hour.len(), 1);
-    assert_eq!(hour[0].latency.count, 112);
+    assert_eq!(hour[0].latency.count, 113);
     assert_eq!(hour[0].latency.quantiles[1], 20_000_000.0);
     let halves = chart(
         "2026-11-10T10:00:00Z",
