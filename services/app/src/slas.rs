@@ -434,12 +434,29 @@ impl App {
 /// Refuses a credited SLA whose share of its customer's fee, with the
 /// shares its customer's other credited SLAs take, would come to more than
 /// the whole fee: one fee credited whole by each of two SLAs could pay
-/// twice what the customer pays.
+/// twice what the customer pays. Another SLA takes the largest share of
+/// its versions still to judge a period: the one in force now and a newer
+/// one waiting for the next period (a share lowered for next month is
+/// still credited on this month).
 async fn check_fee_shares(tx: &mut TenantTx, definition: &SlaDefinition) -> Result<(), AppError> {
     let (Some(customer), Some(credits)) = (&definition.customer, &definition.credits) else {
         return Ok(());
     };
-    let others = slas::fee_shares(tx, customer, definition.name.as_str()).await?;
+    let now = Utc::now();
+    let others: Vec<(String, u32)> = slas::fee_shares(tx, customer, definition.name.as_str())
+        .await?
+        .into_iter()
+        .filter_map(|(name, versions)| {
+            let schedule: Vec<_> = versions.iter().map(|v| (v.window, v.applied_at)).collect();
+            let effective = slaproof_domain::versions::effective_from(&schedule);
+            let live = slaproof_domain::versions::in_force(&effective, now);
+            let share = versions[live..]
+                .iter()
+                .filter_map(|v| v.fee_share_ppm)
+                .max()?;
+            Some((name, share))
+        })
+        .collect();
     let taken: u64 = others.iter().map(|(_, share)| u64::from(*share)).sum();
     if taken + u64::from(credits.fee_share_ppm) <= u64::from(CreditPolicy::WHOLE_FEE) {
         return Ok(());

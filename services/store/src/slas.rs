@@ -346,41 +346,62 @@ pub async fn of_customer(
     Ok(ids.into_iter().map(SlaId::from_uuid).collect())
 }
 
-/// The share of the customer `external_ref`'s fee each of its other
-/// credited SLAs takes: every SLA but `except` that is the customer's (its
-/// newest version names it) and whose newest version states credits, by
-/// name, with its `feeShare` in ppm. Only the customer's SLAs are read.
+/// One version of an SLA as the fee-share check needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareVersion {
+    pub window: slaproof_domain::window::TimeWindow,
+    pub applied_at: DateTime<Utc>,
+    /// The share of the customer's fee (ppm) the version credits on: none
+    /// when it states no credits or is another customer's.
+    pub fee_share_ppm: Option<u32>,
+}
+
+/// Every version, oldest first, of each SLA but `except` that is the
+/// customer `external_ref`'s now, by name: what the customer's fee is
+/// shared between, in every version still to judge a period (the
+/// application layer tells which, [`slaproof_domain::versions`]). Only the
+/// customer's SLAs are read.
 #[tracing::instrument(skip(tx))]
 pub async fn fee_shares(
     tx: &mut TenantTx,
     external_ref: &str,
     except: &str,
-) -> Result<Vec<(String, u32)>, StoreError> {
-    let rows: Vec<(String, serde_json::Value)> = sqlx::query_as(
-        "SELECT s.name, v.definition FROM slas s \
+) -> Result<Vec<(String, Vec<ShareVersion>)>, StoreError> {
+    let rows: Vec<(String, serde_json::Value, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT s.name, v.definition, v.created_at FROM slas s \
          JOIN sla_versions v ON v.tenant_id = s.tenant_id AND v.sla_id = s.id \
-              AND v.version = s.current_version \
          WHERE s.tenant_id = $1 AND s.name <> $3 \
            AND s.customer_id = (SELECT c.id FROM customers c WHERE c.tenant_id = $1 AND c.external_ref = $2) \
-           AND v.definition #> '{spec,credits}' IS NOT NULL \
-         ORDER BY s.name",
+         ORDER BY s.name, v.version",
     )
     .bind(tx.tenant().uuid())
     .bind(external_ref)
     .bind(except)
     .fetch_all(&mut **tx)
     .await?;
-    rows.into_iter()
-        .filter_map(|(name, definition)| {
-            match serde_json::from_value::<SlaDefinition>(definition) {
-                Ok(d) => d.credits.map(|c| Ok((name, c.fee_share_ppm))),
-                Err(e) => Some(Err(StoreError::Corrupt {
-                    what: "SLA definition",
-                    reason: e.to_string(),
-                })),
+    let mut out: Vec<(String, Vec<ShareVersion>)> = Vec::new();
+    for (name, definition, applied_at) in rows {
+        let d = serde_json::from_value::<SlaDefinition>(definition).map_err(|e| {
+            StoreError::Corrupt {
+                what: "SLA definition",
+                reason: e.to_string(),
             }
-        })
-        .collect()
+        })?;
+        let fee_share_ppm = d
+            .credits
+            .filter(|_| d.customer.as_deref() == Some(external_ref))
+            .map(|c| c.fee_share_ppm);
+        let version = ShareVersion {
+            window: d.window,
+            applied_at,
+            fee_share_ppm,
+        };
+        match out.last_mut() {
+            Some((last, versions)) if *last == name => versions.push(version),
+            _ => out.push((name, vec![version])),
+        }
+    }
+    Ok(out)
 }
 
 /// The versions of an SLA that were for the customer `external_ref`

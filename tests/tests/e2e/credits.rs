@@ -902,6 +902,47 @@ async fn two_slas_of_one_customer_split_its_fee_and_never_credit_on_more_than_th
 }
 
 #[tokio::test]
+async fn a_share_lowered_for_next_month_still_counts_this_month() {
+    // Found in review: the fee-share check read each other SLA's newest
+    // version. Lowering chat-sla's share from 50% to 20% takes effect only
+    // with the next period; until then chat-sla credits 50%, so a second
+    // SLA at 80% would credit 130% of this month's fee.
+    let s = Scenario::new(&sharing("chat-sla", Some("50")), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    let lowered = app
+        .apply_sla(&admin, &sharing("chat-sla", Some("20")), Default::default())
+        .await
+        .unwrap();
+    assert!(
+        lowered.takes_effect_at.is_some(),
+        "the lower share waits for the next period: {lowered:?}"
+    );
+    let refused = app
+        .apply_sla(
+            &admin,
+            &sharing("chat-sla-2", Some("80")),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, slaproof_app::AppError::Invalid { field, message }
+            if field == "spec.credits.feeShare"
+                && message.contains("chat-sla (50%)")
+                && message.contains("at most 50% here")),
+        "{refused:?}"
+    );
+    // At 50% it fits beside the 50% in force now (and the 20% to come).
+    app.apply_sla(
+        &admin,
+        &sharing("chat-sla-2", Some("50")),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
 async fn a_fee_from_a_date_starts_with_the_slas_own_local_month() {
     // Found in review: a fee's start was compared in UTC with periods in
     // the SLA's zone, so a November price from midnight UTC missed
