@@ -508,7 +508,7 @@ impl Worker {
                 (keys, statement, Some(days), Proving::Daily(openings))
             }
             DailyPlan::Unavailable(why) => {
-                tracing::info!(attestation = %row.id, %why, "proven over a vector committed at the close");
+                tracing::warn!(attestation = %row.id, %why, "proven over a vector committed at the close, not over its anchored days");
                 let pairs = vector.pairs();
                 let keys = self.prover.keys_for(pairs.len())?;
                 let (statement, opening) = build_with_salt(

@@ -32,6 +32,10 @@ const INCIDENT_FROM_START: Duration = Duration::hours(11 * 24 + 9);
 /// of acme-corp's month, more than its availability's 0.1% budget.
 const INCIDENT_LENGTH: Duration = Duration::hours(6);
 
+/// How far apart the evaluator's rounds over the history are: well within
+/// the days a round measures back (five weeks).
+const ROUND_STEP: Duration = Duration::days(7);
+
 /// What the history covers.
 #[derive(Debug, Clone)]
 pub struct HistoryPlan {
@@ -120,8 +124,8 @@ pub fn traffic(stretch: &Stretch, retention_days: u32) -> Vec<(StoredEvent, Date
 /// learns events in the order they were received, so a past is only
 /// written before it ever ran. Then runs the evaluator's first round as of
 /// `plan.first_round`, as it would have run then (each SLA is judged from
-/// its previous period's start on), and one as of the stretch's end; the
-/// live evaluator goes on from there. Returns the number of events written
+/// its previous period's start on), then one a week (`ROUND_STEP`) and one
+/// as of the stretch's end; the live evaluator goes on from there. Returns the number of events written
 /// (0 when none were).
 pub async fn write(
     db: &Database,
@@ -155,17 +159,25 @@ pub async fn write(
         .await
         .context("writing the demo's history")?;
     tx.commit().await?;
-    // Then a round at the stretch's end, as the live evaluator's next one
-    // would be: the previous periods close (their credits and proofs are
-    // queued) and every past day is measured before the log over them is
-    // built and anchored, so that their commitments go with its first
-    // anchor rather than wait for the next day's.
+    // Then rounds a week apart up to the stretch's end, as the live
+    // evaluator's would have gone: the previous periods close (their
+    // credits and proofs are queued) and every past day is measured before
+    // the log over them is built and anchored, so that their commitments
+    // go with its first anchor rather than wait for the next day's. A
+    // round measures the days of the last five weeks only, so one round at
+    // the end left the closed month's first days unmeasured from about the
+    // 5th of the next month on, and its proof fell back to the threshold
+    // circuit.
     let end = plan
         .stretch
         .to
         .duration_trunc(Duration::minutes(1))
         .context("the history's end as a minute")?;
-    for target in [plan.first_round, end] {
+    let rounds = std::iter::successors(Some(plan.first_round), |t| {
+        Some(*t + ROUND_STEP).filter(|next| *next < end)
+    })
+    .chain(std::iter::once(end));
+    for target in rounds {
         let mut tx = db.tenant_tx(tenant).await?;
         slaproof_evaluator::evaluate_tenant_up_to(&mut tx, evaluator, Some(target))
             .await

@@ -126,3 +126,46 @@ async fn up_gives_the_demo_a_closed_month_with_its_credit_its_anchored_proof_and
 
     up.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_history_written_late_in_a_month_measures_every_day_of_the_closed_month() {
+    // Found when the date moved on: the history's evaluator ran one round
+    // at its end, and a round measures the last five weeks of days only.
+    // Written on the 27th, the closed month's first 22 days were never
+    // measured, so its proof fell back to the threshold circuit and
+    // `slaproof verify` said UNVERIFIED (daily commitments not checked).
+    // The test above runs on today's date; this one pins a late one.
+    let database = slaproof_tests::TestDatabase::create().await;
+    let db = database.service_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let demo = slaproof::demo::ensure(&db, dir.path()).await.unwrap();
+    let mut config = slaproof::Config::default();
+    // A fifth of the default rate, as above: every day still has traffic.
+    config.demo.history_rate = 0.02;
+    let now: chrono::DateTime<chrono::Utc> = "2026-11-27T12:00:00Z".parse().unwrap();
+    let written = slaproof::demo::history::ensure(&db, &config, demo.tenant, now)
+        .await
+        .unwrap()
+        .expect("the demo's history is written");
+    let closed = written.plan.closed;
+    let mut tx = db.tenant_tx(demo.tenant).await.unwrap();
+    let sla = slaproof_store::slas::find(&mut tx, "acme-enterprise", None)
+        .await
+        .unwrap();
+    let measured = slaproof_store::measurements::days_of(
+        &mut tx,
+        sla.id,
+        sla.version,
+        "availability",
+        closed.start,
+        closed.end,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    // October in Berlin: 31 local days, the first from 30 September 22:00 UTC.
+    assert_eq!(closed.start.to_rfc3339(), "2026-09-30T22:00:00+00:00");
+    let starts: Vec<_> = measured.iter().map(|d| d.measurement.day_start).collect();
+    assert_eq!(starts.len(), 31, "measured days: {starts:?}");
+    assert_eq!(starts[0], closed.start);
+}
