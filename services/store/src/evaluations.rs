@@ -244,13 +244,23 @@ pub struct PeriodResultView {
     pub total: i64,
     /// Events left out by maintenance.
     pub excluded: i64,
-    /// Events that arrived after the period closed: counted apart.
+    /// Events that arrived after the period's late grace, as counted when
+    /// this revision was frozen: counted apart, never in the verdict.
     pub late_total: i64,
+    /// The same count now: `late_total_now - late_total` events arrived
+    /// after the revision was frozen. Reported, not applied to the verdict.
+    pub late_total_now: i64,
+    /// Of `late_total_now`, the good ones (what the late events would have
+    /// done to the verdict: `late_total_now - late_good_now` were bad).
+    pub late_good_now: i64,
     pub closed_at: DateTime<Utc>,
 }
 
 /// The closed periods of an SLA, met or not, each in its revision in
-/// force, newest first; of `versions` of the SLA only, when given.
+/// force, newest first; of `versions` of the SLA only, when given. Each
+/// with the late events counted for it up to now, summed from the rollups
+/// as the evaluator sums a period: whole UTC hours from the hourly rows,
+/// the partial hours at its edges from the minute rows.
 #[tracing::instrument(skip(tx))]
 pub async fn period_results(
     tx: &mut TenantTx,
@@ -258,13 +268,33 @@ pub async fn period_results(
     versions: Option<&[i32]>,
 ) -> Result<Vec<PeriodResultView>, StoreError> {
     Ok(sqlx::query_as(
-        "SELECT objective, period_start, period_end, version, revision, target_ppm, met, compliance_ppm, \
-             good, total, excluded, late_total, closed_at \
-         FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
-               WHERE tenant_id = $1 AND sla_id = $2 \
-               ORDER BY objective, period_start, revision DESC) AS in_force \
-         WHERE ($3::int4[] IS NULL OR version = ANY($3)) \
-         ORDER BY period_start DESC, objective",
+        "SELECT r.objective, r.period_start, r.period_end, r.version, r.revision, r.target_ppm, r.met, \
+             r.compliance_ppm, r.good, r.total, r.excluded, r.late_total, \
+             coalesce(l.total, 0)::int8 AS late_total_now, coalesce(l.good, 0)::int8 AS late_good_now, \
+             r.closed_at \
+         FROM (SELECT p.*, \
+                  CASE WHEN h.h0 < h.h1 THEN h.h0 ELSE p.period_end END AS h0, \
+                  CASE WHEN h.h0 < h.h1 THEN h.h1 ELSE p.period_end END AS h1 \
+               FROM (SELECT DISTINCT ON (objective, period_start) * FROM period_results \
+                     WHERE tenant_id = $1 AND sla_id = $2 \
+                     ORDER BY objective, period_start, revision DESC) AS p \
+               CROSS JOIN LATERAL (SELECT \
+                   date_trunc('hour', p.period_start + interval '59 minutes 59.999999 seconds', 'UTC') AS h0, \
+                   date_trunc('hour', p.period_end, 'UTC') AS h1) AS h \
+               WHERE ($3::int4[] IS NULL OR p.version = ANY($3))) AS r \
+         LEFT JOIN LATERAL (SELECT sum(late_total) AS total, sum(late_good) AS good FROM ( \
+             SELECT late_total, late_good FROM evaluator_rollups_hourly \
+             WHERE tenant_id = $1 AND sla_id = $2 AND version = r.version AND objective = r.objective \
+               AND hour >= r.h0 AND hour < r.h1 \
+             UNION ALL \
+             SELECT late_total, late_good FROM evaluator_rollups \
+             WHERE tenant_id = $1 AND sla_id = $2 AND version = r.version AND objective = r.objective \
+               AND minute >= r.period_start AND minute < r.h0 \
+             UNION ALL \
+             SELECT late_total, late_good FROM evaluator_rollups \
+             WHERE tenant_id = $1 AND sla_id = $2 AND version = r.version AND objective = r.objective \
+               AND minute >= r.h1 AND minute < r.period_end) AS parts) AS l ON true \
+         ORDER BY r.period_start DESC, r.objective",
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())

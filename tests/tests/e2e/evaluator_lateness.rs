@@ -96,6 +96,27 @@ async fn an_event_counts_until_its_period_closes_and_the_close_waits_for_the_sla
     .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(late_total, 1);
+
+    // The closed month shows it: none late when it was frozen, one now,
+    // and that one bad (found in review: events arriving after a close
+    // never showed on the closed period).
+    let (app, admin) = s.app().await;
+    let periods = app.sla_periods(&admin, "chat-sla").await.unwrap();
+    let november = periods
+        .periods
+        .iter()
+        .find(|p| p.objective == "availability")
+        .unwrap();
+    assert_eq!(november.period_start, at("2026-11-01T00:00:00Z"));
+    assert_eq!(
+        (
+            november.late_total,
+            november.late_total_now,
+            november.late_good_now
+        ),
+        (0, 1, 0),
+        "{november:?}"
+    );
 }
 
 #[tokio::test]

@@ -51,8 +51,14 @@ pub(super) struct PeriodResult {
     pub(super) total: i64,
     /// Events left out by maintenance.
     pub(super) excluded: i64,
-    /// Events that arrived after the period closed: counted apart.
+    /// Events that arrived after the period's late grace, as counted when
+    /// this revision was frozen: counted apart, never in the verdict.
     pub(super) late_total: i64,
+    /// The same count now: `lateTotalNow - lateTotal` arrived after the
+    /// revision was frozen. Reported, not applied to the verdict.
+    pub(super) late_total_now: i64,
+    /// Of `lateTotalNow`, the good ones.
+    pub(super) late_good_now: i64,
     /// RFC 3339.
     pub(super) closed_at: String,
 }

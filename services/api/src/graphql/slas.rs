@@ -303,6 +303,8 @@ impl Sla {
                 total: p.total,
                 excluded: p.excluded,
                 late_total: p.late_total,
+                late_total_now: p.late_total_now,
+                late_good_now: p.late_good_now,
                 closed_at: p.closed_at.to_rfc3339(),
             })
             .collect())
