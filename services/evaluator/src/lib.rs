@@ -30,6 +30,7 @@ mod worker;
 pub use error::EvaluatorError;
 pub use evaluate::{AlertCheck, ObjectiveEvaluation};
 pub use failures::{SlaFailure, Stuck};
+pub use measurements::LOOKBACK_DAYS as MEASURE_LOOKBACK_DAYS;
 pub use rollup::Advance;
 pub use settings::Settings;
 pub use tracked::TrackedSla;

@@ -22,7 +22,7 @@ use crate::tracked::TrackedSla;
 /// monthly period is measured even after an outage of the evaluator of
 /// some weeks (a day measured late says so by its `measured_at` and its
 /// anchor's block).
-pub(crate) const LOOKBACK_DAYS: i64 = 35;
+pub const LOOKBACK_DAYS: i64 = 35;
 
 /// Measures the days of `sla` that are past their grace and not measured,
 /// or whose counts may have changed since; answers how many measurements

@@ -73,24 +73,14 @@ pub async fn insert_new(
     rows: Vec<SketchColumns>,
 ) -> Result<Vec<SketchKey>, StoreError> {
     let (table, column) = (unit.table(), unit.column());
-    let a = Arrays::new(keys, rows);
-    let [latency, ttft, tpot] = &a.columns;
-    Ok(sqlx::query_as(&format!(
+    let sql = format!(
         "INSERT INTO {table} (tenant_id, sla_id, version, {column}, latency, ttft, tpot, updated_at) \
          SELECT $1, u.*, now() FROM UNNEST($2::uuid[], $3::int4[], $4::timestamptz[], \
              $5::bytea[], $6::bytea[], $7::bytea[]) AS u \
          ON CONFLICT (tenant_id, sla_id, version, {column}) DO NOTHING \
          RETURNING sla_id, version, {column}"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(&a.sla)
-    .bind(&a.version)
-    .bind(&a.at)
-    .bind(latency)
-    .bind(ttft)
-    .bind(tpot)
-    .fetch_all(&mut **tx)
-    .await?)
+    );
+    write(tx, &sql, keys, rows).await
 }
 
 /// The stored rows of `keys` (those that exist), in no order.
@@ -135,22 +125,35 @@ pub async fn update(
     rows: Vec<SketchColumns>,
 ) -> Result<(), StoreError> {
     let (table, column) = (unit.table(), unit.column());
-    let a = Arrays::new(keys, rows);
-    let [latency, ttft, tpot] = &a.columns;
-    sqlx::query(&format!(
+    let sql = format!(
         "UPDATE {table} s SET latency = u.latency, ttft = u.ttft, tpot = u.tpot, updated_at = now() \
          FROM UNNEST($2::uuid[], $3::int4[], $4::timestamptz[], $5::bytea[], $6::bytea[], $7::bytea[]) \
              AS u(sla_id, version, at, latency, ttft, tpot) \
-         WHERE s.tenant_id = $1 AND s.sla_id = u.sla_id AND s.version = u.version AND s.{column} = u.at"
-    ))
-    .bind(tx.tenant().uuid())
-    .bind(&a.sla)
-    .bind(&a.version)
-    .bind(&a.at)
-    .bind(latency)
-    .bind(ttft)
-    .bind(tpot)
-    .execute(&mut **tx)
-    .await?;
+         WHERE s.tenant_id = $1 AND s.sla_id = u.sla_id AND s.version = u.version AND s.{column} = u.at \
+         RETURNING s.sla_id, s.version, s.{column}"
+    );
+    write(tx, &sql, keys, rows).await?;
     Ok(())
+}
+
+/// Runs a write of [`insert_new`] or [`update`] with the rows bound as
+/// `$1` (tenant) to `$7`; answers the keys it wrote.
+async fn write(
+    tx: &mut TenantTx,
+    sql: &str,
+    keys: &[SketchKey],
+    rows: Vec<SketchColumns>,
+) -> Result<Vec<SketchKey>, StoreError> {
+    let a = Arrays::new(keys, rows);
+    let [latency, ttft, tpot] = &a.columns;
+    Ok(sqlx::query_as(sql)
+        .bind(tx.tenant().uuid())
+        .bind(&a.sla)
+        .bind(&a.version)
+        .bind(&a.at)
+        .bind(latency)
+        .bind(ttft)
+        .bind(tpot)
+        .fetch_all(&mut **tx)
+        .await?)
 }

@@ -32,9 +32,12 @@ const INCIDENT_FROM_START: Duration = Duration::hours(11 * 24 + 9);
 /// of acme-corp's month, more than its availability's 0.1% budget.
 const INCIDENT_LENGTH: Duration = Duration::hours(6);
 
-/// How far apart the evaluator's rounds over the history are: well within
-/// the days a round measures back (five weeks).
-const ROUND_STEP: Duration = Duration::days(7);
+/// How far apart the evaluator's rounds over the history are, in days:
+/// well within the days a round measures back, so that no day of the
+/// closed month falls between two rounds unmeasured.
+const ROUND_STEP_DAYS: i64 = 7;
+const _: () = assert!(ROUND_STEP_DAYS < slaproof_evaluator::MEASURE_LOOKBACK_DAYS);
+const ROUND_STEP: Duration = Duration::days(ROUND_STEP_DAYS);
 
 /// What the history covers.
 #[derive(Debug, Clone)]
@@ -164,7 +167,7 @@ pub async fn write(
     // credits and proofs are queued) and every past day is measured before
     // the log over them is built and anchored, so that their commitments
     // go with its first anchor rather than wait for the next day's. A
-    // round measures the days of the last five weeks only, so one round at
+    // round measures the days of the last five weeks only (LOOKBACK_DAYS), so one round at
     // the end left the closed month's first days unmeasured from about the
     // 5th of the next month on, and its proof fell back to the threshold
     // circuit.
