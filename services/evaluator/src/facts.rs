@@ -131,12 +131,15 @@ pub(crate) struct Closed {
 /// only where its rollups cover the whole period. Tells `sla.period_closed` each time. The composite (when the SLA
 /// has one) is frozen from the same evaluations, its parts naming the
 /// objectives' frozen evaluations, and told as `sla.period_closed` with
-/// `"composite": true`.
+/// `"composite": true`. `seen` is when the round's maintenance changes
+/// were settled (`maintenance::settled`): a period is noted as judged
+/// then, and judged again when a window over it changes later.
 #[tracing::instrument(skip(tx, sla), fields(sla = %sla.name))]
 pub(crate) async fn close_periods(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     as_of: DateTime<Utc>,
+    seen: DateTime<Utc>,
     grace: Duration,
 ) -> Result<Closed, EvaluatorError> {
     let window = &sla.definition.window;
@@ -189,8 +192,7 @@ pub(crate) async fn close_periods(
          WHERE r.closed_at IS NULL OR EXISTS (SELECT 1 FROM maintenance_windows m \
              WHERE m.tenant_id = $1 AND (m.sla_id = $2 OR m.sla_id IS NULL) \
                AND m.starts_at < p.e AND m.ends_at > p.s \
-               AND greatest(m.created_at, m.cancelled_at, m.accepted_at) \
-                   > greatest(r.closed_at, c.checked_at)) \
+               AND m.changed_at > greatest(r.closed_at, c.checked_at)) \
             OR (p.u > $8 AND EXISTS (SELECT 1 FROM evaluator_rollups_hourly h \
              WHERE h.tenant_id = $1 AND h.sla_id = $2 AND h.version = $7 \
                AND h.hour > p.s - interval '1 hour' AND h.hour < p.e \
@@ -212,12 +214,13 @@ pub(crate) async fn close_periods(
         close_period(tx, sla, period, as_of, grace, &mut out).await?;
         sqlx::query(
             "INSERT INTO period_checks (tenant_id, sla_id, period_start, checked_at) \
-             VALUES ($1, $2, $3, now()) \
+             VALUES ($1, $2, $3, $4) \
              ON CONFLICT (tenant_id, sla_id, period_start) DO UPDATE SET checked_at = EXCLUDED.checked_at",
         )
         .bind(tx.tenant().uuid())
         .bind(sla.id.uuid())
         .bind(period.start)
+        .bind(seen)
         .execute(&mut **tx)
         .await
         .doing("noting a period judged")?;

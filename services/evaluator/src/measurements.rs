@@ -26,12 +26,14 @@ pub const LOOKBACK_DAYS: i64 = 35;
 
 /// Measures the days of `sla` that are past their grace and not measured,
 /// or whose counts may have changed since; answers how many measurements
-/// were recorded.
+/// were recorded. `seen`: when the round's maintenance changes were
+/// settled (`measurements::record_all`).
 #[tracing::instrument(skip(tx, sla), fields(sla = %sla.name, version = sla.version))]
 pub(crate) async fn measure_days(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     as_of: DateTime<Utc>,
+    seen: DateTime<Utc>,
     grace: Duration,
 ) -> Result<usize, EvaluatorError> {
     let provable: Vec<&str> = sla
@@ -134,7 +136,7 @@ pub(crate) async fn measure_days(
             bad: m.bad,
         })
         .collect();
-    measurements::record_all(tx, sla.id, sla.version, as_of, &new)
+    measurements::record_all(tx, sla.id, sla.version, as_of, seen, &new)
         .await
         .doing("recording daily measurements")
 }

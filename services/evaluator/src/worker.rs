@@ -63,9 +63,10 @@ struct SlaRun {
 async fn evaluate_one(
     tx: &mut TenantTx,
     sla: &TrackedSla,
-    as_of: chrono::DateTime<Utc>,
+    at: RoundAt,
     settings: &Settings,
 ) -> Result<SlaRun, EvaluatorError> {
+    let RoundAt { as_of, seen } = at;
     let mut run = SlaRun::default();
     // A version waiting for its period, or still learning its history,
     // does nothing yet but roll up.
@@ -90,8 +91,9 @@ async fn evaluate_one(
     }
     // Days past their grace are measured (and so later anchored) before
     // any period they end is closed, in the same transaction.
-    run.days_measured = crate::measurements::measure_days(tx, sla, as_of, settings.grace()).await?;
-    let done = close_periods(tx, sla, as_of, settings.grace()).await?;
+    run.days_measured =
+        crate::measurements::measure_days(tx, sla, as_of, seen, settings.grace()).await?;
+    let done = close_periods(tx, sla, as_of, seen, settings.grace()).await?;
     run.closed = done.objectives;
     run.closed_composites = done.composites;
     Ok(run)
@@ -103,14 +105,14 @@ async fn evaluate_one(
 async fn in_savepoint(
     tx: &mut TenantTx,
     sla: &TrackedSla,
-    as_of: chrono::DateTime<Utc>,
+    at: RoundAt,
     settings: &Settings,
 ) -> Result<Result<SlaRun, EvaluatorError>, EvaluatorError> {
     sqlx::query("SAVEPOINT slaproof_sla")
         .execute(&mut **tx)
         .await
         .doing("opening an SLA's savepoint")?;
-    let outcome = evaluate_one(tx, sla, as_of, settings).await;
+    let outcome = evaluate_one(tx, sla, at, settings).await;
     let end: &[&str] = if outcome.is_ok() {
         &["RELEASE SAVEPOINT slaproof_sla"]
     } else {
@@ -287,6 +289,17 @@ struct Outcome {
     run: Result<SlaRun, EvaluatorError>,
 }
 
+/// The instants an SLA's evaluation in a group is judged at.
+#[derive(Debug, Clone, Copy)]
+struct RoundAt {
+    /// The round's watermark.
+    as_of: chrono::DateTime<Utc>,
+    /// When the group's maintenance changes were settled: every change
+    /// stamped before it is visible to the group's reads, every later one
+    /// is stamped after it (`slaproof_store::maintenance::settled`).
+    seen: chrono::DateTime<Utc>,
+}
+
 /// Evaluates the tracked versions at `indexes`, each in a savepoint of `tx`.
 async fn evaluate_group(
     tx: &mut TenantTx,
@@ -295,6 +308,10 @@ async fn evaluate_group(
     as_of: chrono::DateTime<Utc>,
     settings: &Settings,
 ) -> Result<Vec<Outcome>, EvaluatorError> {
+    let seen = slaproof_store::maintenance::settled(tx)
+        .await
+        .doing("settling maintenance changes")?;
+    let at = RoundAt { as_of, seen };
     let mut out = Vec::with_capacity(indexes.len());
     for &index in indexes {
         let sla = &tracked[index];
@@ -303,7 +320,7 @@ async fn evaluate_group(
             sla: sla.id,
             name: sla.name.clone(),
             version: sla.version,
-            run: in_savepoint(tx, sla, as_of, settings).await?,
+            run: in_savepoint(tx, sla, at, settings).await?,
         });
     }
     Ok(out)

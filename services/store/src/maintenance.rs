@@ -37,9 +37,10 @@ pub struct Announcement<'a> {
     pub description: &'a str,
     /// Who announces it: the caller's subject.
     pub by: &'a str,
-    /// When: `None` for now (the transaction's time), which is what the
-    /// application records; only imported history (and tests) name
-    /// another instant.
+    /// When: `None` for now (the database clock as it is recorded), which
+    /// is what the application records; only imported history (and tests)
+    /// name another instant. Either way the evaluator sees the window as
+    /// changed now ([`settled`]).
     pub at: Option<DateTime<Utc>>,
 }
 
@@ -101,10 +102,11 @@ pub async fn create(
     tx: &mut TenantTx,
     new: &Announcement<'_>,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
+    let changed = change_stamp(tx).await?;
     let row: Row = sqlx::query_as(&format!(
         "INSERT INTO maintenance_windows \
-             (tenant_id, id, sla_id, starts_at, ends_at, description, created_by, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now())) RETURNING {COLUMNS}"
+             (tenant_id, id, sla_id, starts_at, ends_at, description, created_by, created_at, changed_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(MaintenanceWindowId::new().uuid())
@@ -113,10 +115,40 @@ pub async fn create(
     .bind(new.ends_at)
     .bind(new.description)
     .bind(new.by)
-    .bind(new.at)
+    .bind(new.at.unwrap_or(changed))
+    .bind(changed)
     .fetch_one(&mut **tx)
     .await?;
     Ok(row.into())
+}
+
+/// Stamps a change to the tenant's windows: takes the tenant's
+/// maintenance lock, shared, until the transaction ends, and answers the
+/// database clock after it. A reader that [`settled`] before this either
+/// waited for the change to commit or answered an earlier instant.
+async fn change_stamp(tx: &mut TenantTx) -> Result<DateTime<Utc>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT slaproof_maintenance_change($1)")
+        .bind(tx.tenant().uuid())
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
+/// The instant up to which every maintenance change of the tenant is
+/// visible to the caller's next statements: waits for the changes in
+/// flight to commit (an instant's exclusive hold of the lock
+/// [`change_stamp`] shares), and answers the database clock then. Every
+/// later change is stamped (`changed_at`) after it. The evaluator records
+/// it as when it judged a day or a period, and judges it again when a
+/// window over it has a later stamp: a change committed while a round
+/// read is never missed, whatever the writer's transaction began.
+#[tracing::instrument(skip(tx))]
+pub async fn settled(tx: &mut TenantTx) -> Result<DateTime<Utc>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT slaproof_maintenance_settled($1)")
+            .bind(tx.tenant().uuid())
+            .fetch_one(&mut **tx)
+            .await?,
+    )
 }
 
 /// One window, cancelled or not.
@@ -252,16 +284,18 @@ pub async fn cancel(
     id: MaintenanceWindowId,
     by: &str,
 ) -> Result<StoredMaintenanceWindow, StoreError> {
+    let changed = change_stamp(tx).await?;
     let row: Option<Row> = sqlx::query_as(&format!(
         "UPDATE maintenance_windows SET cancelled_at = coalesce(cancelled_at, $4), \
-             cancelled_by = CASE WHEN cancelled_at IS NULL THEN $3 ELSE cancelled_by END \
+             cancelled_by = CASE WHEN cancelled_at IS NULL THEN $3 ELSE cancelled_by END, \
+             changed_at = CASE WHEN cancelled_at IS NULL THEN $4 ELSE changed_at END \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(by)
     // Bound, not now(): Citus refuses now() inside COALESCE in an UPDATE.
-    .bind(Utc::now())
+    .bind(changed)
     .fetch_optional(&mut **tx)
     .await?;
     row.map(Into::into)
@@ -283,20 +317,23 @@ pub async fn accept(
     customer: Option<CustomerId>,
     by: &str,
 ) -> Result<Acceptance, StoreError> {
+    let changed = change_stamp(tx).await?;
     let inserted: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "INSERT INTO maintenance_acceptances (tenant_id, window_id, sla_id, customer_id, accepted_by) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING accepted_at",
+        "INSERT INTO maintenance_acceptances (tenant_id, window_id, sla_id, customer_id, accepted_by, accepted_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING accepted_at",
     )
     .bind(tx.tenant().uuid())
     .bind(id.uuid())
     .bind(sla.uuid())
     .bind(customer.map(|c| c.uuid()))
     .bind(by)
+    .bind(changed)
     .fetch_optional(&mut **tx)
     .await?;
     if let Some(at) = inserted {
         sqlx::query(
-            "UPDATE maintenance_windows SET accepted_at = $3 WHERE tenant_id = $1 AND id = $2",
+            "UPDATE maintenance_windows SET accepted_at = $3, changed_at = $3 \
+             WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tx.tenant().uuid())
         .bind(id.uuid())

@@ -46,7 +46,9 @@ pub struct NewMeasurement<'a> {
 
 /// The days of `days` (start, end) that need measuring for `sla` at
 /// `version`: never measured, or whose rollups or maintenance windows
-/// changed after the day's last measurement.
+/// changed after the day was last measured (a revision recorded, or the
+/// same numbers found again: `measurement_checks`), as of the instant
+/// [`record_all`] was told it was measured at.
 #[tracing::instrument(skip(tx, days))]
 pub async fn stale_days(
     tx: &mut TenantTx,
@@ -71,14 +73,16 @@ pub async fn stale_days(
              WHERE m.tenant_id = $1 AND m.sla_id = $2 AND m.sla_version = $3 \
                AND m.day_start >= $6 AND m.day_start <= $7 \
              GROUP BY m.day_start, m.objective) o GROUP BY day_start) r ON r.day_start = d.s \
+         LEFT JOIN measurement_checks c ON c.tenant_id = $1 AND c.sla_id = $2 \
+             AND c.sla_version = $3 AND c.day_start = d.s \
+         CROSS JOIN LATERAL (SELECT greatest(r.at, c.checked_at) AS at) k \
          WHERE r.at IS NULL \
             OR EXISTS (SELECT 1 FROM evaluator_rollups_hourly h \
                 WHERE h.tenant_id = $1 AND h.sla_id = $2 AND h.version = $3 \
-                  AND h.hour > d.s - interval '1 hour' AND h.hour < d.e AND h.updated_at > r.at) \
+                  AND h.hour > d.s - interval '1 hour' AND h.hour < d.e AND h.updated_at > k.at) \
             OR EXISTS (SELECT 1 FROM maintenance_windows w \
                 WHERE w.tenant_id = $1 AND (w.sla_id = $2 OR w.sla_id IS NULL) \
-                  AND w.starts_at < d.e AND w.ends_at > d.s \
-                  AND greatest(w.created_at, w.cancelled_at, w.accepted_at) > r.at) \
+                  AND w.starts_at < d.e AND w.ends_at > d.s AND w.changed_at > k.at) \
          ORDER BY d.s",
     )
     .bind(tx.tenant().uuid())
@@ -108,20 +112,24 @@ type Latest = (
 /// Records each of `ms` (days of `sla` at `version`, counted at the
 /// evaluator's watermark `counted_to`; a day and objective at most once)
 /// as its day's next revision unless the latest one holds the same
-/// measurement; answers how many were recorded. Two statements whatever
-/// the number of days: an evaluator catching up measures a month of days
-/// for each SLA at once. Each is stamped `measured_at` with the
-/// statement's clock, not the transaction's start: the evaluator's holding
-/// transaction begins before the rollups it reads are committed (from
-/// another transaction), and a day stamped earlier than its rollups'
-/// `updated_at` would look changed, and be counted again, every round
-/// after ([`stale_days`]).
+/// measurement; answers how many were recorded. Days found unchanged are
+/// noted as checked. At most three statements whatever the number of
+/// days: an evaluator catching up measures a month of days for each SLA
+/// at once.
+///
+/// `seen` is when the measurement's reads began, stamped as `measured_at`:
+/// an instant after the rollups it read were committed (a day stamped
+/// earlier than its rollups' `updated_at` would look changed, and be
+/// counted again, every round after) and at which every maintenance
+/// change stamped before it was visible (`maintenance::settled`): what
+/// [`stale_days`] compares changes with.
 #[tracing::instrument(skip(tx, ms), fields(sla = %sla, days = ms.len()))]
 pub async fn record_all(
     tx: &mut TenantTx,
     sla: SlaId,
     version: i32,
     counted_to: DateTime<Utc>,
+    seen: DateTime<Utc>,
     ms: &[NewMeasurement<'_>],
 ) -> Result<usize, StoreError> {
     if ms.is_empty() {
@@ -159,9 +167,11 @@ pub async fn record_all(
     };
     let weight = |w: u64| i64::try_from(w).unwrap_or(i64::MAX);
     let mut rows = NewRows::default();
+    let mut unchanged: Vec<DateTime<Utc>> = Vec::new();
     for m in ms {
         let before = latest.get(&(m.objective.to_owned(), m.day_start));
         if before.is_some_and(|l| same(l, m)) {
+            unchanged.push(m.day_start);
             continue;
         }
         rows.objective.push(m.objective);
@@ -174,6 +184,25 @@ pub async fn record_all(
         rows.good.push(weight(m.good));
         rows.bad.push(weight(m.bad));
     }
+    if !unchanged.is_empty() {
+        // A day with an objective unchanged keeps that objective's older
+        // `measured_at`: noted, or the day would stay stale for good.
+        unchanged.sort_unstable();
+        unchanged.dedup();
+        sqlx::query(
+            "INSERT INTO measurement_checks (tenant_id, sla_id, sla_version, day_start, checked_at) \
+             SELECT $1, $2, $3, d, $4 FROM unnest($5::timestamptz[]) AS d \
+             ON CONFLICT (tenant_id, sla_id, sla_version, day_start) \
+             DO UPDATE SET checked_at = EXCLUDED.checked_at",
+        )
+        .bind(tx.tenant().uuid())
+        .bind(sla.uuid())
+        .bind(version)
+        .bind(seen)
+        .bind(&unchanged)
+        .execute(&mut **tx)
+        .await?;
+    }
     if rows.objective.is_empty() {
         return Ok(0);
     }
@@ -181,7 +210,7 @@ pub async fn record_all(
         "INSERT INTO transparency_measurements (tenant_id, sla_id, sla_version, objective, day_start, \
              revision, day_end, field, unit, threshold, good, bad, measured_at, counted_to) \
          SELECT $1, $2, $3, u.objective, u.day_start, u.revision, u.day_end, u.field, u.unit, \
-             u.threshold, u.good, u.bad, statement_timestamp(), $4 \
+             u.threshold, u.good, u.bad, $14, $4 \
          FROM unnest($5::text[], $6::timestamptz[], $7::int4[], $8::timestamptz[], $9::text[], \
              $10::text[], $11::int8[], $12::int8[], $13::int8[]) \
              AS u(objective, day_start, revision, day_end, field, unit, threshold, good, bad) \
@@ -200,6 +229,7 @@ pub async fn record_all(
     .bind(&rows.threshold)
     .bind(&rows.good)
     .bind(&rows.bad)
+    .bind(seen)
     .execute(&mut **tx)
     .await?;
     Ok(rows.objective.len())

@@ -317,6 +317,16 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // A day measured again to the same numbers, as the evaluator notes it.
+    sqlx::query(
+        "INSERT INTO measurement_checks (tenant_id, sla_id, sla_version, day_start, checked_at) \
+         VALUES ($1, $2, 1, date_trunc('day', now()), now())",
+    )
+    .bind(tenant.uuid())
+    .bind(applied.sla.uuid())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
     // A customer's fee and a credit owed, as compensation writes it.
     let customer = customers::find_by_ref(&mut tx, "acme-corp")
         .await

@@ -25,6 +25,7 @@ mod evaluator_backfill;
 mod evaluator_close;
 mod evaluator_jobs;
 mod evaluator_lateness;
+mod evaluator_maintenance;
 mod evaluator_removed;
 mod evaluator_signals;
 mod evaluator_slices;
