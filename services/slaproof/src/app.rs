@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 
 use crate::config::{Config, describe};
+use crate::listener::{ConnectionLimits, serve};
 use crate::{health, housekeeping, metrics, telemetry};
 
 /// A service one process can run. `slaproof up` runs all of them;
@@ -339,6 +340,7 @@ impl Application {
         let limits = ConnectionLimits {
             header_timeout: Duration::from_secs(self.config.server.header_read_timeout_secs),
             max_connections: self.config.server.max_connections,
+            max_per_address: self.config.server.max_connections_per_address,
         };
         if let Some((listener, router)) = self.metrics {
             if let Ok(address) = listener.local_addr() {
@@ -400,69 +402,4 @@ pub fn cancel_on_signals(token: CancellationToken) {
         }
         token.cancel();
     });
-}
-
-/// Serves `router` over HTTP/1 on `listener` until `shutdown`, then waits
-/// for the connections' requests in flight. Not `axum::serve`: it sets no
-/// timer, so a client trickling its headers (slowloris) would hold a
-/// connection for ever; here each request's headers must arrive within
-/// `header_timeout`.
-/// What bounds the connections of a listener.
-#[derive(Debug, Clone, Copy)]
-struct ConnectionLimits {
-    header_timeout: Duration,
-    max_connections: usize,
-}
-
-async fn serve(
-    listener: TcpListener,
-    router: axum::Router,
-    limits: ConnectionLimits,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
-
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
-    let graceful = GracefulShutdown::new();
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    loop {
-        // A slot before accepting: at the cap, new connections wait in the
-        // kernel's queue instead of each holding a task and a socket here.
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-            () = shutdown.cancelled() => break,
-        };
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(err) => {
-                    // Out of file descriptors and the like: the listener
-                    // stays usable, so wait a little rather than spin.
-                    tracing::warn!(error = %err, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = shutdown.cancelled() => break,
-        };
-        let service = TowerToHyperService::new(router.clone());
-        // No upgrades: slaproof serves no WebSocket or CONNECT.
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(error = %err, "connection ended with an error");
-            }
-            drop(slot);
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
-    Ok(())
 }

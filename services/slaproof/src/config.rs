@@ -99,6 +99,11 @@ pub struct ServerConfig {
     /// clients can hold (with `header_read_timeout_secs` and the API's
     /// `api.body_read_timeout_secs`).
     pub max_connections: usize,
+    /// The most of them from one client address (an IPv6 host by its /64);
+    /// one more is answered 503 and closed. Behind a proxy or load balancer
+    /// every connection comes from its address: raise this to
+    /// `max_connections` there, and bound clients at the proxy.
+    pub max_connections_per_address: usize,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +113,7 @@ impl Default for ServerConfig {
             shutdown_grace_secs: 20,
             header_read_timeout_secs: 10,
             max_connections: 1_024,
+            max_connections_per_address: 256,
         }
     }
 }
@@ -593,6 +599,15 @@ impl Config {
                 format!(
                     "must be between 1 and 100000, got {}",
                     self.server.max_connections
+                ),
+            ));
+        }
+        if !(1..=100_000).contains(&self.server.max_connections_per_address) {
+            return Err(invalid(
+                "server.max_connections_per_address",
+                format!(
+                    "must be between 1 and 100000, got {}",
+                    self.server.max_connections_per_address
                 ),
             ));
         }

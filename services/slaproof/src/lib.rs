@@ -10,6 +10,7 @@ pub mod demo;
 mod embedded;
 mod health;
 mod housekeeping;
+mod listener;
 mod loadgen;
 mod metrics;
 mod pages;

@@ -207,3 +207,67 @@ async fn connections_beyond_the_cap_wait_until_one_ends() {
     .unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_connections() {
+    // #31 item 7: the connection cap was per process, so one client
+    // address could hold every slot with idle connections and leave
+    // nothing to the others. With server.max_connections_per_address = 2,
+    // a third connection from 127.0.0.1 is answered 503 at once, while
+    // another address (127.0.0.2) is still served, and 127.0.0.1 is again
+    // once one of its connections ends.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = slaproof_tests::spawn_app_with(|config| {
+        config.server.max_connections = 10;
+        config.server.max_connections_per_address = 2;
+        config.server.header_read_timeout_secs = 30;
+    })
+    .await;
+    let wait = std::time::Duration::from_millis(1500);
+    let (first, none) = answer_within(app.address, b"GET /healthz HTTP/1.1\r\n", wait).await;
+    assert_eq!(none, None);
+    let (_second, none) = answer_within(app.address, b"GET /healthz HTTP/1.1\r\n", wait).await;
+    assert_eq!(none, None);
+    let whole = b"GET /healthz HTTP/1.1\r\nHost: slaproof\r\nConnection: close\r\n\r\n";
+    let (_, refused) = answer_within(app.address, whole, wait).await;
+    let refused = refused.expect("the third connection is answered at once");
+    assert!(refused.starts_with("HTTP/1.1 503 "), "{refused}");
+    assert!(
+        refused.contains("server.max_connections_per_address"),
+        "{refused}"
+    );
+
+    // Another address is not held up by the first one's connections.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(app.address).await.unwrap();
+    other.write_all(whole).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        other.read_to_string(&mut answer),
+    )
+    .await
+    .expect("another address is served")
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    // Its share comes back when one of its connections ends.
+    drop(first);
+    let mut served = None;
+    for _ in 0..50 {
+        let (mut stream, answer) = answer_within(app.address, whole, wait).await;
+        let mut answer = answer.unwrap_or_default();
+        if answer.starts_with("HTTP/1.1 200") {
+            let _ = stream.read_to_string(&mut answer).await;
+            served = Some(answer);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        served.is_some(),
+        "127.0.0.1 is served again once a connection ended"
+    );
+    app.stop().await.unwrap();
+}
