@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 use futures_util::TryStreamExt;
+use slaproof_domain::ids::SlaId;
 use slaproof_domain::objective::EventVerdict;
+use slaproof_store::coverage::{self, NewCoverage};
 use slaproof_store::{TenantTx, slas};
 
 use crate::error::{Doing, EvaluatorError};
@@ -153,34 +155,25 @@ async fn track_readable(
     watermark: DateTime<Utc>,
     default_grace: Duration,
 ) -> Result<Tracking, EvaluatorError> {
-    let tenant = tx.tenant().uuid();
-    type CoverageRow = (
-        uuid::Uuid,
-        i32,
-        DateTime<Utc>,
-        Option<DateTime<Utc>>,
-        Option<DateTime<Utc>>,
-        Option<uuid::Uuid>,
-    );
-    let rows: Vec<CoverageRow> = sqlx::query_as(
-        "SELECT sla_id, version, covers_from, backfill_before, backfill_occurred_at, backfill_id \
-         FROM evaluator_coverage WHERE tenant_id = $1",
-    )
-    .bind(tenant)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading rollup coverage")?;
-    let mut covered: HashMap<(uuid::Uuid, i32), DateTime<Utc>> = HashMap::new();
-    let mut backfills: HashMap<(uuid::Uuid, i32), Backfill> = HashMap::new();
-    for (sla, version, from, before, occurred, id) in rows {
-        covered.insert((sla, version), from);
-        if let Some(before) = before {
-            let cursor = occurred.zip(id);
-            backfills.insert((sla, version), Backfill { before, cursor });
+    let mut covered: HashMap<(SlaId, i32), DateTime<Utc>> = HashMap::new();
+    let mut backfills: HashMap<(SlaId, i32), Backfill> = HashMap::new();
+    for c in coverage::all(tx).await.doing("reading rollup coverage")? {
+        covered.insert((c.sla, c.version), c.covers_from);
+        if let Some(before) = c.backfill_before {
+            backfills.insert(
+                (c.sla, c.version),
+                Backfill {
+                    before,
+                    cursor: c.cursor,
+                },
+            );
         }
     }
     let mut tracked = Vec::new();
     let mut new = Vec::new();
+    // Recorded at once after the loop: a provider's first round sees
+    // thousands of customer SLAs.
+    let mut first_seen: Vec<NewCoverage> = Vec::new();
     let mut unreadable = Vec::new();
     let mut stored = versions::read_all(tx).await?;
     for summary in slas::list(tx).await? {
@@ -207,7 +200,7 @@ async fn track_readable(
         );
         for (i, judges_from, dormant_until) in roles {
             let v = &all[i];
-            let key = (summary.id.uuid(), v.version);
+            let key = (summary.id, v.version);
             let (covers_from, backfill) = match covered.get(&key) {
                 Some(from) => (*from, backfills.get(&key).copied()),
                 None => {
@@ -218,18 +211,12 @@ async fn track_readable(
                         before: watermark,
                         cursor: None,
                     });
-                    sqlx::query(
-                        "INSERT INTO evaluator_coverage (tenant_id, sla_id, version, covers_from, backfill_before) \
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(tenant)
-                    .bind(key.0)
-                    .bind(key.1)
-                    .bind(from)
-                    .bind(backfill.map(|b| b.before))
-                    .execute(&mut **tx)
-                    .await
-                    .doing("recording rollup coverage")?;
+                    first_seen.push(NewCoverage {
+                        sla: summary.id,
+                        version: v.version,
+                        covers_from: from,
+                        backfill_before: backfill.map(|b| b.before),
+                    });
                     new.push(tracked.len());
                     (from, backfill)
                 }
@@ -260,7 +247,7 @@ async fn track_readable(
                 .period_containing(period.end)
                 .end
                 .max(period.end + grace + Duration::days(1));
-            let covers = covered.get(&(summary.id.uuid(), v.version)).copied();
+            let covers = covered.get(&(summary.id, v.version)).copied();
             if as_of < horizon
                 && let Some(covers_from) = covers.filter(|from| *from <= period.start)
             {
@@ -279,6 +266,9 @@ async fn track_readable(
             }
         }
     }
+    coverage::record_new(tx, &first_seen)
+        .await
+        .doing("recording rollup coverage")?;
     Ok(Tracking {
         tracked,
         new,
@@ -484,20 +474,9 @@ async fn backfill_step(
     }
     drop(rows);
     let done = read < limit;
-    sqlx::query(
-        "UPDATE evaluator_coverage SET backfill_before = CASE WHEN $4 THEN NULL ELSE backfill_before END, \
-             backfill_occurred_at = $5, backfill_id = $6 \
-         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.id.uuid())
-    .bind(sla.version)
-    .bind(done)
-    .bind(last.map(|c| c.0))
-    .bind(last.map(|c| c.1))
-    .execute(&mut **tx)
-    .await
-    .doing("moving a backfill")?;
+    coverage::move_backfill(tx, sla.id, sla.version, done, last)
+        .await
+        .doing("moving a backfill")?;
     Ok((read, done))
 }
 

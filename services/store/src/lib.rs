@@ -12,6 +12,7 @@ pub mod attestations;
 pub mod audit;
 pub mod backlog;
 pub mod charts;
+pub mod coverage;
 pub mod credits;
 pub mod customers;
 pub mod embed_origins;
