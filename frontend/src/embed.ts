@@ -11,6 +11,7 @@ import type {
   AlertsView,
   AttestationsView,
   LatestCheck,
+  PeriodResult,
   PeriodsView,
   Dashboard,
   ListOut,
@@ -248,7 +249,7 @@ async function closedPeriods(api: Api, sla: string): Promise<HTMLElement> {
     .slice(0, 48)
   section.append(
     dataTable(
-      ['Period', 'Objective', 'Result', 'Compliance'],
+      ['Period', 'Objective', 'Result', 'Compliance', 'Arrived late'],
       rows.map((p) =>
         el(
           'tr',
@@ -262,11 +263,36 @@ async function closedPeriods(api: Api, sla: string): Promise<HTMLElement> {
             p.compliance_ppm === null || p.compliance_ppm === undefined ? 'no requests' : percent(p.compliance_ppm),
             el('span', { class: 'target' }, ` target ${percent(p.target_ppm)}`),
           ),
+          late(p),
         ),
       ),
     ),
   )
+  if (rows.some((p) => p.late_total_now > 0)) {
+    section.append(
+      el(
+        'p',
+        { class: 'note' },
+        "Requests that arrived after a period's late grace are shown, not counted: the result stays as it was judged.",
+      ),
+    )
+  }
   return section
+}
+
+/** A closed period's requests that arrived after its late grace, counted
+ * now (those since the result was frozen included), and how many failed. */
+function late(p: PeriodResult): HTMLTableCellElement {
+  const now = p.late_total_now ?? 0
+  if (now === 0) return el('td', { 'data-late': '0' }, '—')
+  const failed = now - (p.late_good_now ?? 0)
+  const since = now - (p.late_total ?? 0)
+  return el(
+    'td',
+    { 'data-late': String(now) },
+    `${count(now)} (${count(failed)} failed)`,
+    since > 0 && el('span', { class: 'target' }, ` ${count(since)} since the result`),
+  )
 }
 
 function credits(d: Dashboard): HTMLElement {

@@ -135,6 +135,14 @@ export interface PeriodResult {
   good: number
   total: number
   revision: number
+  /** Requests left out by maintenance. */
+  excluded: number
+  /** Requests that arrived after the period's late grace, as counted when
+   * this revision was frozen: never in the verdict. */
+  late_total: number
+  /** The same count now (later arrivals included), and the good ones of it. */
+  late_total_now: number
+  late_good_now: number
 }
 
 export interface PeriodsView {

@@ -59,6 +59,12 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   const closed = await page.locator('section.periods tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.met))
   check(closed.length === 4 && closed.filter((m) => m === 'false').length === 2,
     `full: November's four results, two missed (availability 99.6% < 99.9%, good-minutes 98% < 99%) (${closed.join(', ')})`)
+  const late = await page.locator('section.periods tbody tr').evaluateAll((rows) =>
+    rows.map((r) => [r.cells[1].innerText, r.cells[4].dataset.late, r.cells[4].innerText]))
+  const lateAvailability = late.find(([objective]) => objective === 'availability')
+  check(lateAvailability !== undefined && lateAvailability[1] === '1' &&
+    lateAvailability[2].includes('1 (1 failed)') && lateAvailability[2].includes('1 since the result'),
+    `full: the failure that arrived after November closed is shown on it, not counted (${JSON.stringify(late)})`)
   check((await page.locator('[data-testid="alerts"]').count()) === 1, 'full: the alerts are shown')
   check((await page.locator('.range').first().innerText()).includes('your time zone'), 'full: the time zone is named')
   check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')

@@ -181,6 +181,15 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
         return;
     };
     let s = crate::attestation::closed_november().await;
+    // A November failure that arrived after the month's close: shown on
+    // the closed period, not counted in it (#30, finality).
+    s.insert(&[slaproof_tests::scenario::Request {
+        occurred_at: slaproof_tests::scenario::at("2026-11-20T10:00:00Z"),
+        received_at: slaproof_tests::scenario::at("2026-12-01T01:30:00Z"),
+        status: 500,
+    }])
+    .await;
+    s.run("2026-12-01T02:00:00Z").await;
     let customer = acme_corp(&s).await;
     checked_request_log(&s, customer).await;
     let (app, tenant) = s.serve(trust_test_key).await;
