@@ -11,9 +11,9 @@ use slaproof_circuits::daily::{DayOpening, aggregate};
 use slaproof_circuits::{CircuitKeys, Claim, ContextHash, Fr, derive_salt};
 use slaproof_domain::ids::SlaId;
 use slaproof_domain::period_vector::PeriodVector;
-use slaproof_store::TenantTx;
 use slaproof_store::attestations::Attestation;
 use slaproof_store::measurements::{self, DayRecord, Measurement};
+use slaproof_store::{TenantTx, outbox};
 
 pub use crate::bundle::DayAnchor;
 use crate::bundle::{ClaimRecord, field_word};
@@ -68,8 +68,38 @@ pub(crate) enum DailyPlan {
     },
     /// Every day measured and agreeing, some not anchored yet.
     Waiting(String),
-    /// Not over daily commitments: the reason, for the log.
+    /// Not over daily commitments: the reason. Proven over the vector
+    /// committed at the close only where the SLA allows it
+    /// (`spec.attestation.circuit: threshold`); else refused and told.
     Unavailable(String),
+}
+
+/// Tells `attestation.failed` for `row`, which its SLA asks to prove over
+/// its days and cannot be (`reason`): retried, so `retrying` is true.
+pub(crate) async fn tell_refused(
+    tx: &mut TenantTx,
+    row: &Attestation,
+    claim: &ClaimRecord,
+    reason: &str,
+) -> Result<(), AttestationError> {
+    outbox::enqueue(
+        tx,
+        "attestation.failed",
+        &serde_json::json!({
+            "attestation": row.id,
+            "sla": SlaId::from_uuid(row.sla_id).to_string(),
+            "slaName": claim.sla,
+            "version": row.version,
+            "objective": row.objective,
+            "periodStart": row.period_start,
+            "periodEnd": row.period_end,
+            "revision": row.revision,
+            "reason": reason,
+            "retrying": true,
+        }),
+    )
+    .await?;
+    Ok(())
 }
 
 /// The days of `row`'s period, each with its end (the next day's start,

@@ -24,6 +24,13 @@ pub enum AttestationError {
     /// Proven, and no chain to anchor on in this process.
     #[error("proven; waiting for a chain to anchor on (none is configured or reachable)")]
     NoChain,
+    /// The SLA asks for the daily circuit and it cannot be used (why).
+    #[error(
+        "not proven: the SLA's periods are proven only over their days, each fixed as the period \
+         went (spec.attestation.circuit: daily), and {0}; retrying (spec.attestation.circuit: \
+         threshold would let the parties prove such a period over the counts committed at its close)"
+    )]
+    DailyRequired(String),
 }
 
 impl AttestationError {

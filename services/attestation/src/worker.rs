@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use slaproof_chain::{Chain, Deployment};
 use slaproof_circuits::{Circuit, CircuitKeys, ContextHash, build_with_salt, derive_salt, prove};
+use slaproof_domain::anchoring::ProofCircuit;
 use slaproof_domain::period_vector::PeriodVector;
 use slaproof_domain::settings::SettingsError;
 use slaproof_store::attestations::{self, AttestRequest, Attestation, Proven};
@@ -462,6 +463,17 @@ impl Worker {
             .await?;
         let context = ContextHash::of(&claim.claim());
         let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+        // The terms the period was judged by say which circuit may prove it.
+        let circuit = slas::find_version(
+            &mut tx,
+            slaproof_domain::ids::SlaId::from_uuid(row.sla_id),
+            row.version,
+        )
+        .await
+        .map_err(store)?
+        .definition
+        .attestation
+        .circuit;
         let plan = daily::plan(
             &mut tx,
             self.prover.daily_keys_for(vector.days.len()),
@@ -507,8 +519,18 @@ impl Worker {
                 )?;
                 (keys, statement, Some(days), Proving::Daily(openings))
             }
+            DailyPlan::Unavailable(why) if circuit == ProofCircuit::Daily => {
+                // Never a silent downgrade: not proven, told, retried.
+                let refused = AttestationError::DailyRequired(why);
+                if job.attempts <= 1 {
+                    let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+                    daily::tell_refused(&mut tx, row, claim, &refused.to_string()).await?;
+                    tx.commit().await.map_err(store)?;
+                }
+                return Err(refused);
+            }
             DailyPlan::Unavailable(why) => {
-                tracing::warn!(attestation = %row.id, %why, "proven over a vector committed at the close, not over its anchored days");
+                tracing::info!(attestation = %row.id, %why, "proven over a vector committed at the close, as the SLA allows (spec.attestation.circuit: threshold)");
                 let pairs = vector.pairs();
                 let keys = self.prover.keys_for(pairs.len())?;
                 let (statement, opening) = build_with_salt(

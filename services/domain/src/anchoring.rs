@@ -50,11 +50,53 @@ impl std::fmt::Display for AnchorPath {
     }
 }
 
+/// Which circuit may prove an SLA's periods.
+///
+/// - `daily` (the default): only over the period's days, each measured and
+///   anchored as the period went, so the data were fixed before the
+///   outcome. When that cannot be done (a day not measured, or measured
+///   otherwise than the period counts it; days not anchored; no daily keys
+///   loaded) the period is not proven: `attestation.failed` says why, and
+///   the attestation is retried.
+/// - `threshold`: the parties waive that: a period may be proven over the
+///   counts committed at its close, when the daily circuit cannot be used.
+///   Its bundles say `circuit: threshold`, which auditors see.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProofCircuit {
+    #[default]
+    Daily,
+    Threshold,
+}
+
+impl ProofCircuit {
+    /// Every choice, in the order the docs list them.
+    pub const ALL: [ProofCircuit; 2] = [Self::Daily, Self::Threshold];
+
+    /// The name documents spell.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Daily => "daily",
+            Self::Threshold => "threshold",
+        }
+    }
+
+    /// Reads a name, or says which names there are.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .ok_or_else(|| format!("must be daily or threshold, not {name:?}"))
+    }
+}
+
 /// What an SLA asks of its attestations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AttestationPolicy {
     /// Where its period statements are anchored.
     pub anchor: AnchorPath,
+    /// Which circuit may prove its periods.
+    pub circuit: ProofCircuit,
 }
 
 #[cfg(test)]
@@ -74,6 +116,14 @@ mod tests {
             AnchorPath::parse("onchain")
                 .unwrap_err()
                 .contains("\"onchain\"")
+        );
+        for circuit in ProofCircuit::ALL {
+            assert_eq!(ProofCircuit::parse(circuit.as_str()), Ok(circuit));
+        }
+        assert!(
+            ProofCircuit::parse("vector")
+                .unwrap_err()
+                .contains("daily or threshold")
         );
     }
 }

@@ -1,7 +1,7 @@
 //! Property tests: any valid SLA survives native YAML, JSON and OpenSLO unchanged.
 
 use proptest::prelude::*;
-use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy};
+use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy, ProofCircuit};
 use slaproof_domain::policy::{
     DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, ScheduleSlot, SlaPolicy,
 };
@@ -182,6 +182,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         policy(),
         proptest::sample::select(AnchorPath::ALL.to_vec()),
         any::<bool>(),
+        proptest::sample::select(ProofCircuit::ALL.to_vec()),
     )
         .prop_map(
             |(
@@ -195,6 +196,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                 policy,
                 anchor,
                 service_wide,
+                circuit,
             )| {
                 // A customer's SLA may be its customer's or the service's;
                 // one without a customer is the service's.
@@ -214,7 +216,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                     objectives,
                     policy,
                     credits: None,
-                    attestation: AttestationPolicy { anchor },
+                    attestation: AttestationPolicy { anchor, circuit },
                 }
             },
         )

@@ -19,6 +19,9 @@ use slaproof_store::attestations::{self, Attestation};
 use slaproof_store::slas;
 use slaproof_tests::scenario::{Request, Scenario, at};
 
+/// The tests' SLA: its periods may be proven over the counts committed at
+/// the close (the threshold circuit), which is what a worker without daily
+/// keys does; `transparency_periods` proves over the days.
 pub(crate) const SLA: &str = r#"
 apiVersion: slaproof/v1
 kind: SLA
@@ -28,6 +31,7 @@ spec:
   service: chat
   customer: acme-corp
   window: {calendar: month, timeZone: UTC}
+  attestation: {circuit: threshold}
   objectives:
   - name: availability
     target: 99.9%
@@ -46,6 +50,14 @@ spec:
     target: 90%
     threshold: {field: attr.quality, op: gte, value: 0.8}
 "#;
+
+/// [`SLA`] without the waiver: its periods are proven only over their
+/// days, each anchored as the period went.
+pub(crate) fn daily_sla() -> String {
+    let doc = SLA.replace("  attestation: {circuit: threshold}\n", "");
+    assert_ne!(doc, SLA);
+    doc
+}
 
 /// November: a request a minute from the 10th for 3,000 minutes (two days
 /// and two hours), 12 of them answered 500 on the 11th.
@@ -723,4 +735,56 @@ async fn proofs_made_with_no_chain_are_kept_and_anchored_once_a_chain_is_there()
     }
     assert_eq!(anchors_on_chain(&chain, &deployment).await, 3);
     node.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_period_its_sla_asks_to_prove_over_its_days_is_never_proven_over_the_close_instead() {
+    // #32 item 3, the worker's side: a worker that could not prove over
+    // the period's days (here: no daily keys loaded; likewise a day not
+    // measured, measured otherwise, or not anchored) proved over the vector
+    // committed at the close, saying so only in its log at warn level.
+    // Under an SLA that does not waive the daily circuit it now proves
+    // nothing, tells `attestation.failed` once, and retries.
+    let s = closed_november_under(&daily_sla()).await;
+    let w = worker(&s, None).await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    let rows = provable(attestations_of(&s).await);
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        assert_eq!(row.status, "pending", "{row:?}");
+        assert_eq!(row.proof_sha256, None, "{row:?}");
+        let reason = row.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("spec.attestation.circuit: daily")
+                && reason.contains("no daily-circuit keys hold 30 days"),
+            "{reason}"
+        );
+    }
+    let told = s.told_of("attestation.failed").await;
+    let refused: Vec<_> = told
+        .iter()
+        .filter(|p| p["retrying"] == serde_json::json!(true))
+        .collect();
+    assert_eq!(refused.len(), 3, "{told:?}");
+    for fact in &refused {
+        assert!(
+            fact["reason"]
+                .as_str()
+                .unwrap()
+                .contains("spec.attestation.circuit: threshold"),
+            "{fact}"
+        );
+    }
+    // Retried (made due here) and refused again, told no more.
+    s.owner_sql("UPDATE jobs SET run_at = now() WHERE kind = 'attest'")
+        .await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    assert_eq!(
+        provable(attestations_of(&s).await)
+            .iter()
+            .filter(|r| r.status == "pending")
+            .count(),
+        3
+    );
+    assert_eq!(s.told_of("attestation.failed").await.len(), told.len());
 }

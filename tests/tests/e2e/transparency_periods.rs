@@ -25,7 +25,7 @@ use slaproof_store::attestations::{self, Attestation};
 use slaproof_tests::scenario::{Request, Scenario, at};
 
 use crate::attestation::{
-    SLA, anchored_worker, anvil_binary, attestations_of, chain_on, keys_64, provable, solc_js,
+    anchored_worker, anvil_binary, attestations_of, chain_on, daily_sla, keys_64, provable, solc_js,
 };
 use crate::attestation_paths::{sla_on, until_anchored};
 
@@ -93,7 +93,7 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
     let Some(binary) = anvil_binary() else {
         return;
     };
-    let s = Scenario::new(SLA, "2026-11-01", "2026-12-02").await;
+    let s = Scenario::new(&daily_sla(), "2026-11-01", "2026-12-02").await;
     s.run("2026-11-01T00:00:00Z").await;
     let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
@@ -481,7 +481,9 @@ async fn a_month_over_its_days_is_verified_on_chain_on_the_verified_path() {
     let Some(solc) = solc_js() else {
         return;
     };
-    let s = Scenario::new(&sla_on("verified"), "2026-11-01", "2026-12-02").await;
+    // Proven over its days or not at all: no waiver.
+    let daily = sla_on("verified").replace(", circuit: threshold", "");
+    let s = Scenario::new(&daily, "2026-11-01", "2026-12-02").await;
     s.run("2026-11-01T00:00:00Z").await;
     let node = slaproof_chain::anvil::Anvil::start(&binary, 0, None).expect("anvil starts");
     let (chain, deployment) = chain_on(&node, 30).await;
