@@ -50,6 +50,15 @@ spec:
       - {days: [tue], from: "02:00", to: "04:00"}
       - {days: [tue], from: "10:00", to: "13:00"}
       - {days: [thu], from: "14:00", to: "15:00"}
+  credits:
+    currency: EUR
+    cap: "1000000.00"
+    impact:
+      levels: {availability: L3, latency: L1}
+      incidents:
+        availability: {minRequests: 2, minMinutes: 3}
+        latency: {minuteBelow: 50}
+      owedWhen: always
 "#;
 
 /// October 2026 in Berlin: from midnight CEST to midnight CET, 31 days and
@@ -171,6 +180,69 @@ JOIN (VALUES ('availability', 940000), ('latency', 935000), ('good-days', 900000
     AS t (objective, target_ppm) USING (objective)
 ORDER BY o.objective
 ";
+
+/// The incidents of the impact credit (`docs/CREDITS.md`, "Impact"), read
+/// with SQL from the same contract ([`ORACLE`]'s rules up to `judged`):
+/// per UTC minute, the events not late (those in maintenance included:
+/// a minute counts whole unless it lies wholly inside an agreed window,
+/// and then it is left out); a minute is judged when it has at least the
+/// objective's `minRequests` (availability 2, latency 1 measured
+/// request), and is bad when its share of good ones is below
+/// `minuteBelow` (availability: its target, 94%; latency 50%). An incident
+/// is a run of bad judged minutes with no good judged minute between them,
+/// at least `minMinutes` long (availability 3, latency 1) from its first
+/// minute's start to its last minute's end; its requests are its judged
+/// minutes' events.
+const INCIDENTS: &str = "
+minutes AS (
+    SELECT date_trunc('minute', j.occurred_at) AS minute,
+           count(*) FILTER (WHERE j.status < 500) AS a_good, count(*) AS a_total,
+           count(*) FILTER (WHERE j.measured AND j.latency_us <= 800000) AS l_good,
+           count(*) FILTER (WHERE j.measured) AS l_total
+    FROM judged j WHERE NOT j.late
+    GROUP BY 1
+),
+kept AS (
+    SELECT m.* FROM minutes m
+    WHERE NOT EXISTS (SELECT 1 FROM agreed w
+                      WHERE w.starts_at <= m.minute AND w.ends_at >= m.minute + interval '1 minute') -- WHOLLY
+),
+rules (objective, below_ppm, min_requests, min_minutes) AS (
+    VALUES ('availability', 940000, 2, 3), ('latency', 500000, 1, 1)
+),
+judged_minutes AS (
+    SELECT 'availability' AS objective, minute, a_good AS good, a_total AS total FROM kept
+    UNION ALL
+    SELECT 'latency', minute, l_good, l_total FROM kept
+),
+flagged AS (
+    SELECT m.objective, m.minute, m.total, m.good * 1000000 < r.below_ppm * m.total AS bad,
+           r.min_minutes
+    FROM judged_minutes m JOIN rules r USING (objective)
+    WHERE m.total > 0 AND m.total >= r.min_requests
+),
+islands AS (
+    SELECT f.*, count(*) FILTER (WHERE NOT f.bad)
+               OVER (PARTITION BY f.objective ORDER BY f.minute) AS island
+    FROM flagged f
+)
+SELECT objective, min(minute) AS start, max(minute) + interval '1 minute' AS end,
+       sum(total)::int8 AS requests
+FROM islands WHERE bad
+GROUP BY objective, island, min_minutes
+HAVING max(minute) + interval '1 minute' - min(minute) >= make_interval(mins => min_minutes)
+ORDER BY objective, start
+";
+
+/// [`INCIDENTS`] on [`ORACLE`]'s rules, with `oracle` for [`ORACLE`] (the
+/// contract's or a mutation of it).
+fn incidents_sql(oracle: &str) -> String {
+    let head = oracle
+        .split_once("counted AS (")
+        .expect("the oracle's CTEs end with `counted`")
+        .0;
+    format!("{head}{INCIDENTS}")
+}
 
 /// The rules a careless reading would apply instead, each one line of
 /// [`ORACLE`] replaced: lateness judged per minute (an event counts when
@@ -606,6 +678,24 @@ async fn announce_windows(s: &Scenario) {
     tx.commit().await.unwrap();
 }
 
+/// An incident as the credit statement lists it: objective, start, end, requests.
+type IncidentLine = (String, DateTime<Utc>, DateTime<Utc>, i64);
+
+/// The incidents with `sql` ([`incidents_sql`]).
+async fn incidents(s: &Scenario, sql: &str) -> Vec<IncidentLine> {
+    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
+    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
+    let rows: Vec<IncidentLine> = sqlx::query_as(sql)
+        .bind(at(START))
+        .bind(at(END))
+        .bind(sla.uuid())
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    rows
+}
+
 /// The oracle's figures (with `sql`, the contract's or a mutation of it).
 async fn oracle(s: &Scenario, sql: &str) -> Vec<Figures> {
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
@@ -710,6 +800,74 @@ async fn a_berlin_month_across_dst_with_maintenance_and_late_events_closes_as_pl
         assert!(ORACLE.contains(rule), "{name}: the rule is in the oracle");
         let mutated = oracle(&s, &ORACLE.replace(rule, replacement)).await;
         assert_ne!(mutated, expected, "{name} gives the same figures");
+    }
+
+    // The impact credit's incidents, as the compensation worker finds them
+    // in the minute rollups, are the ones plain SQL finds in the events.
+    slaproof_compensation::work_due(&s.db, &slaproof_compensation::Settings::default(), "oracle")
+        .await
+        .unwrap();
+    let (app, admin) = s.app().await;
+    let credits = app
+        .list_credits(
+            &admin,
+            &slaproof_app::credits::CreditQuery::default(),
+            &slaproof_app::PageRequest::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(credits.len(), 1, "{credits:?}");
+    let mut credited: Vec<IncidentLine> = credits[0].computation["computation"]["incidents"]
+        .as_array()
+        .expect("the statement lists its incidents")
+        .iter()
+        .map(|i| {
+            (
+                i["objective"].as_str().unwrap().to_owned(),
+                i["start"].as_str().unwrap().parse().unwrap(),
+                i["end"].as_str().unwrap().parse().unwrap(),
+                i["requests"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    credited.sort();
+    let expected_incidents = incidents(&s, &incidents_sql(ORACLE)).await;
+    assert_eq!(credited, expected_incidents);
+    // Not vacuous: both objectives have incidents, and the data tell the
+    // contract from careless readings: every minute touching maintenance
+    // left out (the planned window of the 13th ends mid-minute, and that
+    // minute counts whole), late telemetry counted, every customer's
+    // requests counted.
+    for objective in ["availability", "latency"] {
+        assert!(
+            expected_incidents.iter().any(|i| i.0 == objective),
+            "{objective}: {expected_incidents:?}"
+        );
+    }
+    for (name, sql) in [
+        (
+            "minutes partly in maintenance left out",
+            incidents_sql(ORACLE).replace(
+                "w.starts_at <= m.minute AND w.ends_at >= m.minute + interval '1 minute') -- WHOLLY",
+                "w.starts_at < m.minute + interval '1 minute' AND w.ends_at > m.minute)",
+            ),
+        ),
+        (
+            "late telemetry counted",
+            incidents_sql(ORACLE).replace("FROM judged j WHERE NOT j.late", "FROM judged j"),
+        ),
+        (
+            "every customer's requests",
+            incidents_sql(&ORACLE.replace("AND e.customer = 'acme-corp' -- CUSTOMER", "")),
+        ),
+    ] {
+        assert_ne!(sql, incidents_sql(ORACLE), "{name}: the rule is in the oracle");
+        assert_ne!(
+            incidents(&s, &sql).await,
+            expected_incidents,
+            "{name} gives the same incidents"
+        );
     }
 
     // Telemetry arriving later still does not reopen the month.
