@@ -17,6 +17,7 @@ use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
 mod ingest;
+mod secrets_dir;
 pub(crate) use ingest::IngestConfig;
 
 /// The file read when `--config` is not given and it exists.
@@ -364,6 +365,11 @@ pub enum ConfigError {
     Load(#[from] Box<figment::Error>),
     #[error("invalid configuration: {key}: {rule}")]
     Invalid { key: &'static str, rule: String },
+    #[error(
+        "invalid configuration: the secrets directory {dir} ({}): {reason}",
+        secrets_dir::SECRETS_DIR_ENV
+    )]
+    SecretsDir { dir: PathBuf, reason: String },
 }
 
 fn invalid(key: &'static str, rule: impl Into<String>) -> ConfigError {
@@ -375,8 +381,21 @@ fn invalid(key: &'static str, rule: impl Into<String>) -> ConfigError {
 
 impl Config {
     /// Loads defaults, then `file` (or `slaproof.toml` when it exists), then
-    /// the environment, and validates the result.
+    /// the files of the directory `SLAPROOF_SECRETS_DIR` names (one setting
+    /// a file, as Kubernetes mounts a Secret), then the environment, and
+    /// validates the result.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let secrets = std::env::var_os(secrets_dir::SECRETS_DIR_ENV)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
+        Self::load_with(file, secrets.as_deref())
+    }
+
+    /// [`Config::load`] with the secrets directory given.
+    pub(crate) fn load_with(
+        file: Option<&Path>,
+        secrets: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
         let mut figment = Figment::new();
         match file {
             Some(path) if !path.exists() => return Err(ConfigError::MissingFile(path.to_owned())),
@@ -385,6 +404,9 @@ impl Config {
                 figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
             }
             None => {}
+        }
+        if let Some(dir) = secrets {
+            figment = secrets_dir::merge(figment, dir)?;
         }
         figment = figment.merge(Env::prefixed("SLAPROOF_").split("__").filter(|key| {
             // Keys keep the case of the environment; sections are lower case.

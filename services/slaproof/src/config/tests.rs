@@ -278,3 +278,54 @@ fn a_metrics_listener_other_machines_reach_needs_a_token() {
         .to_string();
     assert!(err.contains("telemetry.slo_series_per_tenant"), "{err}");
 }
+
+#[test]
+fn settings_are_read_from_a_secrets_directory_as_kubernetes_mounts_it() {
+    // #31 (deploy): the Kubernetes manifests passed the database URL, the
+    // webhook sealing key, the embed secret and the metrics token as
+    // environment variables. A Secret mounted as a directory is one file
+    // per key, the files links into a hidden `..data` directory.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("..2026_12_07_04_00_00.000000001");
+    std::fs::create_dir(&data).unwrap();
+    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    std::fs::write(
+        data.join("database.url"),
+        "postgres://app:hunter2@db.internal:5432/slaproof\n",
+    )
+    .unwrap();
+    std::fs::write(data.join("webhooks.secret_key"), format!("{key}\r\n")).unwrap();
+    std::os::unix::fs::symlink(&data, dir.path().join("..data")).unwrap();
+    for name in ["database.url", "webhooks.secret_key"] {
+        std::os::unix::fs::symlink(Path::new("..data").join(name), dir.path().join(name)).unwrap();
+    }
+    let config = Config::load_with(None, Some(dir.path())).unwrap();
+    assert_eq!(
+        describe(&config.service_connection().unwrap()),
+        "app@db.internal:5432/slaproof"
+    );
+    assert!(config.webhooks.key().unwrap().is_some());
+    assert!(!format!("{config:?}").contains("hunter2"));
+
+    // A file named after no setting is refused, naming it and the variable.
+    std::fs::write(dir.path().join("database-url"), "x").unwrap();
+    let err = Config::load_with(None, Some(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("database-url") && err.contains("SLAPROOF_SECRETS_DIR"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.path().join("database-url")).unwrap();
+    // A key its section does not have is refused by name, as in a file.
+    std::fs::write(dir.path().join("database.pasword"), "x").unwrap();
+    let err = Config::load_with(None, Some(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pasword"), "{err}");
+    // And a directory that is not there says so.
+    let err = Config::load_with(None, Some(&dir.path().join("missing")))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing"), "{err}");
+}
