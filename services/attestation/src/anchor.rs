@@ -285,19 +285,15 @@ pub(crate) async fn record_anchored(
         outbox::enqueue(
             tx,
             "attestation.anchored",
-            &serde_json::json!({
-                "attestation": row.id,
-                "sla": slaproof_domain::ids::SlaId::from_uuid(row.sla_id).to_string(),
-                "slaName": claim.sla,
-                "version": row.version,
-                "objective": row.objective,
-                "periodStart": row.period_start,
-                "periodEnd": row.period_end,
-                "revision": row.revision,
-                "statementId": parts.statement_id.to_string(),
-                "fractionPpm": parts.statement.quota_ppm(),
-                "anchor": anchor,
-            }),
+            &crate::facts::about(
+                row,
+                claim,
+                serde_json::json!({
+                    "statementId": parts.statement_id.to_string(),
+                    "fractionPpm": parts.statement.quota_ppm(),
+                    "anchor": anchor,
+                }),
+            ),
         )
         .await
         .map_err(store)?;

@@ -85,18 +85,11 @@ pub(crate) async fn tell_refused(
     outbox::enqueue(
         tx,
         "attestation.failed",
-        &serde_json::json!({
-            "attestation": row.id,
-            "sla": SlaId::from_uuid(row.sla_id).to_string(),
-            "slaName": claim.sla,
-            "version": row.version,
-            "objective": row.objective,
-            "periodStart": row.period_start,
-            "periodEnd": row.period_end,
-            "revision": row.revision,
-            "reason": reason,
-            "retrying": true,
-        }),
+        &crate::facts::about(
+            row,
+            claim,
+            serde_json::json!({"reason": reason, "retrying": true}),
+        ),
     )
     .await?;
     Ok(())

@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod daily;
 mod error;
 pub mod export;
+pub(crate) mod facts;
 mod log_anchor;
 pub mod opening;
 pub mod verdict;
