@@ -82,7 +82,22 @@ pub(crate) async fn up(config: &Config) -> anyhow::Result<Option<UpChain>> {
     if !config.embedded.anvil {
         return Ok(None);
     }
-    let Some(binary) = workspaces().iter().find_map(|root| anvil::binary(root)) else {
+    let mut found = workspaces().iter().find_map(|root| anvil::binary(root));
+    // A fresh clone has the contracts' manifest but not their tools: get
+    // them as `up` gets the pages' (npm, registry only).
+    if found.is_none()
+        && let Some(dir) = contracts_dir().filter(|d| d.join("package-lock.json").is_file())
+    {
+        let installed = tokio::task::spawn_blocking(move || {
+            crate::npm::ci(&dir, "the local chain's tools (anvil, solc)")
+        })
+        .await
+        .unwrap_or(false);
+        if installed {
+            found = workspaces().iter().find_map(|root| anvil::binary(root));
+        }
+    }
+    let Some(binary) = found else {
         eprintln!(
             "no chain configured and no anvil found: anchoring is off. Install it with \
              `npm ci --prefix contracts` (or put Foundry's anvil on the PATH), or set chain.rpc_url."

@@ -13,6 +13,7 @@ mod housekeeping;
 mod listener;
 mod loadgen;
 mod metrics;
+mod npm;
 mod pages;
 mod telemetry;
 mod transparency;

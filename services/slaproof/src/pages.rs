@@ -24,19 +24,9 @@ pub(crate) async fn ensure_built(configured: Option<&Path>) {
         return;
     };
     let sources = sources.to_owned();
-    eprintln!(
-        "building the dashboard pages in {} (npm ci, npm run build)…",
-        sources.display()
-    );
     let built = tokio::task::spawn_blocking(move || {
-        let run = |args: &[&str]| {
-            std::process::Command::new("npm")
-                .args(args)
-                .current_dir(&sources)
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        run(&["ci", "--no-audit", "--no-fund"]) && run(&["run", "build"])
+        crate::npm::ci(&sources, "the dashboard pages' build tools")
+            && crate::npm::run(&sources, "build")
     })
     .await
     .unwrap_or(false);
