@@ -17,9 +17,15 @@ mkdirSync(shots, { recursive: true })
 
 const browser = await launch()
 
+/** Whether every label of `labels` (`|`-separated) is a short duration:
+ * under a second in ms, else in s (`250 ms`, `12 s`), never `12000 ms`. */
+function shortDurations(labels) {
+  return labels.split('|').every((l) => /^(0|\d{1,3}(\.\d+)? ms|\d+(\.\d+)? s)$/.test(l))
+}
+
 /** Opens the dashboard with `token`; answers the page, the API paths it
  * requested, and the milliseconds to its first full render. */
-async function open(token, { width = 1200, height = 1400, scheme = 'light', extra = '' } = {}) {
+async function open(token, { width = 1200, height = 1400, scheme = 'light', extra = '', span = range } = {}) {
   const context = await browser.newContext({ viewport: { width, height }, colorScheme: scheme })
   const page = await context.newPage()
   const requested = []
@@ -28,7 +34,7 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   page.on('pageerror', (e) => errors.push(e.message))
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()))
   const started = Date.now()
-  await page.goto(`${base}/embed/?token=${token}&${range}${extra}`)
+  await page.goto(`${base}/embed/?token=${token}&${span}${extra}`)
   await page.waitForSelector('html[data-ready]', { timeout: 20000 })
   const millis = Date.now() - started
   return { page, context, requested, errors, millis }
@@ -54,6 +60,9 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   const latency = await page.locator('[data-testid="latency-summary"]').innerText()
   check(latency.includes('over 1440 minutes'), `full: the latency chart over the day's minutes (${latency})`)
   check((await page.locator('figure.percentiles canvas').count()) >= 1, 'full: the chart is drawn')
+  await page.waitForFunction(() => document.querySelector('figure.percentiles[data-measure="latency"]')?.dataset.yLabels)
+  const yLabels = await page.locator('figure.percentiles[data-measure="latency"]').getAttribute('data-y-labels')
+  check(shortDurations(yLabels), `full: the latency axis labels are short durations (${yLabels})`)
   check((await page.locator('[data-not-shared]').count()) === 0, 'full: nothing said to be unshared')
   check((await page.locator('section.attestations tbody tr').count()) === 4, 'full: the four attestations of November')
   const closed = await page.locator('section.periods tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.met))
@@ -75,6 +84,25 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check((await logCheck.getAttribute('data-problems')) === '1', 'full: the check has one problem (a missing request)')
   await axe(page, 'full')
   await page.screenshot({ path: `${shots}/dashboard-light-desktop.png`, fullPage: true })
+  await context.close()
+}
+
+// A range with one minute of requests (a 12-second one at 02:00 on the
+// 12th): the chart's time axis spans that minute, not the years uPlot
+// spread one point over.
+{
+  const { page, context, errors } = await open(env('TOKEN_FULL'), {
+    span: 'from=2026-11-12T02:00:00Z&to=2026-11-12T02:30:00Z',
+  })
+  check(errors.length === 0, `one point: no script or console errors (${errors.join('; ')})`)
+  const latency = await page.locator('[data-testid="latency-summary"]').innerText()
+  check(latency.includes('over 1 minute:'), `one point: one minute of latency (${latency})`)
+  await page.waitForFunction(() => document.querySelector('figure.percentiles[data-measure="latency"]')?.dataset.xSpanSecs)
+  const span = Number(await page.locator('figure.percentiles[data-measure="latency"]').getAttribute('data-x-span-secs'))
+  check(span > 0 && span <= 3600, `one point: the time axis spans ${span} s around the minute, not years`)
+  // Its 12-second request: the axis reads in seconds.
+  const labels = await page.locator('figure.percentiles[data-measure="latency"]').getAttribute('data-y-labels')
+  check(shortDurations(labels) && labels.includes(' s'), `one point: the axis up to 12 s is labelled in seconds (${labels})`)
   await context.close()
 }
 

@@ -165,6 +165,22 @@ pub(crate) async fn closed_november() -> Scenario {
     closed_november_under(SLA).await
 }
 
+/// [`closed_november`] with `extra` events (each with when it was
+/// received) stored before the month closes.
+pub(crate) async fn closed_november_with(
+    extra: &[(
+        slaproof_store::events::StoredEvent,
+        chrono::DateTime<chrono::Utc>,
+    )],
+) -> Scenario {
+    let s = Scenario::new(SLA, "2026-11-01", "2026-12-02").await;
+    s.run("2026-11-01T00:00:00Z").await;
+    s.insert(&november()).await;
+    s.insert_events(extra).await;
+    s.run("2026-12-01T01:00:00Z").await;
+    s
+}
+
 /// [`closed_november`] under another SLA document.
 pub(crate) async fn closed_november_under(document: &str) -> Scenario {
     let s = Scenario::new(document, "2026-11-01", "2026-12-02").await;

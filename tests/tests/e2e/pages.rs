@@ -180,7 +180,32 @@ async fn the_embedded_dashboard_shows_what_each_token_allows_and_requests_nothin
     let Some(chromium) = tools() else {
         return;
     };
-    let s = crate::attestation::closed_november().await;
+    // A 12-second request, on time, alone in its minute (02:00 on the 12th,
+    // the minute after November's other traffic ends): a latency axis up to
+    // 12,000 ms, which was labelled in clipped milliseconds.
+    let slow = slaproof_store::events::StoredEvent {
+        id: Default::default(),
+        occurred_at: slaproof_tests::scenario::at("2026-11-12T02:00:30Z"),
+        source: slaproof_store::events::EventSource::Provider,
+        service: "chat".into(),
+        customer: Some("acme-corp".into()),
+        model: Some("big".into()),
+        request_id: None,
+        status: Some(200),
+        error_class: None,
+        latency_us: Some(12_000_000),
+        ttft_us: None,
+        tpot_us: None,
+        input_tokens: None,
+        output_tokens: None,
+        streaming: None,
+        attributes: serde_json::json!({}),
+    };
+    let s = crate::attestation::closed_november_with(&[(
+        slow,
+        slaproof_tests::scenario::at("2026-11-12T02:00:31Z"),
+    )])
+    .await;
     // A November failure that arrived after the month's close: shown on
     // the closed period, not counted in it (#30, finality).
     s.insert(&[slaproof_tests::scenario::Request {
