@@ -45,6 +45,12 @@ function applyTheme(params: URLSearchParams): void {
   }
 }
 
+/** A slice length in words: `1 minute`, `15 minutes`, `1 hour`, `1 day`. */
+function spanName(secs: number): string {
+  const [n, unit] = secs % 86_400 === 0 ? [secs / 86_400, 'day'] : secs % 3600 === 0 ? [secs / 3600, 'hour'] : [secs / 60, 'minute']
+  return `${n} ${unit}${n === 1 ? '' : 's'}`
+}
+
 function scopeFor(d: Dashboard, field: string, fallback: string): string {
   return d.redacted.find((r) => r.field === field || r.field.startsWith(`${field}`))?.scope ?? fallback
 }
@@ -105,8 +111,13 @@ function objectiveCard(d: Dashboard, o: ObjectiveDashboard): HTMLElement {
       el('dd', { 'data-testid': 'burn' }, burn(n.burn_rate_milli)),
       el('dt', {}, 'Period'),
       el('dd', {}, periodOf(n.period_start, n.period_end)),
-      el('dt', {}, 'Requests'),
-      el('dd', {}, `${count(n.good)} good of ${count(n.total)}`),
+      el('dt', {}, o.slice_secs ? 'Intervals' : 'Requests'),
+      el(
+        'dd',
+        { 'data-testid': 'counts' },
+        `${count(n.good)} good of ${count(n.total)}`,
+        o.slice_secs ? el('span', { class: 'target' }, ` of ${spanName(o.slice_secs)} each`) : null,
+      ),
     ),
   )
   return card

@@ -55,6 +55,8 @@ export interface PercentilePoint {
 export interface ObjectiveDashboard {
   objective: string
   family: string
+  /** A time-slice objective's slice length: its counts are slices. */
+  slice_secs?: number
   numbers?: ComplianceNumbers | null
   minutes?: MinutePoint[]
 }

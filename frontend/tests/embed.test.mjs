@@ -74,6 +74,14 @@ async function open(token, { width = 1200, height = 1400, scheme = 'light', extr
   check(lateAvailability !== undefined && lateAvailability[1] === '1' &&
     lateAvailability[2].includes('1 (1 failed)') && lateAvailability[2].includes('1 since the result'),
     `full: the failure that arrived after November closed is shown on it, not counted (${JSON.stringify(late)})`)
+  // A time-slice objective counts hours, not requests (#34: it said
+  // "Requests 5 good of 6").
+  const slices = page.locator('article[data-objective="good-minutes"]')
+  const sliceCounts = await slices.locator('[data-testid="counts"]').innerText()
+  check((await slices.locator('dt', { hasText: 'Intervals' }).count()) === 1 && sliceCounts.includes('of 1 hour each'),
+    `full: the good-minutes objective counts hour intervals (${sliceCounts})`)
+  check((await availability.locator('dt', { hasText: 'Requests' }).count()) === 1,
+    'full: availability counts requests')
   check((await page.locator('[data-testid="alerts"]').count()) === 1, 'full: the alerts are shown')
   check((await page.locator('.range').first().innerText()).includes('your time zone'), 'full: the time zone is named')
   check(requested.some((p) => p.endsWith('/attestations')), 'full: the attestations were requested')

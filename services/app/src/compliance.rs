@@ -41,6 +41,11 @@ pub struct DataView {
 pub struct ObjectiveCompliance {
     pub objective: String,
     pub family: Family,
+    /// For a time-slice objective, its slices' length in seconds: its
+    /// `good` and `total` count slices (e.g. good hours), not requests.
+    /// Absent for other objectives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_secs: Option<u64>,
     /// `null` before the first evaluation; absent (and listed in
     /// `redacted`) without the family's scope.
     #[serde(skip_serializing_if = "is_redacted")]
@@ -182,6 +187,12 @@ pub(crate) fn compliance_view(
                 ObjectiveCompliance {
                     objective: name,
                     family,
+                    slice_secs: match &o.sli {
+                        slaproof_domain::objective::Sli::TimeSlices(t) => {
+                            Some(t.slice_length.seconds())
+                        }
+                        _ => None,
+                    },
                     numbers,
                 }
             })

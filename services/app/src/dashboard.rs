@@ -145,6 +145,11 @@ const DASHBOARD_CREDIT_PERIODS: i64 = 12;
 pub struct ObjectiveDashboard {
     pub objective: String,
     pub family: Family,
+    /// For a time-slice objective, its slices' length in seconds: `good`
+    /// and `total` in `numbers` count slices, not requests. Absent for
+    /// other objectives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_secs: Option<u64>,
     /// The latest evaluation (compliance and budget): `null` before the
     /// first; absent (and listed in `redacted`) without the family's scope.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -441,6 +446,7 @@ impl App {
                 ObjectiveDashboard {
                     objective: o.objective,
                     family: o.family,
+                    slice_secs: o.slice_secs,
                     numbers: o.numbers,
                     minutes: points,
                     thresholds,

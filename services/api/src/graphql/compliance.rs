@@ -108,6 +108,7 @@ pub(super) struct SeriesPoint {
 pub(super) struct ObjectiveCompliance {
     pub(super) objective: String,
     pub(super) family: Family,
+    pub(super) slice_secs: Option<u64>,
     pub(super) numbers: Option<Option<ComplianceNumbers>>,
 }
 
@@ -118,6 +119,11 @@ impl ObjectiveCompliance {
     }
     async fn family(&self) -> &'static str {
         family_name(self.family)
+    }
+    /// For a time-slice objective, its slices' length in seconds (at most a
+    /// day): its counts are slices, not requests. `null` for others.
+    async fn slice_secs(&self) -> Option<i32> {
+        self.slice_secs.and_then(|s| i32::try_from(s).ok())
     }
     /// `null` before the first evaluation; needs the family's scope.
     #[graphql(visible = "holds_a_metric")]

@@ -106,6 +106,7 @@ impl Dashboard {
                     compliance: ObjectiveCompliance {
                         objective: o.objective.clone(),
                         family: o.family,
+                        slice_secs: o.slice_secs,
                         numbers: o.numbers.clone(),
                     },
                     minutes: o.minutes.clone(),

@@ -227,6 +227,7 @@ impl Sla {
             .map(|o| ObjectiveCompliance {
                 objective: o.objective,
                 family: o.family,
+                slice_secs: o.slice_secs,
                 numbers: o.numbers,
             })
             .collect())
