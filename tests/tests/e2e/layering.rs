@@ -359,3 +359,49 @@ fn the_circle_check_finds_a_circle() {
     acyclic.get_mut("c").unwrap().clear();
     assert_eq!(cycle(&acyclic), None);
 }
+
+#[test]
+fn architecture_names_every_crate_and_top_level_folder() {
+    // #34: docs/ARCHITECTURE.md's crate table left out compensation, chain
+    // and attestation; a newcomer reads the tree from it.
+    let root = workspace_root();
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let meta = metadata();
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let mut missing = Vec::new();
+    for package in meta["packages"].as_array().unwrap() {
+        if !members.contains(package["id"].as_str().unwrap()) {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap();
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let dir = manifest
+            .parent()
+            .unwrap()
+            .strip_prefix(&root)
+            .unwrap()
+            .display()
+            .to_string();
+        if !doc.contains(&format!("| `{name}` | `{dir}")) {
+            missing.push(format!(
+                "the crate {name} (`{dir}`) has no row in the crate table"
+            ));
+        }
+    }
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !entry.file_type().unwrap().is_dir() || name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if !doc.contains(&format!("`{name}/")) && !doc.contains(&format!("`{name}`")) {
+            missing.push(format!("the folder {name}/ is not named"));
+        }
+    }
+    assert!(missing.is_empty(), "docs/ARCHITECTURE.md: {missing:#?}");
+}
