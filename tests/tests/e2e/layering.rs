@@ -405,3 +405,99 @@ fn architecture_names_every_crate_and_top_level_folder() {
     }
     assert!(missing.is_empty(), "docs/ARCHITECTURE.md: {missing:#?}");
 }
+
+/// The modules directly inside the directory module at `dir` (under the
+/// crate's `src`) each name through `super::…` (from a file directly in
+/// `dir`) or `crate::<path of dir>::…` (from anywhere below it).
+fn nested_edges(src: &Path, dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let child_of = |file: &Path| -> Option<String> {
+        let rel = file.strip_prefix(dir).ok()?;
+        let first = rel.components().next()?.as_os_str().to_string_lossy();
+        let name = first.trim_end_matches(".rs").to_owned();
+        (name != "mod").then_some(name)
+    };
+    let files = rust_files(dir);
+    let children: BTreeSet<String> = files.iter().filter_map(|f| child_of(f)).collect();
+    let path: Vec<String> = dir
+        .strip_prefix(src)
+        .unwrap()
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let absolute = format!("crate::{}::", path.join("::"));
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let Some(from) = child_of(file) else { continue };
+        let text = std::fs::read_to_string(file).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut prefixes = vec![absolute.clone()];
+        if file.parent() == Some(dir) {
+            prefixes.push("super::".to_owned());
+        }
+        let mut targets = BTreeSet::new();
+        for prefix in &prefixes {
+            for (i, _) in code.match_indices(prefix.as_str()) {
+                let rest = &code[i + prefix.len()..];
+                let names: Vec<String> = match rest.strip_prefix('{') {
+                    Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                        .split(',')
+                        .map(|s| s.trim().to_owned())
+                        .collect(),
+                    None => vec![rest.to_owned()],
+                };
+                for name in names {
+                    let module: String = name
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if children.contains(&module) && module != from {
+                        targets.insert(module);
+                    }
+                }
+            }
+        }
+        edges.entry(from).or_default().extend(targets);
+    }
+    edges
+}
+
+/// Every directory below `dir`.
+fn directories(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.push(path.clone());
+            out.extend(directories(&path));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_module_has_an_import_circle_between_its_submodules() {
+    // #34: the circle test looked at top-level modules only, and
+    // `domain/src/document` had two circles (`native` ↔ `credit`,
+    // `native` ↔ `policy`).
+    let mut circles = Vec::new();
+    for (name, src) in crate_sources() {
+        for dir in directories(&src) {
+            if let Some(found) = cycle(&nested_edges(&src, &dir)) {
+                let at = dir.strip_prefix(&src).unwrap().display().to_string();
+                circles.push(format!("{name}::{at}: {}", found.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}

@@ -730,7 +730,7 @@ pub(crate) fn write(policy: &CreditPolicy) -> CreditsDoc {
                 .filter(|l| i.coefficients.micros(*l) != defaults.micros(*l))
                 .map(|l| {
                     let text = format_scaled(u128::from(i.coefficients.micros(l)), 6);
-                    (l.as_str(), super::native::number(&text))
+                    (l.as_str(), super::numbers::number(&text))
                 })
                 .collect();
             let places = 6 + u32::from(currency.exponent());

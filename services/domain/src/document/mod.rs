@@ -4,6 +4,7 @@ mod attestation;
 mod credit;
 pub(crate) mod error;
 mod native;
+mod numbers;
 mod openslo;
 mod policy;
 mod tree;

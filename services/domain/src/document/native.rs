@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::{DefinitionError, Problems};
+use super::numbers::{float, number};
 use super::tree::{Node, Obj, check_text};
 use crate::filter::EventFilter;
 use crate::objective::{
@@ -586,25 +587,6 @@ struct GaugeDoc {
     metric: String,
     op: &'static str,
     value: Value,
-}
-
-/// A decimal text as a JSON number (integers stay integers).
-pub(crate) fn number(text: &str) -> Value {
-    if let Ok(n) = text.parse::<u64>() {
-        return Value::from(n);
-    }
-    text.parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
-}
-
-/// A float as a JSON number, integers written without `.0`.
-pub(crate) fn float(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        return Value::from(v as i64);
-    }
-    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
 }
 
 fn ratio_doc(r: &RatioSli) -> RatioDoc {

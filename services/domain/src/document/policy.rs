@@ -260,7 +260,7 @@ fn words(secs: u64) -> String {
 }
 
 fn milli_text(milli: u64) -> Value {
-    super::native::number(&format!(
+    super::numbers::number(&format!(
         "{}{}",
         milli / 1000,
         match milli % 1000 {

@@ -10,7 +10,7 @@ use super::{
     ANNOTATION_DISPLAY_NAME, ANNOTATION_POLICY, ANNOTATION_SCOPE, ANNOTATION_SLA, API_VERSION,
     METRIC_SOURCE_TYPE,
 };
-use crate::document::native::{float, number};
+use crate::document::numbers::{float, number};
 use crate::filter::EventFilter;
 use crate::objective::{RatioCount, RatioSli, Sli, SliceBudgeting, SliceIndicator, ThresholdSli};
 use crate::sla::SlaDefinition;
