@@ -259,41 +259,55 @@ fn module_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let Some(from) = top_module(src, file) else {
             continue;
         };
-        let text = std::fs::read_to_string(file).unwrap();
-        // Code only: a test module may reach anything, and a doc link is
-        // not an import.
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or("")
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut targets = BTreeSet::new();
-        for (i, _) in code.match_indices("crate::") {
-            let rest = &code[i + "crate::".len()..];
-            let mut names = Vec::new();
-            if let Some(group) = rest.strip_prefix('{') {
-                // `crate::{a, b::C}`: each first segment.
-                let group = &group[..group.find('}').unwrap_or(group.len())];
-                names.extend(group.split(',').map(|s| s.trim().to_owned()));
-            } else {
-                names.push(rest.to_owned());
-            }
-            for name in names {
-                let module: String = name
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if modules.contains(&module) && module != from {
-                    targets.insert(module);
-                }
-            }
-        }
+        let targets = named_after(&code_of(file), "crate::", &modules, &from);
         edges.entry(from).or_default().extend(targets);
     }
     edges
+}
+
+/// A file's code: a test module may reach anything, and a doc link is not
+/// an import.
+fn code_of(file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The modules of `modules` other than `from` that `code` names right after
+/// `prefix` (`crate::a::…`, and each first segment of `crate::{a, b::C}`).
+fn named_after(
+    code: &str,
+    prefix: &str,
+    modules: &BTreeSet<String>,
+    from: &str,
+) -> BTreeSet<String> {
+    let mut targets = BTreeSet::new();
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                .split(',')
+                .map(str::trim)
+                .collect(),
+            None => vec![rest],
+        };
+        for name in names {
+            let module: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if modules.contains(&module) && module != from {
+                targets.insert(module);
+            }
+        }
+    }
+    targets
 }
 
 /// A cycle in `edges`, if there is one.
@@ -428,40 +442,10 @@ fn nested_edges(src: &Path, dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let Some(from) = child_of(file) else { continue };
-        let text = std::fs::read_to_string(file).unwrap();
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or("")
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut prefixes = vec![absolute.clone()];
+        let code = code_of(file);
+        let mut targets = named_after(&code, &absolute, &children, &from);
         if file.parent() == Some(dir) {
-            prefixes.push("super::".to_owned());
-        }
-        let mut targets = BTreeSet::new();
-        for prefix in &prefixes {
-            for (i, _) in code.match_indices(prefix.as_str()) {
-                let rest = &code[i + prefix.len()..];
-                let names: Vec<String> = match rest.strip_prefix('{') {
-                    Some(group) => group[..group.find('}').unwrap_or(group.len())]
-                        .split(',')
-                        .map(|s| s.trim().to_owned())
-                        .collect(),
-                    None => vec![rest.to_owned()],
-                };
-                for name in names {
-                    let module: String = name
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    if children.contains(&module) && module != from {
-                        targets.insert(module);
-                    }
-                }
-            }
+            targets.extend(named_after(&code, "super::", &children, &from));
         }
         edges.entry(from).or_default().extend(targets);
     }

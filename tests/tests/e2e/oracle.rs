@@ -683,9 +683,17 @@ type IncidentLine = (String, DateTime<Utc>, DateTime<Utc>, i64);
 
 /// The incidents with `sql` ([`incidents_sql`]).
 async fn incidents(s: &Scenario, sql: &str) -> Vec<IncidentLine> {
+    rows_of(s, sql).await
+}
+
+/// The rows of an oracle query (`$1`, `$2`: the month; `$3`: the SLA).
+async fn rows_of<R>(s: &Scenario, sql: &str) -> Vec<R>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
     let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
     let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
-    let rows: Vec<IncidentLine> = sqlx::query_as(sql)
+    let rows: Vec<R> = sqlx::query_as(sql)
         .bind(at(START))
         .bind(at(END))
         .bind(sla.uuid())
@@ -698,17 +706,8 @@ async fn incidents(s: &Scenario, sql: &str) -> Vec<IncidentLine> {
 
 /// The oracle's figures (with `sql`, the contract's or a mutation of it).
 async fn oracle(s: &Scenario, sql: &str) -> Vec<Figures> {
-    let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
-    let sla = slas::find(&mut tx, "chat-sla", None).await.unwrap().id;
     type Row = (String, i64, i64, i64, i64, i64, i64, bool);
-    let rows: Vec<Row> = sqlx::query_as(sql)
-        .bind(at(START))
-        .bind(at(END))
-        .bind(sla.uuid())
-        .fetch_all(&mut *tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let rows: Vec<Row> = rows_of(s, sql).await;
     let count = |n: i64| u64::try_from(n).expect("a count");
     let tally = |good: i64, total: i64| Tally {
         good: count(good),
