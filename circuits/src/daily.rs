@@ -287,18 +287,18 @@ pub fn statement(
     })
 }
 
-/// Proves the period of `openings` against `public` (from [`statement`]).
+/// Proves the period of `openings` against `public` (from [`statement`]),
+/// with the reduction `keys` were set up for.
 pub fn prove(
-    pk: &ProvingKey<Bn254>,
-    size: usize,
+    keys: &crate::keys::CircuitKeys,
     public: PublicValues,
     openings: &[DayOpening],
 ) -> Result<ark_groth16::Proof<Bn254>, CircuitError> {
-    let circuit = DailyCircuit::from_raw(size, public, openings.to_vec());
-    let mut rng = crate::random::os_rng();
-    Ok(Groth16::<Bn254>::create_random_proof_with_reduction(
-        circuit, pk, &mut rng,
-    )?)
+    keys.prove_circuit(DailyCircuit::from_raw(
+        keys.slots(),
+        public,
+        openings.to_vec(),
+    ))
 }
 
 /// Checks a daily proof against its public inputs.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ark_bn254::{Bn254, Fr};
-use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use ark_groth16::{Groth16, PreparedVerifyingKey, Proof, ProvingKey, VerifyingKey};
 use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
@@ -18,6 +18,7 @@ use crate::daily::DailyCircuit;
 use crate::error::CircuitError;
 use crate::random::os_rng;
 use crate::statement::{MAX_SLOTS, PUBLIC_INPUTS};
+use crate::zkey::CircomReduction;
 
 /// Names the statement and its public-input layout; bumped whenever the
 /// constraints change, so old keys are refused rather than misused.
@@ -51,6 +52,13 @@ impl Circuit {
             .find(|c| c.id() == id)
     }
 
+    /// The circuit named `threshold` or `daily`.
+    pub fn of_name(name: &str) -> Option<Self> {
+        [Self::Threshold, Self::Daily]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+
     /// `threshold` or `daily`: the stem of its key files.
     pub fn name(self) -> &'static str {
         match self {
@@ -59,7 +67,7 @@ impl Circuit {
         }
     }
 
-    fn check_size(self, size: usize) -> Result<(), CircuitError> {
+    pub(crate) fn check_size(self, size: usize) -> Result<(), CircuitError> {
         let max = match self {
             Self::Threshold => MAX_SLOTS,
             Self::Daily => crate::daily::MAX_DAYS,
@@ -115,6 +123,61 @@ pub struct KeyManifest {
     pub public_inputs: Vec<String>,
     pub proving_key: KeyFile,
     pub verifying_key: KeyFile,
+    /// Who set the key up; absent in manifests written before ceremonies,
+    /// which were all single-party.
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+/// Who set a key up, and so who could forge proofs with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Provenance {
+    /// One party's setup (`slaproof keys generate`): whoever ran it can
+    /// forge a proof of any statement. For development only.
+    #[default]
+    Development,
+    /// The final key of a multi-party snarkjs ceremony: sound if any one
+    /// contributor destroyed its randomness (`docs/CIRCUITS.md`).
+    Ceremony(Ceremony),
+}
+
+impl Provenance {
+    /// What the auditor is told about who could forge.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Development => "development key: whoever ran the setup can forge".to_owned(),
+            Self::Ceremony(c) => format!(
+                "ceremony key: {} steps ({}); sound if any one contributor was honest",
+                c.contributions.len(),
+                c.contributions
+                    .iter()
+                    .map(|c| match &c.beacon {
+                        Some(_) => "beacon".to_owned(),
+                        None if c.name.is_empty() => "unnamed".to_owned(),
+                        None => c.name.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// What a ceremony's final key records of how it was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ceremony {
+    /// sha256 of the circuit's `.r1cs` (`slaproof keys r1cs`), rebuilt
+    /// from source when the key was imported.
+    pub r1cs_sha256: String,
+    /// sha256 of the final `.zkey` as imported.
+    pub zkey_sha256: String,
+    /// sha256 of the phase-1 `.ptau` the ceremony verified against, when
+    /// the import was told it (`slaproof ceremony finalize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptau_sha256: Option<String>,
+    /// Every phase-2 step, in order.
+    pub contributions: Vec<crate::zkey::Contribution>,
 }
 
 /// Where key generation is; the setup itself reports no finer progress.
@@ -203,6 +266,7 @@ impl VerifierKey {
 pub struct CircuitKeys {
     pk: ProvingKey<Bn254>,
     verifier: VerifierKey,
+    provenance: Provenance,
 }
 
 impl std::fmt::Debug for CircuitKeys {
@@ -230,6 +294,50 @@ impl CircuitKeys {
         Ok(Self {
             pk,
             verifier: VerifierKey::of(circuit, size, vk),
+            provenance: Provenance::Development,
+        })
+    }
+
+    /// Keys of `circuit` at `size` read from a ceremony's final `.zkey`
+    /// (checked against the circuit: [`crate::zkey::read`]).
+    pub fn from_zkey(circuit: Circuit, size: usize, zkey: &[u8]) -> Result<Self, CircuitError> {
+        let key = crate::zkey::read(zkey, circuit, size)?;
+        let r1cs = crate::r1cs::export(circuit, size)?;
+        let vk = key.pk.vk.clone();
+        Ok(Self {
+            pk: key.pk,
+            verifier: VerifierKey::of(circuit, size, vk),
+            provenance: Provenance::Ceremony(Ceremony {
+                r1cs_sha256: r1cs.sha256(),
+                zkey_sha256: sha256_hex(zkey),
+                ptau_sha256: None,
+                contributions: key.contributions,
+            }),
+        })
+    }
+
+    /// Who set these keys up.
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    /// A zero-knowledge proof of `circuit` with the reduction these keys
+    /// were set up for: arkworks' own for a development setup, circom's for
+    /// a snarkjs ceremony.
+    pub(crate) fn prove_circuit<C: ConstraintSynthesizer<Fr>>(
+        &self,
+        circuit: C,
+    ) -> Result<Proof<Bn254>, CircuitError> {
+        let mut rng = os_rng();
+        Ok(match self.provenance {
+            Provenance::Development => {
+                Groth16::<Bn254>::create_random_proof_with_reduction(circuit, &self.pk, &mut rng)?
+            }
+            Provenance::Ceremony(_) => {
+                Groth16::<Bn254, CircomReduction>::create_random_proof_with_reduction(
+                    circuit, &self.pk, &mut rng,
+                )?
+            }
         })
     }
 
@@ -309,20 +417,59 @@ pub fn generate_circuit_keys(
             elapsed: started.elapsed(),
         })
     };
-    let (manifest_path, pk_path, vk_path) = circuit_key_paths(dir, circuit, slots);
-    if manifest_path.exists() {
-        return Err(CircuitError::KeysExist {
-            slots,
-            path: manifest_path,
-        });
-    }
-    fs::create_dir_all(dir).map_err(CircuitError::io(dir))?;
-
+    make_room(dir, circuit, slots)?;
     report(KeygenStage::Synthesizing);
     let constraints = circuit.constraint_count(slots)?;
     report(KeygenStage::Setup { constraints });
     let keys = CircuitKeys::setup_of(circuit, slots)?;
+    let manifest = store(dir, &keys, constraints, &mut report)?;
+    report(KeygenStage::Done);
+    Ok(manifest)
+}
 
+/// `slaproof ceremony finalize`: stores the keys of a ceremony's final
+/// `.zkey` for `circuit` at `size` in `dir`, beside a manifest naming the
+/// ceremony (and its phase 1, when known). Refuses a key for any other
+/// circuit, and to overwrite. The contributions are snarkjs's to verify.
+pub fn import_ceremony_keys(
+    dir: &Path,
+    circuit: Circuit,
+    size: usize,
+    zkey: &[u8],
+    ptau_sha256: Option<String>,
+) -> Result<KeyManifest, CircuitError> {
+    circuit.check_size(size)?;
+    make_room(dir, circuit, size)?;
+    let mut keys = CircuitKeys::from_zkey(circuit, size, zkey)?;
+    if let Provenance::Ceremony(c) = &mut keys.provenance {
+        c.ptau_sha256 = ptau_sha256;
+    }
+    let constraints = circuit.constraint_count(size)?;
+    store(dir, &keys, constraints, &mut |_| {})
+}
+
+/// Refuses to overwrite keys (proofs anchored under them would stop
+/// verifying) and creates `dir`.
+fn make_room(dir: &Path, circuit: Circuit, size: usize) -> Result<(), CircuitError> {
+    let (manifest_path, _, _) = circuit_key_paths(dir, circuit, size);
+    if manifest_path.exists() {
+        return Err(CircuitError::KeysExist {
+            slots: size,
+            path: manifest_path,
+        });
+    }
+    fs::create_dir_all(dir).map_err(CircuitError::io(dir))
+}
+
+/// Writes both keys, then the manifest that says they are complete.
+fn store(
+    dir: &Path,
+    keys: &CircuitKeys,
+    constraints: usize,
+    report: &mut dyn FnMut(KeygenStage),
+) -> Result<KeyManifest, CircuitError> {
+    let (circuit, slots) = (keys.circuit(), keys.slots());
+    let (manifest_path, pk_path, vk_path) = circuit_key_paths(dir, circuit, slots);
     report(KeygenStage::WritingProvingKey);
     let mut pk_bytes = Vec::with_capacity(keys.pk.compressed_size());
     keys.pk.serialize_compressed(&mut pk_bytes)?;
@@ -351,9 +498,9 @@ pub fn generate_circuit_keys(
             sha256: sha256_hex(&vk_bytes),
             bytes: vk_bytes.len() as u64,
         },
+        provenance: keys.provenance.clone(),
     };
     write_atomically(&manifest_path, &serde_json::to_vec_pretty(&manifest)?)?;
-    report(KeygenStage::Done);
     Ok(manifest)
 }
 
@@ -429,11 +576,12 @@ fn verifier_from_bytes(
 }
 
 fn keys_from_bytes(
+    manifest: &KeyManifest,
     circuit: Circuit,
-    slots: usize,
     pk_bytes: &[u8],
     vk_bytes: &[u8],
 ) -> Result<CircuitKeys, CircuitError> {
+    let slots = manifest.slots;
     let verifier = verifier_from_bytes(circuit, slots, vk_bytes)?;
     // The hash matched the one recorded at generation, so the points were
     // ours and valid; re-checking hundreds of MB of curve points would cost
@@ -445,7 +593,11 @@ fn keys_from_bytes(
             reason: "its embedded verifying key differs from the stored one".to_owned(),
         });
     }
-    Ok(CircuitKeys { pk, verifier })
+    Ok(CircuitKeys {
+        pk,
+        verifier,
+        provenance: manifest.provenance.clone(),
+    })
 }
 
 /// Loads the verifying key for `slots` slots, checking its hash.
@@ -479,7 +631,7 @@ pub fn load_circuit_keys(
     let manifest = load_circuit_manifest(dir, circuit, slots)?;
     let vk_bytes = read_checked(dir, &manifest.verifying_key)?;
     let pk_bytes = read_checked(dir, &manifest.proving_key)?;
-    keys_from_bytes(circuit, slots, &pk_bytes, &vk_bytes)
+    keys_from_bytes(&manifest, circuit, &pk_bytes, &vk_bytes)
 }
 
 /// Keys kept elsewhere (a database row): the manifest and the two
@@ -500,7 +652,7 @@ pub fn keys_from_stored(
         &manifest.proving_key,
         pk_bytes,
     )?;
-    keys_from_bytes(circuit, manifest.slots, pk_bytes, vk_bytes)
+    keys_from_bytes(manifest, circuit, pk_bytes, vk_bytes)
 }
 
 /// A verifying key kept elsewhere, checked against the manifest's hash.

@@ -9,14 +9,17 @@ pub mod export;
 pub mod gadgets;
 pub mod keys;
 mod proof;
+pub mod r1cs;
 mod random;
 pub mod statement;
+pub mod zkey;
 
 pub use circuit::ThresholdCircuit;
 pub use error::CircuitError;
 pub use keys::{
-    Circuit, CircuitKeys, KeyManifest, KeygenProgress, KeygenStage, VerifierKey, constraint_count,
-    generate_keys, keys_from_stored, load_keys, load_verifier, verifier_from_stored,
+    Circuit, CircuitKeys, KeyManifest, KeygenProgress, KeygenStage, Provenance, VerifierKey,
+    constraint_count, generate_keys, keys_from_stored, load_keys, load_verifier,
+    verifier_from_stored,
 };
 pub use proof::{SlaProof, period_statement, prove, prove_period, verify};
 pub use statement::{

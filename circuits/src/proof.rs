@@ -8,7 +8,6 @@ use crate::circuit::ThresholdCircuit;
 use crate::daily;
 use crate::error::CircuitError;
 use crate::keys::{CircuitKeys, VerifierKey, sha256_hex};
-use crate::random::os_rng;
 use crate::statement::ContextHash;
 use crate::statement::{Opening, Statement};
 
@@ -81,13 +80,9 @@ pub fn prove(
     if !opening.meets(statement.threshold(), statement.quota_ppm()) {
         return Err(CircuitError::StatementFalse);
     }
-    let mut rng = os_rng();
-    let proof = Groth16::<Bn254>::create_random_proof_with_reduction(
-        ThresholdCircuit::new(statement, opening),
-        keys.proving_key(),
-        &mut rng,
-    )?;
-    Ok(SlaProof(proof))
+    Ok(SlaProof(keys.prove_circuit(ThresholdCircuit::new(
+        statement, opening,
+    ))?))
 }
 
 /// Checks a proof against a statement. `Ok(false)` is a proof that does not
@@ -154,10 +149,5 @@ pub fn prove_period(
     if public.commitment != statement.commitment() {
         return Err(CircuitError::OpeningMismatch);
     }
-    Ok(SlaProof(daily::prove(
-        keys.proving_key(),
-        statement.slots(),
-        public,
-        openings,
-    )?))
+    Ok(SlaProof(daily::prove(keys, public, openings)?))
 }

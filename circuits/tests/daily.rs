@@ -7,7 +7,7 @@ use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem};
 use slaproof_circuits::circuit::PublicValues;
 use slaproof_circuits::daily::{
     DailyCircuit, DayOpening, aggregate, constraint_count, day_commitment, padding_day, prove,
-    setup, statement, verify,
+    statement, verify,
 };
 use slaproof_circuits::keys::{generate_circuit_keys, load_circuit_keys};
 use slaproof_circuits::{Circuit, CircuitKeys, Claim, ContextHash};
@@ -55,7 +55,8 @@ fn a_day_costs_384_constraints() {
 
 #[test]
 fn a_period_over_its_anchored_days_is_proven_and_verified() {
-    let (pk, vk) = setup(32).unwrap();
+    let keys = CircuitKeys::setup_of(Circuit::Daily, 32).unwrap();
+    let vk = keys.verifier().verifying_key().clone();
     let context = common::context_of("p99");
     let days = november();
     // 43,197 of 43,200 good: 999,930 ppm.
@@ -66,7 +67,7 @@ fn a_period_over_its_anchored_days_is_proven_and_verified() {
         aggregate(32, context, &anchored).unwrap(),
         "the aggregate is recomputed from the anchored commitments alone"
     );
-    let proof = prove(&pk, 32, public, &days).unwrap();
+    let proof = prove(&keys, public, &days).unwrap();
     assert!(verify(&vk, &public, &proof).unwrap());
 
     // The same proof against an aggregate of other days: refused.

@@ -1,8 +1,5 @@
 //! Exported proofs checked by an independent verifier (snarkjs), and the generated Solidity verifier.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use slaproof_circuits::export::{
     snarkjs_public, snarkjs_verification_key, solidity_proof, solidity_verifier,
     verifying_key_from_snarkjs, write_snarkjs,
@@ -10,37 +7,9 @@ use slaproof_circuits::export::{
 use slaproof_circuits::{CircuitKeys, ContextHash, build, prove};
 
 mod common;
+mod snarkjs;
 
-/// snarkjs as installed by `npm ci --prefix circuits`.
-fn snarkjs() -> Option<PathBuf> {
-    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/snarkjs/build/cli.cjs");
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    (node && cli.exists()).then_some(cli)
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-fn snarkjs_verify(cli: &Path, dir: &Path) -> (bool, String) {
-    let out = Command::new("node")
-        .arg(cli)
-        .args(["groth16", "verify"])
-        .arg(dir.join("verification_key.json"))
-        .arg(dir.join("public.json"))
-        .arg(dir.join("proof.json"))
-        .output()
-        .expect("run node");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success() && text.contains("OK!"), text)
-}
+use snarkjs::{in_ci, snarkjs, snarkjs_verify};
 
 #[test]
 fn snarkjs_accepts_exported_proof_and_rejects_changed_input() {

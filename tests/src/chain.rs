@@ -273,6 +273,29 @@ pub fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// A decimal integer below 2²⁵⁶ as one ABI word (32 bytes, big-endian, hex).
+pub fn abi_word(decimal: &str) -> String {
+    let mut word = [0u8; 32];
+    for digit in decimal.bytes() {
+        assert!(digit.is_ascii_digit(), "not a decimal: {decimal}");
+        let mut carry = u32::from(digit - b'0');
+        for byte in word.iter_mut().rev() {
+            let x = u32::from(*byte) * 10 + carry;
+            *byte = (x & 0xff) as u8;
+            carry = x >> 8;
+        }
+        assert_eq!(carry, 0, "{decimal} does not fit in 256 bits");
+    }
+    hex(&word)
+}
+
+/// `verifyProof(uint256[8], uint256[4])` calldata: static arrays are encoded
+/// in place, so it is the selector and twelve words.
+pub fn verify_calldata(selector: &str, proof: &[String; 8], input: &[String; 4]) -> String {
+    let words: String = proof.iter().chain(input).map(|x| abi_word(x)).collect();
+    format!("0x{selector}{words}")
+}
+
 /// A JSON-RPC hex quantity (`"0x1a"`) as a number.
 pub fn hex_u64(value: &Value) -> u64 {
     let s = value.as_str().expect("a hex quantity");

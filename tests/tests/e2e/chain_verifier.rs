@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use slaproof_circuits::export::{solidity_proof, solidity_verifier};
 use slaproof_circuits::{CircuitKeys, build, prove, verify};
-use slaproof_tests::chain::{self, Anvil, hex, hex_u64};
+use slaproof_tests::chain::{self, Anvil, hex_u64, verify_calldata};
 
 /// `keccak256("ProofInvalid()")[..4]`: the generated verifier's only answer to a proof that does not verify.
 const PROOF_INVALID: &str = "0x7fcdd1f4";
@@ -18,29 +18,6 @@ const VERIFY_PROOF: &str = "verifyProof(uint256[8],uint256[4])";
 /// multiplication and one addition (6,150): 205,600 gas, before the 21,000
 /// of any transaction and the calldata.
 const EIP1108_FLOOR: u64 = 45_000 + 4 * 34_000 + 4 * 6_150;
-
-/// A decimal integer below 2²⁵⁶ as one ABI word (32 bytes, big-endian, hex).
-fn abi_word(decimal: &str) -> String {
-    let mut word = [0u8; 32];
-    for digit in decimal.bytes() {
-        assert!(digit.is_ascii_digit(), "not a decimal: {decimal}");
-        let mut carry = u32::from(digit - b'0');
-        for byte in word.iter_mut().rev() {
-            let x = u32::from(*byte) * 10 + carry;
-            *byte = (x & 0xff) as u8;
-            carry = x >> 8;
-        }
-        assert_eq!(carry, 0, "{decimal} does not fit in 256 bits");
-    }
-    hex(&word)
-}
-
-/// `verifyProof(uint256[8], uint256[4])` calldata: static arrays are encoded
-/// in place, so it is the selector and twelve words.
-fn verify_calldata(selector: &str, proof: &[String; 8], input: &[String; 4]) -> String {
-    let words: String = proof.iter().chain(input).map(|x| abi_word(x)).collect();
-    format!("0x{selector}{words}")
-}
 
 /// Compiles `source` with `contracts/compile.mjs` and returns the artifact of `contract`.
 fn compile(source: &Path, out: &Path, contract: &str) -> Value {

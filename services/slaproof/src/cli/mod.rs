@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+mod ceremony;
+mod keys;
 mod tenancy;
 mod transparency;
 mod webhooks;
@@ -176,27 +178,14 @@ pub enum Command {
     /// Manage the Groth16 proving and verifying keys of the circuits.
     Keys {
         #[command(subcommand)]
-        command: KeysCommand,
+        command: keys::KeysCommand,
     },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Run the (single-party) setup for one circuit size and write its keys.
-    /// Existing keys are never overwritten. See docs/CIRCUITS.md for the
-    /// trust model of this setup.
-    Generate {
-        /// Slots of the threshold circuit: 64, 1024 or 16384 (any power of
-        /// two works).
-        #[arg(long, required_unless_present = "days", conflicts_with = "days")]
-        slots: Option<usize>,
-        /// Days of the daily circuit (a period over its anchored daily
-        /// commitments): 32 or 512.
-        #[arg(long)]
-        days: Option<usize>,
-        /// Folder to write the keys to.
-        #[arg(long, default_value = ".slaproof/keys")]
-        dir: PathBuf,
+    /// Set up the circuits' keys with several parties (snarkjs), so that no
+    /// single one can forge a proof: init, contribute, beacon, verify,
+    /// finalize. See docs/CIRCUITS.md.
+    Ceremony {
+        #[command(subcommand)]
+        command: ceremony::CeremonyCommand,
     },
 }
 
@@ -207,88 +196,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let telemetry = telemetry::init(&config.log, &config.telemetry)?;
     let result = match cli.command {
         Command::Up { no_demo, loadgen } => up(config, !no_demo, loadgen),
-        Command::Keys { command } => keys(command),
+        Command::Keys { command } => keys::run(command),
+        Command::Ceremony { command } => ceremony::run(command),
         command => runtime()?.block_on(run_async(config, command)),
     };
     // After the graceful stop, with the runtime gone: the last spans and
     // metrics are flushed by the export threads.
     telemetry.shutdown();
     result
-}
-
-/// Key generation is CPU-bound and synchronous; it reports its stages, and
-/// a ticker shows that the long setup step is alive.
-fn keys(command: KeysCommand) -> anyhow::Result<()> {
-    use slaproof_circuits::Circuit;
-    use slaproof_circuits::keys::{KeygenStage, generate_circuit_keys};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    let KeysCommand::Generate { slots, days, dir } = command;
-    let (circuit, size, unit) = match (slots, days) {
-        (_, Some(days)) => (Circuit::Daily, days, "day"),
-        (Some(slots), None) => (Circuit::Threshold, slots, "slot"),
-        (None, None) => anyhow::bail!("name --slots N or --days N"),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let in_setup = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (in_setup, done) = (in_setup.clone(), done.clone());
-        std::thread::spawn(move || {
-            let started = std::time::Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(250));
-                if in_setup.load(Ordering::Relaxed) && started.elapsed().as_secs().is_multiple_of(5)
-                {
-                    eprintln!("  setup running, {} s so far", started.elapsed().as_secs());
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
-            }
-        })
-    };
-    let result = generate_circuit_keys(&dir, circuit, size, &mut |p| {
-        let at = format!("{:>7.1} s", p.elapsed.as_secs_f64());
-        match p.stage {
-            KeygenStage::Synthesizing => {
-                eprintln!(
-                    "{at}  counting constraints of the {size}-{unit} {} circuit",
-                    circuit.name()
-                )
-            }
-            KeygenStage::Setup { constraints } => {
-                eprintln!("{at}  Groth16 setup over {constraints} constraints (the long step)");
-                in_setup.store(true, Ordering::Relaxed);
-            }
-            KeygenStage::WritingProvingKey => {
-                in_setup.store(false, Ordering::Relaxed);
-                eprintln!("{at}  writing the proving key");
-            }
-            KeygenStage::WritingVerifyingKey => {
-                eprintln!("{at}  writing the verifying key and manifest")
-            }
-            KeygenStage::Done => eprintln!("{at}  done"),
-        }
-    });
-    done.store(true, Ordering::Relaxed);
-    let _ = ticker.join();
-    let manifest = result?;
-    println!(
-        "{} keys for {} {unit}s ({} constraints) in {}",
-        circuit.name(),
-        manifest.slots,
-        manifest.constraints,
-        dir.display()
-    );
-    println!(
-        "  proving key    {}  sha256 {}",
-        manifest.proving_key.file, manifest.proving_key.sha256
-    );
-    println!(
-        "  verifying key  {}  sha256 {}",
-        manifest.verifying_key.file, manifest.verifying_key.sha256
-    );
-    Ok(())
 }
 
 /// Fetches an attestation's bundle from the API into `dir`: the auditor
@@ -651,7 +566,9 @@ async fn connect(config: &Config) -> anyhow::Result<Database> {
 
 async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Up { .. } | Command::Keys { .. } => unreachable!("runs outside the runtime"),
+        Command::Up { .. } | Command::Keys { .. } | Command::Ceremony { .. } => {
+            unreachable!("runs outside the runtime")
+        }
         Command::Verify {
             dir,
             attestation,

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod ceremony;
 mod cli;
 mod cli_apply;
 mod cli_log;

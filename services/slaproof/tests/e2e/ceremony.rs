@@ -1,0 +1,297 @@
+//! `slaproof ceremony` end to end, as three parties and an auditor would run it: snarkjs for every step, the beacon a block announced in advance on a real anvil, the final key verified, stored, proving a period that our verifier, snarkjs and the generated Solidity verifier on chain accept; what must be refused, refused by name.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use slaproof_circuits::daily::DayOpening;
+use slaproof_circuits::export::{solidity_proof, solidity_verifier, write_snarkjs};
+use slaproof_circuits::keys::load_circuit_keys;
+use slaproof_circuits::{Circuit, Fr, Provenance, period_statement, prove_period, verify};
+use slaproof_tests::chain::{self, Anvil, hex_u64, verify_calldata};
+
+use crate::support::{slaproof, text};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn snarkjs_cli() -> Option<PathBuf> {
+    let cli = workspace().join("circuits/node_modules/snarkjs/build/cli.cjs");
+    cli.is_file().then_some(cli)
+}
+
+/// Runs `slaproof ceremony ARGS` in `dir` with the workspace's snarkjs.
+fn ceremony(dir: &Path, snarkjs: &Path, args: &[&str]) -> Output {
+    let snarkjs = snarkjs.to_string_lossy();
+    slaproof(dir, &[("SLAPROOF_SNARKJS", &snarkjs)])
+        .arg("ceremony")
+        .args(args)
+        .output()
+        .expect("running slaproof")
+}
+
+fn succeeds(dir: &Path, snarkjs: &Path, args: &[&str]) -> String {
+    let out = ceremony(dir, snarkjs, args);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "slaproof ceremony {args:?} failed:\n{said}"
+    );
+    said
+}
+
+fn refused(dir: &Path, snarkjs: &Path, args: &[&str], because: &str) {
+    let out = ceremony(dir, snarkjs, args);
+    let said = text(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "slaproof ceremony {args:?} was not refused"
+    );
+    assert!(
+        said.contains(because),
+        "{args:?}: {because:?} not in:\n{said}"
+    );
+}
+
+/// A phase-1 file of 2^`power` powers (a public ceremony's in production).
+fn phase1(dir: &Path, snarkjs: &Path, power: u32) -> PathBuf {
+    for args in [
+        vec!["powersoftau", "new", "bn128", &power.to_string(), "p0.ptau"],
+        vec![
+            "powersoftau",
+            "contribute",
+            "p0.ptau",
+            "p1.ptau",
+            "--name=phase 1",
+            "-e=x",
+        ],
+        vec!["powersoftau", "prepare", "phase2", "p1.ptau", "phase1.ptau"],
+    ] {
+        let out = Command::new("node")
+            .arg(snarkjs)
+            .args(&args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "snarkjs {args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    dir.join("phase1.ptau")
+}
+
+#[tokio::test]
+async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
+    let test = "three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain";
+    let Some(anvil_bin) = chain::tools_or_skip(test, &[]) else {
+        return;
+    };
+    let Some(snarkjs) = snarkjs_cli() else {
+        assert!(
+            !chain::in_ci(),
+            "snarkjs is missing under CI: run `npm ci --prefix circuits`"
+        );
+        eprintln!("\n\n!!! SKIPPED {test}: run `npm ci --prefix circuits` !!!\n\n");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // The daily circuit at one day needs 2^11 powers.
+    let ptau = phase1(dir, &snarkjs, 11);
+    let ptau = ptau.to_str().unwrap();
+    let anvil = Anvil::start(&anvil_bin);
+    let rpc = anvil.rpc();
+    let head = hex_u64(&rpc.ok("eth_blockNumber", json!([])).await);
+    let beacon_block = (head + 1).to_string();
+
+    // The provider starts it, announcing a block not yet mined.
+    succeeds(
+        dir,
+        &snarkjs,
+        &[
+            "init",
+            "--circuit",
+            "daily",
+            "--size",
+            "1",
+            "--ptau",
+            ptau,
+            "--beacon-block",
+            &beacon_block,
+        ],
+    );
+    refused(
+        dir,
+        &snarkjs,
+        &["init", "--circuit", "daily", "--size", "1", "--ptau", ptau],
+        "already holds a ceremony",
+    );
+    refused(
+        dir,
+        &snarkjs,
+        &["beacon", "--rpc", &anvil.url],
+        "no party has contributed yet",
+    );
+    for who in ["provider", "customer (acme-corp)", "auditor"] {
+        succeeds(dir, &snarkjs, &["contribute", "--name", who]);
+    }
+    refused(
+        dir,
+        &snarkjs,
+        &["finalize", "--ptau", ptau, "--dir", "keys"],
+        "has not ended with its beacon",
+    );
+    refused(
+        dir,
+        &snarkjs,
+        &["beacon", "--rpc", &anvil.url],
+        &format!("block {beacon_block} is not mined yet"),
+    );
+    rpc.ok("evm_mine", json!([])).await;
+    refused(
+        dir,
+        &snarkjs,
+        &["beacon", "--hash", &"ab".repeat(32)],
+        "the beacon is block",
+    );
+    succeeds(dir, &snarkjs, &["beacon", "--rpc", &anvil.url]);
+    refused(
+        dir,
+        &snarkjs,
+        &["contribute", "--name", "late"],
+        "ended with its beacon",
+    );
+
+    // Anyone checks it; a changed key file is named.
+    let verified = succeeds(dir, &snarkjs, &["verify", "--ptau", ptau]);
+    assert!(
+        verified.contains("ceremony verified: daily 1 with 4 steps"),
+        "{verified}"
+    );
+    let transcript: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("ceremony/ceremony.json")).unwrap())
+            .unwrap();
+    let block = rpc
+        .ok(
+            "eth_getBlockByNumber",
+            json!([format!("0x{:x}", head + 1), false]),
+        )
+        .await;
+    assert_eq!(
+        transcript["steps"][4]["beacon"]
+            .as_str()
+            .map(|h| format!("0x{h}")),
+        block["hash"].as_str().map(str::to_owned),
+        "the beacon is the announced block's hash"
+    );
+    let last = dir.join("ceremony/daily-1_0004.zkey");
+    let good = std::fs::read(&last).unwrap();
+    let mut changed = good.clone();
+    let end = changed.len() - 1;
+    changed[end] ^= 1;
+    std::fs::write(&last, &changed).unwrap();
+    refused(
+        dir,
+        &snarkjs,
+        &["verify", "--ptau", ptau],
+        "daily-1_0004.zkey: sha256",
+    );
+    std::fs::write(&last, &good).unwrap();
+    refused(
+        dir,
+        &snarkjs,
+        &["verify", "--ptau", &dir.join("p1.ptau").to_string_lossy()],
+        "is not the ceremony's phase 1",
+    );
+
+    // Finalized: keys marked as the ceremony's, with its transcript.
+    let said = succeeds(
+        dir,
+        &snarkjs,
+        &["finalize", "--ptau", ptau, "--dir", "keys"],
+    );
+    assert!(
+        said.contains("ceremony key: 4 steps (provider, customer (acme-corp), auditor, beacon)"),
+        "{said}"
+    );
+    let keys = load_circuit_keys(&dir.join("keys"), Circuit::Daily, 1).unwrap();
+    let Provenance::Ceremony(record) = keys.provenance() else {
+        panic!("finalized keys are not a ceremony's");
+    };
+    assert_eq!(
+        record.ptau_sha256.as_deref(),
+        transcript["ptau_sha256"].as_str()
+    );
+    assert_eq!(
+        record.r1cs_sha256,
+        transcript["r1cs"]["sha256"].as_str().unwrap()
+    );
+    assert!(dir.join("keys/daily-1.ceremony.json").is_file());
+
+    // A period proven with them: our verifier, snarkjs and the chain agree.
+    let day = [DayOpening {
+        salt: Fr::from(11u64),
+        good: 1_439,
+        bad: 1,
+    }];
+    let statement = period_statement(1, chain::sample_context(), 1, 999_000, &day).unwrap();
+    let proof = prove_period(&keys, &statement, &day).unwrap();
+    assert!(verify(keys.verifier(), &statement, &proof).unwrap());
+    write_snarkjs(
+        &dir.join("proof"),
+        keys.verifier().verifying_key(),
+        &statement,
+        &proof,
+    )
+    .unwrap();
+    let out = Command::new("node")
+        .arg(&snarkjs)
+        .args([
+            "groth16",
+            "verify",
+            "verification_key.json",
+            "public.json",
+            "proof.json",
+        ])
+        .current_dir(dir.join("proof"))
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("OK!"),
+        "snarkjs: {}",
+        text(&out.stdout)
+    );
+
+    let source = dir.join("Verifier.sol");
+    std::fs::write(
+        &source,
+        solidity_verifier(keys.verifier().verifying_key()).unwrap(),
+    )
+    .unwrap();
+    chain::compile(&[&source], &dir.join("out"), None);
+    let artifact = chain::artifact(&dir.join("out"), "Verifier");
+    let from = rpc.dev_account().await;
+    let code = hex::decode(
+        artifact["bytecode"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+    )
+    .unwrap();
+    let (verifier, _) = rpc
+        .deploy(&from, &code, "the ceremony key's verifier")
+        .await;
+    let selector = artifact["methodIdentifiers"]["verifyProof(uint256[8],uint256[4])"]
+        .as_str()
+        .unwrap();
+    let inputs = statement.public_inputs().map(|x| x.to_string());
+    let call = json!({ "from": from, "to": verifier, "data": verify_calldata(selector, &solidity_proof(&proof), &inputs) });
+    assert_eq!(
+        rpc.call("eth_call", json!([call, "latest"])).await,
+        Ok(json!("0x")),
+        "the chain refused a proof made with the ceremony's key"
+    );
+}
