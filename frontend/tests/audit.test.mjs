@@ -60,6 +60,11 @@ async function run({ files, id, token, pins = true, scheme = 'light', shot, widt
   // The days are not checked on this page: said so, and the verdict is
   // not green (found in review: it was, with nothing pinned either).
   check(statuses['daily commitments'] === 'not-checked', `valid: the days are not checked here (${statuses['daily commitments']})`)
+  // A one-party setup says so, and is never passed (#33: the page said
+  // "the hidden data meet the claim" in green for keys anyone who ran the
+  // setup could forge with).
+  const setup = await page.locator('[data-check="key setup"] .detail').innerText()
+  check(statuses['key setup'] === 'not-checked' && setup.startsWith('development key: whoever ran the setup can forge'), `valid: a development key is named (${statuses['key setup']}: ${setup})`)
   check(
     verdict.startsWith('Not verified: nothing failed') && verdict.includes('daily commitments'),
     `valid: not verified while a check is not done (${verdict})`,
@@ -117,7 +122,7 @@ for (const [scheme, device, width, height] of [
     check(statuses[name] === 'not-checked', `from the API, unpinned: ${name} is not checked (${statuses[name]})`)
   }
   check(
-    verdict.startsWith('Not verified') && verdict.includes('key pinned, daily commitments, chain pinned, EAS pinned'),
+    verdict.startsWith('Not verified') && verdict.includes('key pinned, key setup, daily commitments, chain pinned, EAS pinned'),
     `from the API, unpinned: not verified, naming what was not checked (${verdict})`,
   )
   await context.close()

@@ -37,6 +37,17 @@ export interface Claim {
   revision: number
 }
 
+/** A key's setup: one party's (it can forge), or a multi-party ceremony's. */
+export type KeySetup =
+  | { kind: 'development' }
+  | {
+      kind: 'ceremony'
+      r1cs_sha256: string
+      zkey_sha256: string
+      ptau_sha256?: string
+      contributions: { name: string; beacon?: string }[]
+    }
+
 export interface StatementFile {
   format: string
   summary: string
@@ -51,6 +62,8 @@ export interface StatementFile {
   circuit?: string
   /** The anchored days of a daily proof (checked by `slaproof verify`). */
   days?: unknown[]
+  /** Who set the proving key up, as the prover says (absent: development). */
+  key_setup?: KeySetup
   anchor: {
     path: string
     chain_id: number

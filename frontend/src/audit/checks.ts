@@ -79,7 +79,8 @@ const MEANS: Record<string, string> = {
   'claim form': 'The claim is of the one form the proof system proves ("at least q of the values are at most T").',
   context: 'The proof is bound to this provider, SLA, objective and period, not to another claim.',
   summary: 'The sentence the provider wrote says what the checked numbers say; the claim shown above is rebuilt from those numbers, never from that sentence.',
-  proof: 'The zero-knowledge proof is mathematically valid: the hidden data meet the claim.',
+  'key setup': 'No one party could forge a proof with this key: it comes from a ceremony in which one honest contributor suffices.',
+  proof: 'The zero-knowledge proof is valid for this key: unless someone could forge with the key (key setup), the hidden data meet the claim.',
   'statement id': 'The claim’s fingerprint is what anyone recomputes from it.',
   anchor: 'The chain holds this very claim, written when it was anchored, so it cannot have been changed since.',
   inclusion: 'The claim is one of the batch whose root the chain holds.',
@@ -225,6 +226,15 @@ export async function audit(b: Bundle, rpcUrl: string | null, pins: Pins): Promi
     keyOk = r.pass('verifying key', `sha256 ${keyHash}`)
     if (pins.vkSha256) r.pass('key pinned', `${keyHash}, as pinned`)
     else r.notChecked('key pinned', 'not pinned: the key is only the one the bundle names; give the provider’s published key hash')
+  }
+
+  // Who could forge with the key: never passed on this page.
+  const setup = s.key_setup ?? { kind: 'development' }
+  if (setup.kind === 'ceremony') {
+    const steps = setup.contributions.map((c) => (c.beacon ? 'beacon' : c.name)).join(', ')
+    r.notChecked('key setup', `the statement says the key comes from a ceremony of ${steps}; not checked on this page: slaproof verify --ceremony --ptau checks it with snarkjs`)
+  } else {
+    r.notChecked('key setup', 'development key: whoever ran the setup can forge a proof of any statement; keys from a ceremony (slaproof ceremony) are checked by slaproof verify --ceremony --ptau')
   }
 
   const listed = s.public_inputs.map((p) => p.value)

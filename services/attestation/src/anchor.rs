@@ -33,6 +33,8 @@ pub(crate) enum Sender {
 /// anyone check it.
 pub(crate) struct ProvenParts {
     pub verifier: VerifierKey,
+    /// Who set the keys up, for the auditor's statement.
+    pub provenance: slaproof_circuits::Provenance,
     pub statement: Statement,
     pub proof: SlaProof,
     pub anchored: slaproof_chain::anchor::Statement,
@@ -242,6 +244,7 @@ impl Worker {
             .ok_or_else(|| missing("proof hash"))?;
         Ok(ProvenParts {
             verifier: keys.verifier().clone(),
+            provenance: keys.provenance().clone(),
             statement,
             proof,
             anchored,
@@ -269,7 +272,8 @@ pub(crate) async fn record_anchored(
         parts.vk_sha256.clone(),
         parts.proof_sha256.clone(),
         file_anchor,
-    )?;
+    )?
+    .with_key_setup(parts.provenance.clone());
     let file = match &row.days {
         Some(days) => file.with_days(
             serde_json::from_value(days.clone())

@@ -30,6 +30,7 @@ use slaproof_domain::period_vector::VERDICT_UNIT;
 use slaproof_domain::provable::{OPERATOR, UNIT};
 
 use crate::bundle::{FORMAT, StatementFile, anchored_statement};
+pub use crate::setup::CheckedCeremony;
 use crate::verdict::line;
 pub use crate::verdict::{Check, Outcome, Report, Verdict, Waiver, pin, where_anchored};
 
@@ -48,6 +49,9 @@ pub struct Pins {
     pub attester: Option<Address>,
     /// The chain the anchor must be on.
     pub chain_id: Option<u64>,
+    /// The key's ceremony as the auditor checked it, or why it did not
+    /// check: without it, the key's setup is only what the statement says.
+    pub ceremony: Option<Result<crate::setup::CheckedCeremony, String>>,
 }
 
 fn read_json(dir: &Path, name: &str) -> Result<Value, String> {
@@ -161,6 +165,9 @@ pub async fn audit(dir: &Path, rpc_url: Option<&url::Url>, pins: &Pins) -> Repor
             None
         }
     };
+
+    // Who could forge with that key.
+    crate::setup::check(&mut report, s, pins.ceremony.as_ref());
 
     // The public inputs are the statement's, and the context is the claim's.
     let listed: Vec<&str> = s.public_inputs.iter().map(|p| p.value.as_str()).collect();

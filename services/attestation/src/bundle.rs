@@ -11,7 +11,7 @@ use std::path::Path;
 use alloy::primitives::{Address, B256, keccak256};
 use serde::{Deserialize, Serialize};
 use slaproof_chain::anchor::Statement as AnchoredStatement;
-use slaproof_circuits::{Claim, Fr, Statement};
+use slaproof_circuits::{Claim, Fr, Provenance, Statement};
 
 use crate::error::AttestationError;
 
@@ -151,6 +151,13 @@ pub struct StatementFile {
     /// anchor, in order; the commitment input is their aggregate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub days: Option<Vec<DayAnchor>>,
+    /// Who set the proving key up, as the prover's keys record it: a
+    /// single-party development setup (whoever ran it can forge), or a
+    /// ceremony with its r1cs and contributions. Absent in files written
+    /// before ceremonies: all of those were development keys. A claim of
+    /// the prover's, checked by `slaproof verify --ceremony`.
+    #[serde(default)]
+    pub key_setup: Provenance,
 }
 
 fn threshold_circuit() -> String {
@@ -259,6 +266,7 @@ impl StatementFile {
             anchor,
             circuit: threshold_circuit(),
             days: None,
+            key_setup: Provenance::Development,
         })
     }
 
@@ -279,6 +287,12 @@ impl StatementFile {
         );
         self.circuit = "daily".into();
         self.days = Some(days);
+        self
+    }
+
+    /// The file of a proof made with keys set up as `provenance` says.
+    pub fn with_key_setup(mut self, provenance: Provenance) -> Self {
+        self.key_setup = provenance;
         self
     }
 

@@ -17,6 +17,7 @@ pub mod export;
 pub(crate) mod facts;
 mod log_anchor;
 pub mod opening;
+pub mod setup;
 pub mod verdict;
 pub mod verifiers;
 pub mod worker;

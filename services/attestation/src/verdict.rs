@@ -39,12 +39,15 @@ pub enum Waiver {
     /// Days anchored after the period ended, later than the allowance:
     /// not shown fixed before the outcome was known.
     Timely,
+    /// The key's setup not shown to be a ceremony: a development key, or a
+    /// ceremony's files not given.
+    Setup,
 }
 
 impl Waiver {
     /// Each waiver with the name the auditor gives it and the check it
     /// lets stand unchecked: the one table the names are read from.
-    const TABLE: [(Waiver, &'static str, &'static str); 8] = [
+    const TABLE: [(Waiver, &'static str, &'static str); 9] = [
         (Waiver::Vk, "vk", "key pinned"),
         (Waiver::Eas, "eas", "eas pinned"),
         (Waiver::Attester, "attester", "attester pinned"),
@@ -53,6 +56,7 @@ impl Waiver {
         (Waiver::Daily, "daily", "daily commitments"),
         (Waiver::Recount, "recount", "day recount"),
         (Waiver::Timely, "timely", "days in time"),
+        (Waiver::Setup, "setup", "key setup"),
     ];
 
     /// Every waiver, in the table's order.

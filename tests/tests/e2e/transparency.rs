@@ -641,6 +641,7 @@ async fn each_built_day_is_anchored_on_chain_and_a_customer_checks_the_anchor() 
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
         chain_id: Some(chain.chain_id()),
+        ceremony: None,
     };
     let report = anchor_report(pinned.clone()).await;
     assert_eq!(

@@ -192,6 +192,7 @@ async fn a_month_is_proven_over_its_days_anchored_as_it_went() {
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
         chain_id: Some(chain.chain_id()),
+        ceremony: None,
     };
     let mut bundles = Vec::new();
     for row in &rows {
@@ -507,6 +508,7 @@ async fn a_month_over_its_days_is_verified_on_chain_on_the_verified_path() {
         eas: Some(deployment.eas),
         attester: Some(chain.address()),
         chain_id: Some(chain.chain_id()),
+        ceremony: None,
     };
     for row in &rows {
         assert_eq!(row.circuit, "daily", "{row:?}");

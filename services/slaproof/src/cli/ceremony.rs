@@ -367,8 +367,22 @@ fn beacon(rpc: Option<url::Url>, hash: Option<String>, folder: &Path) -> anyhow:
     record(folder, &mut t, "beacon", "beacon", Some(hash), to)
 }
 
-/// Every check anyone can run; the transcript when all pass.
-fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
+/// A ceremony's folder that passed every check.
+pub(super) struct Checked {
+    transcript: Transcript,
+    /// sha256 of the final key's compressed verifying key.
+    pub(super) vk_sha256: String,
+    /// Who took part, in order; the beacon last.
+    pub(super) steps: Vec<String>,
+    /// What `snarkjs zkey verify` printed.
+    snarkjs_said: String,
+}
+
+/// Every check anyone can run (`ceremony verify`, and `slaproof verify
+/// --ceremony`): the r1cs rebuilt from this build's source, the phase-1
+/// file and every step's key against the transcript, `snarkjs zkey
+/// verify` over the newest key, and the key's own record of its steps.
+pub(super) fn check(ptau: &Path, folder: &Path) -> anyhow::Result<Checked> {
     let t = read_transcript(folder)?;
     let circuit = circuit_of(&t)?;
     let r1cs = slaproof_circuits::r1cs::export(circuit, t.size)?;
@@ -407,11 +421,12 @@ fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
         ])
         .current_dir(folder)
         .output()
-        .context("running snarkjs zkey verify")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    print!("{text}");
+        .context(
+            "running snarkjs zkey verify: set SLAPROOF_SNARKJS, or run `npm ci --prefix circuits`",
+        )?;
+    let snarkjs_said = String::from_utf8_lossy(&output.stdout).into_owned();
     ensure!(
-        output.status.success() && text.contains("ZKey Ok!"),
+        output.status.success() && snarkjs_said.contains("ZKey Ok!"),
         "snarkjs zkey verify refused {last}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
@@ -423,11 +438,27 @@ fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
         recorded == inside,
         "the key records the steps {inside:?}, the transcript {recorded:?}"
     );
+    let steps = inside.iter().map(|s| (*s).to_owned()).collect();
+    let vk_sha256 = slaproof_circuits::VerifierKey::of(circuit, t.size, key.pk.vk).sha256()?;
+    Ok(Checked {
+        transcript: t,
+        vk_sha256,
+        steps,
+        snarkjs_said,
+    })
+}
+
+fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
+    let checked = check(ptau, folder)?;
+    print!("{}", checked.snarkjs_said);
+    let t = checked.transcript;
     println!(
-        "ceremony verified: {} {} with {} steps",
+        "ceremony verified: {} {} with {} steps ({}); final verifying key sha256 {}",
         t.circuit,
         t.size,
-        key.contributions.len()
+        checked.steps.len(),
+        checked.steps.join(", "),
+        checked.vk_sha256
     );
     Ok(t)
 }

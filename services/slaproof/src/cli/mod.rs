@@ -51,6 +51,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+// One command line is parsed once per process: the size of its largest
+// variant (`verify`'s flags) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every service in one process. With no database configured, starts
@@ -156,7 +159,8 @@ pub enum Command {
         /// RPC URL), daily (a period proven over data committed only at its
         /// close), recount (a dispute's days not recounted), timely (days
         /// anchored after the period ended, later than 48 h after their
-        /// end: not shown fixed before the outcome). Without it, any
+        /// end: not shown fixed before the outcome), setup (a development
+        /// key, or a ceremony not checked). Without it, any
         /// check not done leaves the verdict UNVERIFIED, exit code 3.
         #[arg(long = "allow-unpinned", value_name = "CHECK", value_delimiter = ',')]
         allow_unpinned: Vec<slaproof_attestation::audit::Waiver>,
@@ -165,6 +169,15 @@ pub enum Command {
         /// commitments, and with --log-day each day recounted.
         #[arg(long, value_name = "FILE")]
         openings: Option<PathBuf>,
+        /// The folder of the ceremony the verifying key comes from
+        /// (`slaproof ceremony`): checked with snarkjs against --ptau and this
+        /// build's circuit. Without it the key's setup is only what the
+        /// statement says, and a development key is reported as one.
+        #[arg(long, value_name = "DIR", requires = "ptau")]
+        ceremony: Option<PathBuf>,
+        /// The ceremony's phase-1 file (`.ptau`), for --ceremony.
+        #[arg(long, value_name = "FILE", requires = "ceremony")]
+        ptau: Option<PathBuf>,
         /// A log day exported with `slaproof log export`; repeat it for
         /// every day from the period's first to its last day's watermark
         /// (late events are logged in later days).
@@ -582,15 +595,30 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
             openings,
             log_days,
             log_verifier_key,
+            ceremony,
+            ptau,
         } => {
             if let (Some(id), Some(api)) = (attestation, api_url) {
                 download_bundle(&api, &id, &dir).await?;
             }
+            let ceremony = match (ceremony, ptau) {
+                (Some(folder), Some(ptau)) => Some(
+                    tokio::task::spawn_blocking(move || ceremony::check(&ptau, &folder))
+                        .await?
+                        .map(|c| slaproof_attestation::audit::CheckedCeremony {
+                            vk_sha256: c.vk_sha256,
+                            steps: c.steps,
+                        })
+                        .map_err(|e| format!("{e:#}")),
+                ),
+                _ => None,
+            };
             let pins = slaproof_attestation::audit::Pins {
                 vk_sha256,
                 eas,
                 attester,
                 chain_id,
+                ceremony,
             };
             let mut report =
                 slaproof_attestation::audit::audit(&dir, rpc_url.as_ref(), &pins).await;

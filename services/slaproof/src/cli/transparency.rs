@@ -146,6 +146,7 @@ pub(super) async fn log(config: &Config, command: LogCommand) -> anyhow::Result<
                 eas,
                 attester,
                 chain_id,
+                ceremony: None,
             };
             let mut report = Report::default();
             match rpc_url {

@@ -315,14 +315,15 @@ pub(crate) async fn announce(p: Pointers, shutdown: tokio_util::sync::Cancellati
     // Every pin, so that the verdict can be VERIFIED: the key hash is the
     // one the provider publishes (here, its own API), the chain up's anvil.
     // The history's days were anchored at this first start, after the
-    // month ended: `days in time` cannot pass, and the command accepts that
-    // by name, as the note below says.
+    // month ended: `days in time` cannot pass; and the demo's keys come
+    // from a single-party setup: `key setup` cannot pass. The command
+    // accepts both by name, as the note below says.
     let pins = match &p.chain {
         Some((rpc, chain_id, eas, attester)) => format!(
-            " --vk-sha256 {vk} --rpc-url {rpc} --chain-id {chain_id} --eas {eas} --attester {attester} --allow-unpinned timely",
+            " --vk-sha256 {vk} --rpc-url {rpc} --chain-id {chain_id} --eas {eas} --attester {attester} --allow-unpinned timely,setup",
             vk = anchored.2
         ),
-        None => format!(" --vk-sha256 {}", anchored.2),
+        None => format!(" --vk-sha256 {} --allow-unpinned setup", anchored.2),
     };
     out.push_str(&format!(
         "    verify    SLAPROOF_TOKEN={token} cargo run -p slaproof -- verify --attestation {id} --api-url {url} --dir demo-proof{pins}\n",
@@ -335,7 +336,7 @@ pub(crate) async fn announce(p: Pointers, shutdown: tokio_util::sync::Cancellati
         token = p.customer_admin,
     ));
     out.push_str(
-        "              (history written at this first start: its days were logged and anchored after the month ended,\n               which `days in time` reports and --allow-unpinned timely accepts; a month anchored day by day needs none)\n",
+        "              (history written at this first start: its days were logged and anchored after the month ended,\n               which `days in time` reports and --allow-unpinned timely accepts; a month anchored day by day needs none;\n               its keys come from a one-party setup, which `key setup` reports as a development key and\n               --allow-unpinned setup accepts; keys from `slaproof ceremony` are checked with --ceremony and --ptau)\n",
     );
     println!("{out}");
 }

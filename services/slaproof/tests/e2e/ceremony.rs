@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use slaproof_attestation::bundle::{Anchor, ClaimRecord, StatementFile};
 use slaproof_circuits::daily::DayOpening;
 use slaproof_circuits::export::{solidity_proof, solidity_verifier, write_snarkjs};
 use slaproof_circuits::keys::load_circuit_keys;
@@ -294,4 +295,89 @@ async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
         Ok(json!("0x")),
         "the chain refused a proof made with the ceremony's key"
     );
+
+    // The auditor's verdict on the key's setup: the statement's word alone
+    // is not checked; the ceremony checked with snarkjs passes; a statement
+    // naming a ceremony over another constraint system fails.
+    let bundle = dir.join("bundle");
+    write_snarkjs(&bundle, keys.verifier().verifying_key(), &statement, &proof).unwrap();
+    let mut file = StatementFile::new(
+        claim(),
+        &statement,
+        keys.verifier().sha256().unwrap(),
+        proof.sha256().unwrap(),
+        Anchor {
+            path: "hash-only".into(),
+            chain_id: 31_337,
+            eas: Default::default(),
+            uid: Default::default(),
+            inclusion_proof: None,
+        },
+    )
+    .unwrap()
+    .with_key_setup(keys.provenance().clone());
+    file.circuit = "daily".into();
+    file.write(&bundle).unwrap();
+    let setup_line = |args: &[&str]| {
+        let out = slaproof(dir, &[("SLAPROOF_SNARKJS", &*snarkjs.to_string_lossy())])
+            .args(["verify", "--dir", "bundle"])
+            .args(args)
+            .output()
+            .unwrap();
+        let printed = text(&out.stdout);
+        printed
+            .lines()
+            .find(|l| l.contains("key setup"))
+            .unwrap_or_else(|| panic!("no key setup check:\n{printed}{}", text(&out.stderr)))
+            .to_owned()
+    };
+    let said = setup_line(&[]);
+    assert!(
+        said.starts_with("NOT CHECKED")
+            && said.contains("a ceremony of provider, customer (acme-corp), auditor, beacon"),
+        "{said}"
+    );
+    let said = setup_line(&["--ceremony", "ceremony", "--ptau", ptau]);
+    assert!(
+        said.starts_with("PASS")
+            && said
+                .contains("checked with snarkjs: provider, customer (acme-corp), auditor, beacon"),
+        "{said}"
+    );
+    let said = setup_line(&[
+        "--ceremony",
+        "ceremony",
+        "--ptau",
+        &dir.join("p1.ptau").to_string_lossy(),
+    ]);
+    assert!(
+        said.starts_with("FAIL") && said.contains("is not the ceremony's phase 1"),
+        "{said}"
+    );
+    let mut other = file.clone();
+    if let Provenance::Ceremony(c) = &mut other.key_setup {
+        c.r1cs_sha256 = "00".repeat(32);
+    }
+    other.write(&bundle).unwrap();
+    let said = setup_line(&[]);
+    assert!(
+        said.starts_with("FAIL") && said.contains("keys for another constraint system"),
+        "{said}"
+    );
+}
+
+fn claim() -> ClaimRecord {
+    ClaimRecord {
+        tenant: "provider".into(),
+        sla: "acme-enterprise".into(),
+        sla_version: 1,
+        objective: "availability".into(),
+        field: "status".into(),
+        unit: "verdict".into(),
+        operator: "<=".into(),
+        threshold: 0,
+        period_start: 1_793_491_200,
+        period_end: 1_796_083_200,
+        revision: 1,
+    }
 }

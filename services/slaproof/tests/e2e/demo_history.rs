@@ -82,7 +82,7 @@ async fn up_gives_the_demo_a_closed_month_with_its_credit_its_anchored_proof_and
     // verdict says so, accepted by name, every other check passed.
     assert!(
         stdout.contains("WAIVED       days in time")
-            && stdout.contains("VERIFIED, with checks the auditor waived: days in time"),
+            && stdout.contains("VERIFIED, with checks the auditor waived: key setup, days in time"),
         "{stdout}"
     );
 

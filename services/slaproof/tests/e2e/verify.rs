@@ -71,8 +71,9 @@ fn verify_pinned(dir: &Path, rpc: &str, pins: &[(&str, String)]) -> (bool, Strin
 }
 
 /// What nothing pinned leaves unchecked (the bundle here is proven over a
-/// vector committed at the close, so the days too), waived by name.
-const WAIVE_UNPINNED: &str = "vk,eas,attester,chain,daily";
+/// vector committed at the close, so the days too; and with a development
+/// key, so its setup), waived by name.
+const WAIVE_UNPINNED: &str = "vk,eas,attester,chain,daily,setup";
 
 /// A copy of the bundle in `from`, changed by `change`.
 fn tampered(from: &Path, change: impl FnOnce(&Path)) -> tempfile::TempDir {
@@ -195,6 +196,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
         "eas pinned",
         "attester pinned",
         "daily commitments",
+        "key setup",
     ] {
         assert!(
             printed
@@ -204,7 +206,7 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
         );
     }
     assert!(
-        printed.contains("--allow-unpinned vk,daily,chain,eas,attester"),
+        printed.contains("--allow-unpinned vk,setup,daily,chain,eas,attester"),
         "{printed}"
     );
     // Waived by name, the same run is VERIFIED, the waived checks listed.
@@ -241,7 +243,8 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
     let (code, printed) = verify_exit(honest.path(), &rpc, &pins);
     assert_eq!(code, Some(3), "{printed}");
     assert!(
-        printed.contains("UNVERIFIED: nothing failed, but not checked: daily commitments"),
+        printed
+            .contains("UNVERIFIED: nothing failed, but not checked: key setup, daily commitments"),
         "{printed}"
     );
     for check in [
@@ -257,10 +260,18 @@ async fn an_auditor_verifies_an_anchored_period_and_each_tampering_names_its_che
             "no passed `{check}`:\n{printed}"
         );
     }
-    pins.push(("--allow-unpinned", "daily".to_owned()));
+    // The key comes from a one-party setup: said so, never passed (#33).
+    assert!(
+        printed.lines().any(|l| l.starts_with("NOT CHECKED")
+            && l.contains("key setup")
+            && l.contains("development key: whoever ran the setup can forge")),
+        "{printed}"
+    );
+    pins.push(("--allow-unpinned", "setup,daily".to_owned()));
     let (ok, printed) = verify_pinned(honest.path(), &rpc, &pins);
     assert!(
-        ok && printed.contains("VERIFIED, with checks the auditor waived: daily commitments"),
+        ok && printed
+            .contains("VERIFIED, with checks the auditor waived: key setup, daily commitments"),
         "{printed}"
     );
     // A waiver that is not a check's name is refused, naming the ones there are.
