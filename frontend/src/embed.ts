@@ -153,7 +153,22 @@ async function attestations(api: Api, claims: EmbedClaims, sla: string): Promise
         { 'data-status': a.status },
         el('td', {}, periodOf(a.period_start, a.period_end)),
         el('td', {}, a.objective),
-        el('td', {}, status, a.reason ? el('span', { class: 'reason' }, ` — ${a.reason}`) : null),
+        el(
+          'td',
+          {},
+          status,
+          a.reason ? el('span', { class: 'reason' }, ` — ${a.reason}`) : null,
+          // A one-party setup's key can forge: said beside every proof made with one.
+          a.status === 'anchored' || a.status === 'proven'
+            ? el(
+                'span',
+                { class: 'key-setup', 'data-key-setup': a.key_setup },
+                a.key_setup === 'ceremony'
+                  ? ' — key from a multi-party ceremony'
+                  : ' — development key: whoever ran its setup could forge this proof',
+              )
+            : null,
+        ),
         el(
           'td',
           {},

@@ -104,6 +104,8 @@ export interface Attestation {
   reason?: string | null
   anchor_path: string
   anchor?: { transaction?: string; chainId?: number; uid?: string } | null
+  /** `development` (one party's setup: it can forge) or `ceremony`. */
+  key_setup: string
 }
 
 export interface AttestationsView {

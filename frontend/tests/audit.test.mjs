@@ -174,6 +174,8 @@ for (const [scheme, device, width, height] of [
   await page.waitForSelector('html[data-ready]')
   const link = page.locator('tr[data-status="anchored"] a.verify-link').first()
   check((await link.count()) === 1, 'dashboard: an anchored proof links to the auditor page')
+  const setup = await page.locator('tr[data-status="anchored"] .key-setup').first().innerText()
+  check(setup.includes('development key: whoever ran its setup could forge this proof'), `dashboard: the proof's key setup is named (${setup})`)
   const [popup] = await Promise.all([context.waitForEvent('page'), link.click()])
   await popup.waitForSelector('html[data-ready]')
   check((await popup.inputValue('#attestation')).length > 0, 'dashboard link: the attestation is filled in')

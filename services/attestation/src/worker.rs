@@ -546,6 +546,10 @@ impl Worker {
         };
         let vk_sha256 = keys.verifier().sha256()?;
         let circuit = keys.circuit();
+        let key_setup = match keys.provenance() {
+            slaproof_circuits::Provenance::Development => "development",
+            slaproof_circuits::Provenance::Ceremony(_) => "ceremony",
+        };
         let permit = self
             .prover
             .limit
@@ -586,6 +590,7 @@ impl Worker {
             statement_id: statement_id.to_string(),
             circuit: circuit.name().to_owned(),
             days: days.map(|d| serde_json::json!(d)),
+            key_setup: key_setup.to_owned(),
         }))
     }
 }

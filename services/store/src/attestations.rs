@@ -147,12 +147,17 @@ pub struct Attestation {
     /// For the daily circuit: each day's label, commitment and anchor.
     #[schema(value_type = Option<Object>)]
     pub days: Option<serde_json::Value>,
+    /// Who set up the key it was proven with: `development` (one party's
+    /// setup: whoever ran it can forge a proof) or `ceremony` (several
+    /// parties': sound if any one was honest). Before it is proven, and for
+    /// proofs made before this was recorded: `development`.
+    pub key_setup: String,
 }
 
 pub(crate) const COLUMNS: &str = "id, sla_id, version, objective, period_start, period_end, revision, \
     status, reason, vector, slots, context, commitment, quota_ppm, vk_sha256, proof, proof_sha256, \
     statement_id, proven_at, anchor_from_block, anchor_path, batch_id, anchor, anchored_at, created_at, \
-    circuit, days";
+    circuit, days, key_setup";
 
 /// The attestation `id` of the transaction's tenant.
 pub async fn get(tx: &mut TenantTx, id: uuid::Uuid) -> Result<Option<Attestation>, StoreError> {
@@ -261,6 +266,8 @@ pub struct Proven {
     pub circuit: String,
     /// The daily commitments opened, with their anchors (daily circuit).
     pub days: Option<serde_json::Value>,
+    /// `development` or `ceremony`.
+    pub key_setup: String,
 }
 
 /// Records the proof of a pending attestation; `false` when it was not
@@ -273,7 +280,7 @@ pub async fn record_proof(
     let done = sqlx::query(
         "UPDATE attestations SET status = 'proven', reason = NULL, slots = $3, context = $4, \
              commitment = $5, quota_ppm = $6, vk_sha256 = $7, proof = $8, proof_sha256 = $9, \
-             statement_id = $10, circuit = $11, days = $12, proven_at = now() \
+             statement_id = $10, circuit = $11, days = $12, key_setup = $13, proven_at = now() \
          WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
     )
     .bind(tx.tenant().uuid())
@@ -288,6 +295,7 @@ pub async fn record_proof(
     .bind(&p.statement_id)
     .bind(&p.circuit)
     .bind(&p.days)
+    .bind(&p.key_setup)
     .execute(&mut **tx)
     .await?
     .rows_affected();

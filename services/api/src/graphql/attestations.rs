@@ -113,6 +113,9 @@ struct Attestation {
     /// for a batch also its root, epoch, size and the inclusion proof.
     anchor: Option<Json<serde_json::Value>>,
     anchored_at: Option<String>,
+    /// Who set up the key it was proven with: `development` (one party's
+    /// setup: whoever ran it can forge a proof) or `ceremony`.
+    key_setup: String,
 }
 
 impl From<slaproof_app::attestations::Attestation> for Attestation {
@@ -138,6 +141,7 @@ impl From<slaproof_app::attestations::Attestation> for Attestation {
             anchor_path: a.anchor_path,
             anchor: a.anchor.map(Json),
             anchored_at: a.anchored_at.map(|t| t.to_rfc3339()),
+            key_setup: a.key_setup,
         }
     }
 }
