@@ -287,20 +287,6 @@ pub fn statement(
     })
 }
 
-/// Proves the period of `openings` against `public` (from [`statement`]),
-/// with the reduction `keys` were set up for.
-pub fn prove(
-    keys: &crate::keys::CircuitKeys,
-    public: PublicValues,
-    openings: &[DayOpening],
-) -> Result<ark_groth16::Proof<Bn254>, CircuitError> {
-    keys.prove_circuit(DailyCircuit::from_raw(
-        keys.slots(),
-        public,
-        openings.to_vec(),
-    ))
-}
-
 /// Checks a daily proof against its public inputs.
 pub fn verify(
     vk: &VerifyingKey<Bn254>,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ark_bn254::{Bn254, Fr};
 use ark_groth16::{Groth16, PreparedVerifyingKey, Proof, ProvingKey, VerifyingKey};
-use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
+use ark_relations::r1cs::ConstraintSynthesizer;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
 use serde::{Deserialize, Serialize};
@@ -17,93 +17,23 @@ use crate::circuit::ThresholdCircuit;
 use crate::daily::DailyCircuit;
 use crate::error::CircuitError;
 use crate::random::os_rng;
-use crate::statement::{MAX_SLOTS, PUBLIC_INPUTS};
+use crate::statement::PUBLIC_INPUTS;
 use crate::zkey::CircomReduction;
 
-/// Names the statement and its public-input layout; bumped whenever the
-/// constraints change, so old keys are refused rather than misused.
-pub const CIRCUIT_ID: &str = "slaproof/threshold-fraction/v1";
+pub use crate::catalog::{CIRCUIT_ID, Circuit};
 
-/// Which circuit a key is for. Both take the same four public inputs
-/// (`PUBLIC_INPUTS`); their sizes count slots for the threshold circuit
-/// and days for the daily one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Circuit {
-    /// A committed vector of (value, weight) slots (`crate::circuit`).
-    Threshold,
-    /// A period over its anchored daily commitments (`crate::daily`).
-    Daily,
-}
-
-impl Circuit {
-    /// The id in key manifests.
-    pub fn id(self) -> &'static str {
-        match self {
-            Self::Threshold => CIRCUIT_ID,
-            Self::Daily => crate::daily::CIRCUIT_ID,
+/// A single-party setup of `circuit` at `size`.
+fn setup(
+    circuit: Circuit,
+    size: usize,
+    rng: &mut ark_std::rand::rngs::StdRng,
+) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), CircuitError> {
+    Ok(match circuit {
+        Circuit::Threshold => {
+            Groth16::<Bn254>::circuit_specific_setup(ThresholdCircuit::blank(size), rng)?
         }
-    }
-
-    /// The circuit of a manifest's id.
-    pub fn of_id(id: &str) -> Option<Self> {
-        [Self::Threshold, Self::Daily]
-            .into_iter()
-            .find(|c| c.id() == id)
-    }
-
-    /// The circuit named `threshold` or `daily`.
-    pub fn of_name(name: &str) -> Option<Self> {
-        [Self::Threshold, Self::Daily]
-            .into_iter()
-            .find(|c| c.name() == name)
-    }
-
-    /// `threshold` or `daily`: the stem of its key files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Threshold => "threshold",
-            Self::Daily => "daily",
-        }
-    }
-
-    pub(crate) fn check_size(self, size: usize) -> Result<(), CircuitError> {
-        let max = match self {
-            Self::Threshold => MAX_SLOTS,
-            Self::Daily => crate::daily::MAX_DAYS,
-        };
-        if size == 0 || size > max {
-            return Err(CircuitError::UnsupportedSlots { slots: size, max });
-        }
-        Ok(())
-    }
-
-    fn setup(
-        self,
-        size: usize,
-        rng: &mut ark_std::rand::rngs::StdRng,
-    ) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), CircuitError> {
-        Ok(match self {
-            Self::Threshold => {
-                Groth16::<Bn254>::circuit_specific_setup(ThresholdCircuit::blank(size), rng)?
-            }
-            Self::Daily => {
-                Groth16::<Bn254>::circuit_specific_setup(DailyCircuit::blank(size), rng)?
-            }
-        })
-    }
-
-    /// Exact number of R1CS constraints at `size`, by synthesis alone.
-    pub fn constraint_count(self, size: usize) -> Result<usize, CircuitError> {
-        self.check_size(size)?;
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_mode(SynthesisMode::Setup);
-        match self {
-            Self::Threshold => ThresholdCircuit::blank(size).generate_constraints(cs.clone())?,
-            Self::Daily => DailyCircuit::blank(size).generate_constraints(cs.clone())?,
-        }
-        Ok(cs.num_constraints())
-    }
+        Circuit::Daily => Groth16::<Bn254>::circuit_specific_setup(DailyCircuit::blank(size), rng)?,
+    })
 }
 
 /// One stored key file.
@@ -290,7 +220,7 @@ impl CircuitKeys {
     pub fn setup_of(circuit: Circuit, size: usize) -> Result<Self, CircuitError> {
         circuit.check_size(size)?;
         let mut rng = os_rng();
-        let (pk, vk) = circuit.setup(size, &mut rng)?;
+        let (pk, vk) = setup(circuit, size, &mut rng)?;
         Ok(Self {
             pk,
             verifier: VerifierKey::of(circuit, size, vk),

@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod bucketed;
+mod catalog;
 pub mod circuit;
 pub mod daily;
 mod error;
@@ -21,7 +22,7 @@ pub use keys::{
     constraint_count, generate_keys, keys_from_stored, load_keys, load_verifier,
     verifier_from_stored,
 };
-pub use proof::{SlaProof, period_statement, prove, prove_period, verify};
+pub use proof::{SlaProof, period_statement, prove, prove_days, prove_period, verify};
 pub use statement::{
     Claim, ContextHash, Opening, Slot, Statement, StatementJson, build, build_with_salt,
     derive_salt,

@@ -4,7 +4,7 @@ use ark_bn254::Bn254;
 use ark_groth16::{Groth16, Proof};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 
-use crate::circuit::ThresholdCircuit;
+use crate::circuit::{PublicValues, ThresholdCircuit};
 use crate::daily;
 use crate::error::CircuitError;
 use crate::keys::{CircuitKeys, VerifierKey, sha256_hex};
@@ -149,5 +149,16 @@ pub fn prove_period(
     if public.commitment != statement.commitment() {
         return Err(CircuitError::OpeningMismatch);
     }
-    Ok(SlaProof(daily::prove(keys, public, openings)?))
+    Ok(SlaProof(prove_days(keys, public, openings)?))
+}
+
+/// Proves the daily circuit over `public` and `openings` as given, with the
+/// reduction `keys` were set up for; [`prove_period`] checks them first.
+pub fn prove_days(
+    keys: &CircuitKeys,
+    public: PublicValues,
+    openings: &[daily::DayOpening],
+) -> Result<Proof<Bn254>, CircuitError> {
+    let circuit = daily::DailyCircuit::from_raw(keys.slots(), public, openings.to_vec());
+    keys.prove_circuit(circuit)
 }

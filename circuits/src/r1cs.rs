@@ -18,10 +18,10 @@ use ark_relations::r1cs::{
 };
 use sha2::{Digest, Sha256};
 
+use crate::catalog::Circuit;
 use crate::circuit::ThresholdCircuit;
 use crate::daily::DailyCircuit;
 use crate::error::CircuitError;
-use crate::keys::Circuit;
 
 /// Bytes of a BN254 scalar.
 const FIELD_BYTES: usize = 32;

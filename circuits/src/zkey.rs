@@ -23,8 +23,8 @@ use ark_poly::EvaluationDomain;
 use ark_relations::r1cs::{ConstraintMatrices, SynthesisError};
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Circuit;
 use crate::error::CircuitError;
-use crate::keys::Circuit;
 
 /// The constraint section's matrix numbers.
 const MATRIX_A: u32 = 0;

@@ -1,7 +1,6 @@
 //! A multi-party setup with snarkjs over the circuit exported from source: three contributors and a beacon, checked by `snarkjs zkey verify`, imported, and proving what snarkjs and our verifier accept; a tampered contribution and a key for another r1cs refused.
 
 use std::path::Path;
-use std::process::Command;
 
 use ark_bn254::Fr;
 use slaproof_circuits::daily::DayOpening;
@@ -14,28 +13,12 @@ use slaproof_circuits::{Circuit, CircuitKeys, Provenance, period_statement, prov
 mod common;
 mod snarkjs;
 
-use snarkjs::{in_ci, snarkjs, snarkjs_verify};
+use snarkjs::{in_ci, run, snarkjs, snarkjs_verify};
 
 /// Days of the daily circuit the ceremony sets up: the smallest size, so
 /// that phase 1 is small (2^11 powers; at the shipped 32 days, 2^14, both
 /// ceremonies took 460–480 s on this box in a debug run).
 const DAYS: usize = 1;
-
-/// Runs `snarkjs ARGS` in `dir`; its output, and whether it succeeded.
-fn run(cli: &Path, dir: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new("node")
-        .arg(cli)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run node");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 fn ok(cli: &Path, dir: &Path, args: &[&str]) -> String {
     let (ok, text) = run(cli, dir, args);

@@ -6,12 +6,12 @@ use ark_bn254::Fr;
 use ark_relations::r1cs::{ConstraintSynthesizer, ConstraintSystem};
 use slaproof_circuits::circuit::PublicValues;
 use slaproof_circuits::daily::{
-    DailyCircuit, DayOpening, aggregate, constraint_count, day_commitment, padding_day, prove,
-    statement, verify,
+    DailyCircuit, DayOpening, aggregate, constraint_count, day_commitment, padding_day, statement,
+    verify,
 };
 use slaproof_circuits::keys::{generate_circuit_keys, load_circuit_keys};
 use slaproof_circuits::{Circuit, CircuitKeys, Claim, ContextHash};
-use slaproof_circuits::{period_statement, prove_period};
+use slaproof_circuits::{period_statement, prove_days, prove_period};
 
 mod common;
 
@@ -67,7 +67,7 @@ fn a_period_over_its_anchored_days_is_proven_and_verified() {
         aggregate(32, context, &anchored).unwrap(),
         "the aggregate is recomputed from the anchored commitments alone"
     );
-    let proof = prove(&keys, public, &days).unwrap();
+    let proof = prove_days(&keys, public, &days).unwrap();
     assert!(verify(&vk, &public, &proof).unwrap());
 
     // The same proof against an aggregate of other days: refused.

@@ -275,6 +275,11 @@ pub fn unhex(s: &str) -> Vec<u8> {
 
 /// A decimal integer below 2²⁵⁶ as one ABI word (32 bytes, big-endian, hex).
 pub fn abi_word(decimal: &str) -> String {
+    hex(&decimal_word(decimal))
+}
+
+/// A decimal integer below 2²⁵⁶ as one big-endian word.
+pub fn decimal_word(decimal: &str) -> [u8; 32] {
     let mut word = [0u8; 32];
     for digit in decimal.bytes() {
         assert!(digit.is_ascii_digit(), "not a decimal: {decimal}");
@@ -286,7 +291,7 @@ pub fn abi_word(decimal: &str) -> String {
         }
         assert_eq!(carry, 0, "{decimal} does not fit in 256 bits");
     }
-    hex(&word)
+    word
 }
 
 /// `verifyProof(uint256[8], uint256[4])` calldata: static arrays are encoded
@@ -664,6 +669,8 @@ pub mod abi {
 /// EAS on anvil, as the chain tests set it up: compiled from its npm
 /// package with the compiler its exact pragma names, SchemaRegistry then
 /// EAS deployed, schemas registered, attestations made and read back.
+pub mod resolver;
+
 pub mod eas {
     use std::path::Path;
 

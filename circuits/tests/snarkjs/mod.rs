@@ -17,13 +17,12 @@ pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-pub(crate) fn snarkjs_verify(cli: &Path, dir: &Path) -> (bool, String) {
+/// Runs `snarkjs ARGS` in `dir`; whether it succeeded, and what it printed.
+pub(crate) fn run(cli: &Path, dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new("node")
         .arg(cli)
-        .args(["groth16", "verify"])
-        .arg(dir.join("verification_key.json"))
-        .arg(dir.join("public.json"))
-        .arg(dir.join("proof.json"))
+        .args(args)
+        .current_dir(dir)
         .output()
         .expect("run node");
     let text = format!(
@@ -31,5 +30,11 @@ pub(crate) fn snarkjs_verify(cli: &Path, dir: &Path) -> (bool, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out.status.success() && text.contains("OK!"), text)
+    (out.status.success(), text)
+}
+
+pub(crate) fn snarkjs_verify(cli: &Path, dir: &Path) -> (bool, String) {
+    let files = ["verification_key.json", "public.json", "proof.json"];
+    let (ok, text) = run(cli, dir, &[&["groth16", "verify"][..], &files[..]].concat());
+    (ok && text.contains("OK!"), text)
 }

@@ -31,6 +31,18 @@ pub enum AttestationError {
          threshold would let the parties prove such a period over the counts committed at its close)"
     )]
     DailyRequired(String),
+    /// The SLA names the key its periods are proven with, and the worker
+    /// holds another for this size.
+    #[error(
+        "not proven: the SLA's parties agreed to the verifying key {agreed} \
+         (spec.attestation.verifyingKey), and the {circuit} key loaded for this period's size is \
+         {loaded}; install the agreed key (slaproof ceremony finalize) in the key folder; retrying"
+    )]
+    KeyNotAgreed {
+        agreed: String,
+        loaded: String,
+        circuit: &'static str,
+    },
 }
 
 impl AttestationError {

@@ -463,8 +463,9 @@ impl Worker {
             .await?;
         let context = ContextHash::of(&claim.claim());
         let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
-        // The terms the period was judged by say which circuit may prove it.
-        let circuit = slas::find_version(
+        // The terms the period was judged by say which circuit may prove
+        // it, and with which key.
+        let policy = slas::find_version(
             &mut tx,
             slaproof_domain::ids::SlaId::from_uuid(row.sla_id),
             row.version,
@@ -472,8 +473,8 @@ impl Worker {
         .await
         .map_err(store)?
         .definition
-        .attestation
-        .circuit;
+        .attestation;
+        let circuit = policy.circuit;
         let plan = daily::plan(
             &mut tx,
             self.prover.daily_keys_for(vector.days.len()),
@@ -545,6 +546,20 @@ impl Worker {
             }
         };
         let vk_sha256 = keys.verifier().sha256()?;
+        if let Some(agreed) = policy.verifying_key.filter(|k| k.to_string() != vk_sha256) {
+            // Never proven with a key the parties did not agree to.
+            let refused = AttestationError::KeyNotAgreed {
+                agreed: agreed.to_string(),
+                loaded: vk_sha256,
+                circuit: keys.circuit().name(),
+            };
+            if job.attempts <= 1 {
+                let mut tx = self.db.tenant_tx(job.tenant).await.map_err(store)?;
+                daily::tell_refused(&mut tx, row, claim, &refused.to_string()).await?;
+                tx.commit().await.map_err(store)?;
+            }
+            return Err(refused);
+        }
         let circuit = keys.circuit();
         let key_setup = match keys.provenance() {
             slaproof_circuits::Provenance::Development => "development",

@@ -1,6 +1,8 @@
 //! Where an SLA's period proofs are anchored on chain: the SLA document's
 //! `spec.attestation` (the `slaproof.dev/attestation` annotation in OpenSLO).
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 /// How a proven period statement reaches the chain.
@@ -97,6 +99,39 @@ pub struct AttestationPolicy {
     pub anchor: AnchorPath,
     /// Which circuit may prove its periods.
     pub circuit: ProofCircuit,
+    /// The verifying key the parties agreed to (`spec.attestation.
+    /// verifyingKey`, the sha256 `slaproof ceremony finalize` prints): its
+    /// periods are proven with that key or not at all.
+    pub verifying_key: Option<KeyHash>,
+}
+
+/// A verifying key's sha256 (of its compressed encoding, as the anchor and
+/// `slaproof verify --vk-sha256` name it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyHash(pub [u8; 32]);
+
+impl KeyHash {
+    /// Reads 64 hex digits, or says what is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let digits = text.strip_prefix("0x").unwrap_or(text);
+        if digits.len() != 64 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "must be a verifying key's sha256, 64 hex digits, not {text:?}"
+            ));
+        }
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&digits[2 * i..2 * i + 2], 16)
+                .map_err(|_| format!("must be 64 hex digits, not {text:?}"))?;
+        }
+        Ok(Self(out))
+    }
+}
+
+impl fmt::Display for KeyHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
 }
 
 #[cfg(test)]

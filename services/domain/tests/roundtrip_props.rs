@@ -1,7 +1,7 @@
 //! Property tests: any valid SLA survives native YAML, JSON and OpenSLO unchanged.
 
 use proptest::prelude::*;
-use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy, ProofCircuit};
+use slaproof_domain::anchoring::{AnchorPath, AttestationPolicy, KeyHash, ProofCircuit};
 use slaproof_domain::policy::{
     DegradePolicy, MaintenancePolicy, NoDataPolicy, NoDataSlices, ScheduleSlot, SlaPolicy,
 };
@@ -183,6 +183,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
         proptest::sample::select(AnchorPath::ALL.to_vec()),
         any::<bool>(),
         proptest::sample::select(ProofCircuit::ALL.to_vec()),
+        proptest::option::of(any::<[u8; 32]>().prop_map(KeyHash)),
     )
         .prop_map(
             |(
@@ -197,6 +198,7 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                 anchor,
                 service_wide,
                 circuit,
+                verifying_key,
             )| {
                 // A customer's SLA may be its customer's or the service's;
                 // one without a customer is the service's.
@@ -216,7 +218,11 @@ fn sla() -> impl Strategy<Value = SlaDefinition> {
                     objectives,
                     policy,
                     credits: None,
-                    attestation: AttestationPolicy { anchor, circuit },
+                    attestation: AttestationPolicy {
+                        anchor,
+                        circuit,
+                        verifying_key,
+                    },
                 }
             },
         )

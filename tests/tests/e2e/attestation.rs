@@ -806,3 +806,67 @@ async fn a_period_its_sla_asks_to_prove_over_its_days_is_never_proven_over_the_c
     );
     assert_eq!(s.told_of("attestation.failed").await.len(), told.len());
 }
+
+/// The SLA with `spec.attestation.verifyingKey: key`.
+fn sla_agreeing_to(key: &str) -> String {
+    let doc = SLA.replace(
+        "  attestation: {circuit: threshold}\n",
+        &format!("  attestation: {{circuit: threshold, verifyingKey: {key}}}\n"),
+    );
+    assert_ne!(doc, SLA);
+    doc
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_period_is_proven_only_with_the_key_its_sla_names() {
+    // #33: the parties reference the key they set up together in the SLA
+    // document. A worker holding another key for the period's size proves
+    // nothing with it: the attestation stays pending naming both keys,
+    // `attestation.failed` is told once, and the job is retried.
+    let loaded = keys().verifier().sha256().unwrap();
+    let other = "ab".repeat(32);
+    let s = closed_november_under(&sla_agreeing_to(&other)).await;
+    let w = worker(&s, None).await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    let rows = provable(attestations_of(&s).await);
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        assert_eq!(
+            (row.status.as_str(), &row.proof_sha256),
+            ("pending", &None),
+            "{row:?}"
+        );
+        let reason = row.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains(&format!("agreed to the verifying key {other}"))
+                && reason.contains(&format!("key loaded for this period's size is {loaded}")),
+            "{reason}"
+        );
+    }
+    // The objective no circuit can prove is told of too, for its own reason.
+    let about_the_key = |told: &[serde_json::Value]| -> usize {
+        told.iter()
+            .filter(|f| {
+                f["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("spec.attestation.verifyingKey"))
+            })
+            .count()
+    };
+    let told = s.told_of("attestation.failed").await;
+    assert_eq!(about_the_key(&told), 3, "{told:?}");
+    s.owner_sql("UPDATE jobs SET run_at = now() WHERE kind = 'attest'")
+        .await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    let told = s.told_of("attestation.failed").await;
+    assert_eq!(about_the_key(&told), 3, "told once");
+
+    // The key the worker holds, agreed to: proven with it.
+    let s = closed_november_under(&sla_agreeing_to(&loaded)).await;
+    let w = worker(&s, None).await;
+    assert_eq!(w.work_due().await.unwrap(), 3);
+    for row in provable(attestations_of(&s).await) {
+        assert_eq!(row.status, "proven", "{row:?}");
+        assert_eq!(row.vk_sha256.as_deref(), Some(loaded.as_str()));
+    }
+}

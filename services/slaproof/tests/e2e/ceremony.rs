@@ -1,4 +1,4 @@
-//! `slaproof ceremony` end to end, as three parties and an auditor would run it: snarkjs for every step, the beacon a block announced in advance on a real anvil, the final key verified, stored, proving a period that our verifier, snarkjs and the generated Solidity verifier on chain accept; what must be refused, refused by name.
+//! `slaproof ceremony` end to end, as three parties and an auditor would run it: snarkjs for every step, the beacon a block announced in advance on a real anvil, the final key verified, stored, proving a period that our verifier, snarkjs and the chain accept through EAS and the resolver; what must be refused, refused by name.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -6,10 +6,14 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use slaproof_attestation::bundle::{Anchor, ClaimRecord, StatementFile};
 use slaproof_circuits::daily::DayOpening;
-use slaproof_circuits::export::{solidity_proof, solidity_verifier, write_snarkjs};
+use slaproof_circuits::export::write_snarkjs;
 use slaproof_circuits::keys::load_circuit_keys;
 use slaproof_circuits::{Circuit, Fr, Provenance, period_statement, prove_period, verify};
-use slaproof_tests::chain::{self, Anvil, hex_u64, verify_calldata};
+use slaproof_tests::chain::eas;
+use slaproof_tests::chain::resolver::{
+    INVALID_ATTESTATION, STATEMENT_VERIFIED, Verified, VerifiedPath,
+};
+use slaproof_tests::chain::{self, Anvil, find_log, hex_u64, keccak, topic_word};
 
 use crate::support::{slaproof, text};
 
@@ -87,7 +91,8 @@ fn phase1(dir: &Path, snarkjs: &Path, power: u32) -> PathBuf {
 #[tokio::test]
 async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
     let test = "three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain";
-    let Some(anvil_bin) = chain::tools_or_skip(test, &[]) else {
+    let packages = [eas::PACKAGE, eas::SOLC_PACKAGE, eas::OPENZEPPELIN_PACKAGE];
+    let Some(anvil_bin) = chain::tools_or_skip(test, &packages) else {
         return;
     };
     let Some(snarkjs) = snarkjs_cli() else {
@@ -266,34 +271,29 @@ async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
         text(&out.stdout)
     );
 
-    let source = dir.join("Verifier.sol");
-    std::fs::write(
-        &source,
-        solidity_verifier(keys.verifier().verifying_key()).unwrap(),
-    )
-    .unwrap();
-    chain::compile(&[&source], &dir.join("out"), None);
-    let artifact = chain::artifact(&dir.join("out"), "Verifier");
-    let from = rpc.dev_account().await;
-    let code = hex::decode(
-        artifact["bytecode"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("0x"),
-    )
-    .unwrap();
-    let (verifier, _) = rpc
-        .deploy(&from, &code, "the ceremony key's verifier")
+    // On chain through EAS and the resolver, which runs the verifier
+    // generated from the ceremony's key on the attestation.
+    let owner = rpc.dev_account().await;
+    let path = VerifiedPath::deploy(&rpc, &owner, &dir.join("chain")).await;
+    path.register_verifier(&rpc, &owner, keys.verifier(), &dir.join("chain"))
         .await;
-    let selector = artifact["methodIdentifiers"]["verifyProof(uint256[8],uint256[4])"]
-        .as_str()
-        .unwrap();
-    let inputs = statement.public_inputs().map(|x| x.to_string());
-    let call = json!({ "from": from, "to": verifier, "data": verify_calldata(selector, &solidity_proof(&proof), &inputs) });
+    path.set_attester(&rpc, &owner, &owner, true).await;
+    let attested = Verified::of(keys.verifier(), &statement, &proof);
+    let receipt = path.attest(&rpc, &owner, &attested).await;
+    let verified = find_log(&receipt, &path.resolver, STATEMENT_VERIFIED);
     assert_eq!(
-        rpc.call("eth_call", json!([call, "latest"])).await,
-        Ok(json!("0x")),
-        "the chain refused a proof made with the ceremony's key"
+        topic_word(verified, 2),
+        attested.vk_hash,
+        "the resolver verified the proof under the ceremony's key"
+    );
+    let mut forged = attested.clone();
+    forged.proof[0] = attested.proof[2];
+    let call = path.eas.attest_call(path.schema, forged.data());
+    assert_eq!(
+        rpc.revert_data(&owner, &path.eas.address, &call, "a changed proof")
+            .await,
+        keccak(INVALID_ATTESTATION.as_bytes())[..4].to_vec(),
+        "a changed proof under the ceremony's key is refused on chain"
     );
 
     // The auditor's verdict on the key's setup: the statement's word alone
