@@ -10,6 +10,7 @@ pub mod export;
 pub mod gadgets;
 pub mod keys;
 mod proof;
+pub mod ptau;
 pub mod r1cs;
 mod random;
 pub mod statement;

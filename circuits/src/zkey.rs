@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use ark_bn254::{Bn254, Fq, Fq2, Fr, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
 use ark_ff::{BigInt, Field, PrimeField, Zero};
-use ark_groth16::r1cs_to_qap::{R1CSToQAP, evaluate_constraint};
+use ark_groth16::r1cs_to_qap::R1CSToQAP;
 use ark_groth16::{ProvingKey, VerifyingKey};
 use ark_poly::EvaluationDomain;
 use ark_relations::r1cs::{ConstraintMatrices, SynthesisError};
@@ -385,6 +385,22 @@ fn contributions(mut c: Cursor<'_>) -> Result<Vec<Contribution>, CircuitError> {
 #[derive(Debug, Clone, Copy)]
 pub struct CircomReduction;
 
+/// One row of a constraint matrix times the assignment. Not ark-groth16's
+/// `evaluate_constraint`: that one splits every row over rayon's pool, which
+/// from a loop over rows costs several times the proof's own reduction
+/// (`docs/BENCHMARKS.md`, "Setup ceremony").
+fn row_times<F: PrimeField>(row: &[(F, usize)], assignment: &[F]) -> F {
+    row.iter()
+        .map(|(coeff, i)| {
+            if coeff.is_one() {
+                assignment[*i]
+            } else {
+                assignment[*i] * coeff
+            }
+        })
+        .sum()
+}
+
 impl R1CSToQAP for CircomReduction {
     fn instance_map_with_evaluation<F: PrimeField, D: EvaluationDomain<F>>(
         _cs: ark_relations::r1cs::ConstraintSystemRef<F>,
@@ -407,8 +423,8 @@ impl R1CSToQAP for CircomReduction {
         let mut b = vec![F::zero(); n];
         let mut c = vec![F::zero(); n];
         for i in 0..num_constraints {
-            a[i] = evaluate_constraint(&matrices.a[i], full_assignment);
-            b[i] = evaluate_constraint(&matrices.b[i], full_assignment);
+            a[i] = row_times(&matrices.a[i], full_assignment);
+            b[i] = row_times(&matrices.b[i], full_assignment);
             c[i] = a[i] * b[i];
         }
         // The extra rows that keep the public inputs independent.

@@ -79,7 +79,7 @@ const MEANS: Record<string, string> = {
   'claim form': 'The claim is of the one form the proof system proves ("at least q of the values are at most T").',
   context: 'The proof is bound to this provider, SLA, objective and period, not to another claim.',
   summary: 'The sentence the provider wrote says what the checked numbers say; the claim shown above is rebuilt from those numbers, never from that sentence.',
-  'key setup': 'No one party could forge a proof with this key: it comes from a ceremony in which one honest contributor suffices.',
+  'key setup': 'No one party could forge a proof with this key: it comes from a ceremony in which one honest contributor to each phase suffices.',
   proof: 'The zero-knowledge proof is valid for this key: unless someone could forge with the key (key setup), the hidden data meet the claim.',
   'statement id': 'The claim’s fingerprint is what anyone recomputes from it.',
   anchor: 'The chain holds this very claim, written when it was anchored, so it cannot have been changed since.',

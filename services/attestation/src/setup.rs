@@ -14,6 +14,9 @@ pub struct CheckedCeremony {
     pub vk_sha256: String,
     /// Who took part, in order; the beacon last.
     pub steps: Vec<String>,
+    /// Whose phase 1 the key rests on (a published file, or one the auditor
+    /// pinned by hash), or why nothing vouches for it.
+    pub phase1: Result<String, String>,
 }
 
 const CHECK: &str = "key setup";
@@ -26,23 +29,32 @@ pub(crate) fn check(
     checked: Option<&Result<CheckedCeremony, String>>,
 ) {
     match checked {
-        Some(Ok(c)) => {
-            report.check(
+        Some(Ok(c)) if c.vk_sha256 != s.verifying_key_sha256 => report.fail(
+            CHECK,
+            format!(
+                "the ceremony's final key has sha256 {}, the bundle's key is {}",
+                c.vk_sha256, s.verifying_key_sha256
+            ),
+        ),
+        // Sound if one contributor of each phase was honest: a phase 1
+        // nobody vouches for leaves the verdict resting on its maker.
+        Some(Ok(c)) => match &c.phase1 {
+            Ok(phase1) => report.pass(
                 CHECK,
-                if c.vk_sha256 == s.verifying_key_sha256 {
-                    Ok(format!(
-                        "the key is the final key of a ceremony checked with snarkjs: {}; \
-                         sound if any one of them was honest",
-                        c.steps.join(", ")
-                    ))
-                } else {
-                    Err(format!(
-                        "the ceremony's final key has sha256 {}, the bundle's key is {}",
-                        c.vk_sha256, s.verifying_key_sha256
-                    ))
-                },
-            );
-        }
+                format!(
+                    "the key is the final key of a ceremony checked with snarkjs: {}; over {phase1}; \
+                     sound if one contributor of each phase was honest",
+                    c.steps.join(", ")
+                ),
+            ),
+            Err(why) => report.not_checked(
+                CHECK,
+                format!(
+                    "phase 2 checked with snarkjs ({}), but {why}",
+                    c.steps.join(", ")
+                ),
+            ),
+        },
         Some(Err(why)) => {
             report.fail(CHECK, format!("the ceremony did not check: {why}"));
         }

@@ -149,7 +149,7 @@ pub struct Attestation {
     pub days: Option<serde_json::Value>,
     /// Who set up the key it was proven with: `development` (one party's
     /// setup: whoever ran it can forge a proof) or `ceremony` (several
-    /// parties': sound if any one was honest). Before it is proven, and for
+    /// parties': sound if one contributor of each phase was honest). Before it is proven, and for
     /// proofs made before this was recorded: `development`.
     pub key_setup: String,
 }

@@ -16,6 +16,7 @@ use clap::Subcommand;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use slaproof_circuits::Circuit;
+use slaproof_circuits::ptau::Published;
 
 #[derive(Debug, Subcommand)]
 pub enum CeremonyCommand {
@@ -33,6 +34,11 @@ pub enum CeremonyCommand {
         /// e.g. a public ceremony's `powersOfTau28_hez_final_NN.ptau`.
         #[arg(long)]
         ptau: PathBuf,
+        /// The blake2b-512 the phase-1 file's publisher gives, when it is not
+        /// a published Hermez file (those are known by hash): the file must
+        /// have it.
+        #[arg(long, value_name = "HEX")]
+        ptau_blake2b: Option<String>,
         /// The block whose hash will be the final random beacon: one not yet
         /// mined when every party has agreed to it.
         #[arg(long)]
@@ -68,6 +74,10 @@ pub enum CeremonyCommand {
     Verify {
         #[arg(long)]
         ptau: PathBuf,
+        /// The blake2b-512 of a phase-1 file that is not a published one,
+        /// from a maker you trust.
+        #[arg(long, value_name = "HEX")]
+        ptau_blake2b: Option<String>,
         #[arg(long, default_value = "ceremony")]
         folder: PathBuf,
     },
@@ -77,6 +87,9 @@ pub enum CeremonyCommand {
     Finalize {
         #[arg(long)]
         ptau: PathBuf,
+        /// As for `verify`.
+        #[arg(long, value_name = "HEX")]
+        ptau_blake2b: Option<String>,
         #[arg(long, default_value = "ceremony")]
         folder: PathBuf,
         /// Folder to write the keys to.
@@ -92,6 +105,9 @@ struct Transcript {
     size: usize,
     r1cs: Hashed,
     ptau_sha256: String,
+    /// The phase-1 file's blake2b-512, the hash its publishers give.
+    #[serde(default)]
+    ptau_blake2b: String,
     /// The block whose hash is the beacon, announced before any contribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     beacon_block: Option<u64>,
@@ -124,13 +140,30 @@ pub(super) fn run(command: CeremonyCommand) -> anyhow::Result<()> {
             circuit,
             size,
             ptau,
+            ptau_blake2b,
             beacon_block,
             folder,
-        } => init(&circuit, size, &ptau, beacon_block, &folder),
+        } => init(
+            &circuit,
+            size,
+            &ptau,
+            ptau_blake2b.as_deref(),
+            beacon_block,
+            &folder,
+        ),
         CeremonyCommand::Contribute { name, folder } => contribute(&name, &folder),
         CeremonyCommand::Beacon { rpc, hash, folder } => beacon(rpc, hash, &folder),
-        CeremonyCommand::Verify { ptau, folder } => verify(&ptau, &folder).map(|_| ()),
-        CeremonyCommand::Finalize { ptau, folder, dir } => finalize(&ptau, &folder, &dir),
+        CeremonyCommand::Verify {
+            ptau,
+            ptau_blake2b,
+            folder,
+        } => verify(&ptau, ptau_blake2b.as_deref(), &folder).map(|_| ()),
+        CeremonyCommand::Finalize {
+            ptau,
+            ptau_blake2b,
+            folder,
+            dir,
+        } => finalize(&ptau, ptau_blake2b.as_deref(), &folder, &dir),
     }
 }
 
@@ -234,6 +267,7 @@ fn init(
     circuit: &str,
     size: usize,
     ptau: &Path,
+    pinned: Option<&str>,
     beacon_block: Option<u64>,
     folder: &Path,
 ) -> anyhow::Result<()> {
@@ -244,13 +278,15 @@ fn init(
         "{} already holds a ceremony",
         folder.display()
     );
+    let ptau =
+        std::fs::canonicalize(ptau).with_context(|| format!("reading {}", ptau.display()))?;
+    let phase1 = Phase1::of(&ptau, pinned)?;
+    println!("phase 1: {}", phase1.describe());
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
     let r1cs = slaproof_circuits::r1cs::export(circuit, size)?;
     let r1cs_file = r1cs.file_name();
     std::fs::write(folder.join(&r1cs_file), &r1cs.bytes)
         .with_context(|| format!("writing {r1cs_file}"))?;
-    let ptau =
-        std::fs::canonicalize(ptau).with_context(|| format!("reading {}", ptau.display()))?;
     let mut t = Transcript {
         circuit: circuit.name().to_owned(),
         size,
@@ -259,6 +295,7 @@ fn init(
             sha256: r1cs.sha256(),
         },
         ptau_sha256: sha256_file(&ptau)?,
+        ptau_blake2b: phase1.blake2b().to_owned(),
         beacon_block,
         steps: Vec::new(),
     };
@@ -374,15 +411,75 @@ pub(super) struct Checked {
     pub(super) vk_sha256: String,
     /// Who took part, in order; the beacon last.
     pub(super) steps: Vec<String>,
+    /// Whose phase 1 the key rests on.
+    pub(super) phase1: Phase1,
     /// What `snarkjs zkey verify` printed.
     snarkjs_said: String,
+}
+
+/// Whose phase 1 a ceremony rests on, as found from the file itself.
+pub(super) enum Phase1 {
+    /// A published public file, known by its blake2b-512.
+    Published(Published, String),
+    /// Not a published file, but the blake2b-512 the user was given.
+    Pinned(String),
+    /// Neither: only as good as whoever made it.
+    Unknown(String),
+}
+
+impl Phase1 {
+    /// Hashes `ptau`; refuses it when `pinned` is given and is not its hash.
+    fn of(ptau: &Path, pinned: Option<&str>) -> anyhow::Result<Self> {
+        let blake2b = slaproof_circuits::ptau::blake2b_file(ptau)
+            .with_context(|| format!("reading {}", ptau.display()))?;
+        if let Some(pin) = pinned {
+            ensure!(
+                pin.trim().eq_ignore_ascii_case(&blake2b),
+                "{}: blake2b-512 {blake2b} is not the {} given with --ptau-blake2b: another or a \
+                 changed phase 1",
+                ptau.display(),
+                pin.trim()
+            );
+        }
+        Ok(match slaproof_circuits::ptau::published(&blake2b) {
+            Some(p) => Self::Published(p, blake2b),
+            None if pinned.is_some() => Self::Pinned(blake2b),
+            None => Self::Unknown(blake2b),
+        })
+    }
+
+    fn blake2b(&self) -> &str {
+        match self {
+            Self::Published(_, h) | Self::Pinned(h) | Self::Unknown(h) => h,
+        }
+    }
+
+    /// What a verdict may rest on, or why nothing vouches for it.
+    pub(super) fn trusted(&self) -> Result<String, String> {
+        match self {
+            Self::Published(p, _) => Ok(p.describe()),
+            Self::Pinned(h) => Ok(format!(
+                "the phase 1 with blake2b-512 {h}, as pinned (--ptau-blake2b)"
+            )),
+            Self::Unknown(h) => Err(format!(
+                "the phase 1 (blake2b-512 {h}) is not a published one and was not pinned \
+                 (--ptau-blake2b): whoever made it could forge"
+            )),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.trusted() {
+            Ok(said) | Err(said) => said,
+        }
+    }
 }
 
 /// Every check anyone can run (`ceremony verify`, and `slaproof verify
 /// --ceremony`): the r1cs rebuilt from this build's source, the phase-1
 /// file and every step's key against the transcript, `snarkjs zkey
 /// verify` over the newest key, and the key's own record of its steps.
-pub(super) fn check(ptau: &Path, folder: &Path) -> anyhow::Result<Checked> {
+pub(super) fn check(ptau: &Path, pinned: Option<&str>, folder: &Path) -> anyhow::Result<Checked> {
     let t = read_transcript(folder)?;
     let circuit = circuit_of(&t)?;
     let r1cs = slaproof_circuits::r1cs::export(circuit, t.size)?;
@@ -400,6 +497,7 @@ pub(super) fn check(ptau: &Path, folder: &Path) -> anyhow::Result<Checked> {
         ptau.display(),
         t.ptau_sha256
     );
+    let phase1 = Phase1::of(ptau, pinned)?;
     for step in &t.steps {
         let found = sha256_file(&folder.join(&step.zkey.file))?;
         ensure!(
@@ -444,13 +542,15 @@ pub(super) fn check(ptau: &Path, folder: &Path) -> anyhow::Result<Checked> {
         transcript: t,
         vk_sha256,
         steps,
+        phase1,
         snarkjs_said,
     })
 }
 
-fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
-    let checked = check(ptau, folder)?;
+fn verify(ptau: &Path, pinned: Option<&str>, folder: &Path) -> anyhow::Result<Transcript> {
+    let checked = check(ptau, pinned, folder)?;
     print!("{}", checked.snarkjs_said);
+    println!("phase 1: {}", checked.phase1.describe());
     let t = checked.transcript;
     println!(
         "ceremony verified: {} {} with {} steps ({}); final verifying key sha256 {}",
@@ -463,8 +563,8 @@ fn verify(ptau: &Path, folder: &Path) -> anyhow::Result<Transcript> {
     Ok(t)
 }
 
-fn finalize(ptau: &Path, folder: &Path, dir: &Path) -> anyhow::Result<()> {
-    let t = verify(ptau, folder)?;
+fn finalize(ptau: &Path, pinned: Option<&str>, folder: &Path, dir: &Path) -> anyhow::Result<()> {
+    let t = verify(ptau, pinned, folder)?;
     ensure!(
         t.steps.last().is_some_and(|s| s.kind == "beacon"),
         "the ceremony has not ended with its beacon: run `slaproof ceremony beacon`"

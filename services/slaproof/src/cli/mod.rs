@@ -178,6 +178,11 @@ pub enum Command {
         /// The ceremony's phase-1 file (`.ptau`), for --ceremony.
         #[arg(long, value_name = "FILE", requires = "ceremony")]
         ptau: Option<PathBuf>,
+        /// The blake2b-512 of the phase-1 file whose maker you trust, when
+        /// it is not a published Hermez file (those are known by hash):
+        /// without either, the key's setup is not checked.
+        #[arg(long, value_name = "HEX", requires = "ptau")]
+        ptau_blake2b: Option<String>,
         /// A log day exported with `slaproof log export`; repeat it for
         /// every day from the period's first to its last day's watermark
         /// (late events are logged in later days).
@@ -597,19 +602,23 @@ async fn run_async(config: Config, command: Command) -> anyhow::Result<()> {
             log_verifier_key,
             ceremony,
             ptau,
+            ptau_blake2b,
         } => {
             if let (Some(id), Some(api)) = (attestation, api_url) {
                 download_bundle(&api, &id, &dir).await?;
             }
             let ceremony = match (ceremony, ptau) {
                 (Some(folder), Some(ptau)) => Some(
-                    tokio::task::spawn_blocking(move || ceremony::check(&ptau, &folder))
-                        .await?
-                        .map(|c| slaproof_attestation::audit::CheckedCeremony {
-                            vk_sha256: c.vk_sha256,
-                            steps: c.steps,
-                        })
-                        .map_err(|e| format!("{e:#}")),
+                    tokio::task::spawn_blocking(move || {
+                        ceremony::check(&ptau, ptau_blake2b.as_deref(), &folder)
+                    })
+                    .await?
+                    .map(|c| slaproof_attestation::audit::CheckedCeremony {
+                        vk_sha256: c.vk_sha256,
+                        steps: c.steps,
+                        phase1: c.phase1.trusted(),
+                    })
+                    .map_err(|e| format!("{e:#}")),
                 ),
                 _ => None,
             };

@@ -113,21 +113,37 @@ async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
     let head = hex_u64(&rpc.ok("eth_blockNumber", json!([])).await);
     let beacon_block = (head + 1).to_string();
 
-    // The provider starts it, announcing a block not yet mined.
-    succeeds(
+    // Phase 1 by the hash its maker gives (b2sum: not our code): another
+    // file is refused before anything is written.
+    let out = Command::new("b2sum").arg(ptau).output().unwrap();
+    let blake2b = text(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(blake2b.len(), 128, "b2sum: {}", text(&out.stdout));
+    let other_blake2b = "ab".repeat(64);
+    let init = ["init", "--circuit", "daily", "--size", "1", "--ptau", ptau];
+    refused(
         dir,
         &snarkjs,
-        &[
-            "init",
-            "--circuit",
-            "daily",
-            "--size",
-            "1",
-            "--ptau",
-            ptau,
-            "--beacon-block",
-            &beacon_block,
-        ],
+        &[&init[..], &["--ptau-blake2b", &other_blake2b]].concat(),
+        "is not the abab",
+    );
+    assert!(!dir.join("ceremony").exists());
+
+    // The provider starts it, announcing a block not yet mined. A phase 1
+    // of our own making is no published one, and init says so.
+    let said = succeeds(
+        dir,
+        &snarkjs,
+        &[&init[..], &["--beacon-block", &beacon_block]].concat(),
+    );
+    assert!(
+        said.contains(&format!(
+            "phase 1: the phase 1 (blake2b-512 {blake2b}) is not a published one"
+        )),
+        "{said}"
     );
     refused(
         dir,
@@ -337,11 +353,43 @@ async fn three_parties_and_a_chain_beacon_set_up_keys_that_prove_on_chain() {
             && said.contains("a ceremony of provider, customer (acme-corp), auditor, beacon"),
         "{said}"
     );
+    // Phase 2 checked, phase 1 nobody vouches for: not a pass.
     let said = setup_line(&["--ceremony", "ceremony", "--ptau", ptau]);
+    assert!(
+        said.starts_with("NOT CHECKED")
+            && said.contains(
+                "phase 2 checked with snarkjs (provider, customer (acme-corp), auditor, beacon), \
+                 but the phase 1"
+            )
+            && said.contains("whoever made it could forge"),
+        "{said}"
+    );
+    // Pinned by the auditor: a pass naming both phases.
+    let said = setup_line(&[
+        "--ceremony",
+        "ceremony",
+        "--ptau",
+        ptau,
+        "--ptau-blake2b",
+        &blake2b,
+    ]);
     assert!(
         said.starts_with("PASS")
             && said
-                .contains("checked with snarkjs: provider, customer (acme-corp), auditor, beacon"),
+                .contains("checked with snarkjs: provider, customer (acme-corp), auditor, beacon")
+            && said.contains(&format!("blake2b-512 {blake2b}, as pinned")),
+        "{said}"
+    );
+    let said = setup_line(&[
+        "--ceremony",
+        "ceremony",
+        "--ptau",
+        ptau,
+        "--ptau-blake2b",
+        &other_blake2b,
+    ]);
+    assert!(
+        said.starts_with("FAIL") && said.contains("given with --ptau-blake2b"),
         "{said}"
     );
     let said = setup_line(&[
