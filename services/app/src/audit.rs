@@ -16,7 +16,7 @@ pub struct AuditRecordView {
     pub id: String,
     pub at: DateTime<Utc>,
     /// `maintenance.created`, `maintenance.cancelled`,
-    /// `maintenance.accepted`, `sla.applied` or `fee.recorded`.
+    /// `maintenance.accepted`, `sla.applied`, `fee.recorded` or `fee.corrected`.
     pub action: String,
     /// Who acted: the subject of the caller's credentials.
     pub actor: String,

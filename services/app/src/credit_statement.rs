@@ -110,6 +110,19 @@ fn entry_section(page: &mut String, n: usize, entry: &Credit) {
             row(page, "Kind", &steps.kind);
             row(page, "Formula", &steps.formula);
             row(page, "Fee for the period", &money(steps.fee.as_ref()));
+            if let Some(c) = &record.fee_correction {
+                row(
+                    page,
+                    "Fee corrected",
+                    &format!(
+                        "from {} by {} on {}: {}",
+                        money(c.was.as_ref()),
+                        c.corrected_by,
+                        c.corrected_at.to_rfc3339(),
+                        c.reason
+                    ),
+                );
+            }
             row(
                 page,
                 "Requests priced on",

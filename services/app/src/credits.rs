@@ -125,6 +125,25 @@ pub struct CreditStatement {
     pub entries: Vec<Credit>,
 }
 
+/// A fee as given: its currency and its amount in minor units, each
+/// refused by its field (an unknown code without `minor_units`, an amount
+/// finer than the minor unit, a negative fee).
+pub(crate) fn fee_amount(
+    currency: &str,
+    minor_units: Option<u8>,
+    amount: &str,
+) -> Result<(Currency, i64), AppError> {
+    let currency = Currency::new(currency.trim(), minor_units)
+        .map_err(|e| AppError::invalid("currency", e.to_string()))?;
+    let amount_minor = currency
+        .parse_amount(amount.trim())
+        .map_err(|e| AppError::invalid("amount", e.to_string()))?;
+    if amount_minor < 0 {
+        return Err(AppError::invalid("amount", "a fee cannot be negative"));
+    }
+    Ok((currency, amount_minor))
+}
+
 fn fee_view(fee: Fee) -> Result<CustomerFee, AppError> {
     let amount = fee.currency()?.amount_text(fee.amount_minor);
     Ok(CustomerFee {
@@ -410,14 +429,7 @@ impl App {
         new: NewFee,
     ) -> Result<CustomerFee, AppError> {
         caller.require_provider(Scope::CustomerWrite)?;
-        let currency = Currency::new(new.currency.trim(), new.minor_units)
-            .map_err(|e| AppError::invalid("currency", e.to_string()))?;
-        let amount_minor = currency
-            .parse_amount(new.amount.trim())
-            .map_err(|e| AppError::invalid("amount", e.to_string()))?;
-        if amount_minor < 0 {
-            return Err(AppError::invalid("amount", "a fee cannot be negative"));
-        }
+        let (currency, amount_minor) = fee_amount(&new.currency, new.minor_units, &new.amount)?;
         let by = caller.principal.subject.clone();
         self.in_tx(caller, async |tx| {
             let customer = customer_by_ref(tx, customer_ref).await?;

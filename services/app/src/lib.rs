@@ -21,6 +21,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod embed;
 pub mod evaluation_status;
+pub mod fee_corrections;
 mod headers;
 pub mod history;
 pub mod idempotency;

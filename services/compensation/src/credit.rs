@@ -5,14 +5,14 @@ use serde_json::{Value, json};
 use slaproof_domain::credit::ledger::{Standing, Step, next_step};
 use slaproof_domain::credit::{
     CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditKind, CreditRecord,
-    Incident, Money, ObjectiveOutcome, PricedOn, compute,
+    FeeCorrectionNote, Incident, Money, ObjectiveOutcome, PricedOn, compute,
 };
 use slaproof_domain::ids::{CreditId, CustomerId, SlaId};
 use slaproof_domain::objective::ObjectiveName;
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_domain::window::TimeWindow;
 use slaproof_store::credits::{self, CreditEntry, EntryKind};
-use slaproof_store::{StoreError, TenantTx, customers, maintenance, outbox, slas};
+use slaproof_store::{StoreError, TenantTx, customers, fee_corrections, maintenance, outbox, slas};
 
 /// Why a period's credit could not be worked out; each is retried.
 #[derive(Debug, thiserror::Error)]
@@ -72,16 +72,20 @@ pub async fn credit_period(
     let composite = credits::frozen_composite(tx, sla, period_start).await?;
     let previous = credits::latest_entry(tx, sla, customer, period_start).await?;
     // A period credited already keeps the fee it was credited on, whatever
-    // fee was recorded since (a correction re-judges the period, not the
-    // price); the first credit takes the fee in effect at its start.
+    // fee was recorded since (a correction of the results re-judges the
+    // period, not the price), unless the provider corrected that fee by an
+    // act of its own (`fee_corrections`, with its reason); the first credit
+    // takes the fee in effect at its start.
+    let correction = fee_corrections::latest(tx, sla, customer, period_start).await?;
     let credited_fee = previous.as_ref().and_then(|p| {
         serde_json::from_value::<CreditRecord>(p.computation.clone())
             .ok()
             .and_then(|r| r.inputs.fee)
     });
-    let fee = match credited_fee {
-        Some(f) => Some(f),
-        None => {
+    let fee = match (&correction, credited_fee) {
+        (Some(c), _) => Some(c.fee.clone()),
+        (None, Some(f)) => Some(f),
+        (None, None) => {
             match credits::fee_at(tx, customer, period_start, zone_of(&stored.definition)).await? {
                 Some(f) => Some(Money::new(f.amount_minor, f.currency()?)),
                 None => None,
@@ -179,6 +183,12 @@ pub async fn credit_period(
     if let Some(c) = &composite {
         links.push(json!({"composite": true, "periodResult": c.id, "revision": c.revision}));
     }
+    let fee_correction = correction.map(|c| FeeCorrectionNote {
+        reason: c.reason,
+        corrected_by: c.created_by,
+        corrected_at: c.created_at,
+        was: Some(c.was),
+    });
     let total = computation.total.minor;
     // The ledger rule is the domain's (and property-tested there).
     let standing = previous.as_ref().map(|p| Standing {
@@ -218,6 +228,7 @@ pub async fn credit_period(
             computation: serde_json::to_value(CreditRecord {
                 inputs,
                 computation: computation.clone(),
+                fee_correction: fee_correction.clone(),
             })
             .unwrap_or_default(),
             results: Value::Array(links),
@@ -227,7 +238,10 @@ pub async fn credit_period(
     )
     .await?;
     let customer_ref = customers::find(tx, customer).await?.external_ref;
-    let fact = told(&entry, &name, &customer_ref, &computation);
+    let mut fact = told(&entry, &name, &customer_ref, &computation);
+    if let Some(note) = &fee_correction {
+        fact["feeCorrection"] = json!(note);
+    }
     let event_type = match entry.kind {
         EntryKind::Issued => "credit.issued",
         EntryKind::Corrected => "credit.corrected",

@@ -22,6 +22,7 @@ pub mod evaluation_failures;
 pub mod evaluations;
 pub mod event_reads;
 pub mod events;
+pub mod fee_corrections;
 pub mod gauges;
 pub mod histograms;
 pub mod idempotency;

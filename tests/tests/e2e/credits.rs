@@ -6,6 +6,7 @@
 use chrono::Duration;
 use serde_json::Value;
 use slaproof_app::credits::{CreditQuery, NewFee, credits_csv};
+use slaproof_app::fee_corrections::NewFeeCorrection;
 use slaproof_app::{App, Caller, PageRequest, Principal};
 use slaproof_compensation::{Credited, Settings, credit_period, work_due};
 use slaproof_store::{customers, slas};
@@ -779,6 +780,46 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
     tx.commit().await.unwrap();
     assert!(matches!(again, Credited::Unchanged(_)), "{again:?}");
     assert_eq!(ledger(&app, &admin).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_final_periods_fee_is_not_corrected() {
+    // #30 finality: past its settlement horizon a credited period's fee,
+    // like its verdict, no longer moves (the contract says 1 day here).
+    let s = Scenario::new(
+        &tiered("  policy:\n    settlement: 1d\n"),
+        "2026-11-01",
+        "2026-12-02",
+    )
+    .await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    let err = app
+        .correct_credited_fee(
+            &admin,
+            "chat-sla",
+            at("2026-11-01T00:00:00Z"),
+            NewFeeCorrection {
+                currency: "EUR".into(),
+                amount: "1200.00".into(),
+                minor_units: None,
+                reason: "Amendment 2 raised the fee".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, slaproof_app::AppError::Conflict(m)
+            if m.contains("final since 2026-12-02T00:00:00+00:00") && m.contains("1d")),
+        "{err:?}"
+    );
+    assert_eq!(ledger(&app, &admin).await.len(), 1);
+    assert_eq!(compensate(&s).await, 0, "nothing was asked again");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 
-use chrono::Duration;
+use chrono::{DateTime, Datelike, Duration, Months, TimeZone, Utc};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use slaproof_domain::ids::CustomerId;
@@ -56,7 +56,20 @@ struct Platform {
 
 impl Platform {
     async fn start() -> Self {
-        let s = Scenario::new(TIERED, "2026-11-01", "2026-12-02").await;
+        Self::for_month(at("2026-11-01T00:00:00Z")).await
+    }
+
+    /// The same, with the closed month starting at `month` (a UTC month's
+    /// first midnight): the requests from its 10th, the close an hour
+    /// after it ends.
+    async fn for_month(month: DateTime<Utc>) -> Self {
+        let end = month.checked_add_months(Months::new(1)).unwrap();
+        let s = Scenario::new(
+            TIERED,
+            &month.date_naive().to_string(),
+            &(end + Duration::days(1)).date_naive().to_string(),
+        )
+        .await;
         let mut tx = s.db.tenant_tx(s.tenant).await.unwrap();
         let acme = customers::find_by_ref(&mut tx, "acme-corp")
             .await
@@ -69,12 +82,12 @@ impl Platform {
             .id;
         tx.commit().await.unwrap();
         // The SLA is seen from the month's start: the month is its to judge.
-        s.run("2026-11-01T00:00:00Z").await;
-        let november: Vec<Request> = (0..1000)
-            .map(|i| Request::at(at("2026-11-10T00:00:00Z") + Duration::minutes(i), i >= 5))
+        s.run(&month.to_rfc3339()).await;
+        let requests: Vec<Request> = (0..1000)
+            .map(|i| Request::at(month + Duration::days(9) + Duration::minutes(i), i >= 5))
             .collect();
-        s.insert(&november).await;
-        s.run("2026-12-01T01:00:00Z").await;
+        s.insert(&requests).await;
+        s.run(&(end + Duration::hours(1)).to_rfc3339()).await;
 
         let mut config = slaproof::Config::default();
         config.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -620,4 +633,222 @@ async fn a_one_sla_embed_token_reads_that_slas_credits_only_and_overview_is_no_s
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["field"], "metadata.name", "{body}");
+}
+
+#[tokio::test]
+async fn a_credited_periods_fee_is_corrected_only_by_an_audited_act_with_a_reason() {
+    // Found in review (#30, fees with history): once a period was credited,
+    // a wrong fee could not be corrected at all (a back-dated fee is
+    // refused, a recompute keeps the credited fee), and nothing said who
+    // changed a price or why.
+    // Last month, whatever the date: a correction is taken only before the
+    // period's settlement horizon (45 days after it ends, by default).
+    let now = Utc::now();
+    let this_month = Utc
+        .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
+        .unwrap();
+    let month = this_month.checked_sub_months(Months::new(1)).unwrap();
+    let p = Platform::for_month(month).await;
+    let start = month.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let period = start.replace(':', "%3A");
+    let admin = p.token(&["provider_admin"], None);
+    let correction = format!("/v1/slas/chat-sla/credits/{period}/fee-correction");
+    let body = |currency: &str, amount: &str, reason: &str| json!({"currency": currency, "amount": amount, "reason": reason});
+    let reason = "Amendment 2 of 3 November raised the monthly fee to 1,200.00";
+    // Nothing credited yet (no fee on file): there is no credited fee to
+    // correct, and the answer says what to do instead.
+    let (status, problem) = p
+        .call(
+            &admin,
+            "POST",
+            &correction,
+            Some(body("EUR", "1200.00", reason)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("was not credited on a fee"),
+        "{problem}"
+    );
+    let fees = "/v1/customers/acme-corp/fees";
+    let (status, _) = p
+        .call(
+            &admin,
+            "POST",
+            fees,
+            Some(fee("2026-01-01T00:00:00Z", "EUR", "1000.00")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let recompute = format!("/v1/slas/chat-sla/credits/{period}/recompute");
+    let (status, _) = p.call(&admin, "POST", &recompute, None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    p.compensate().await;
+    // 10% of 1000.00.
+    let (_, statement) = p
+        .call(
+            &admin,
+            "GET",
+            &format!("/v1/slas/chat-sla/credits/{period}"),
+            None,
+        )
+        .await;
+    assert_eq!(statement["total"], "100.00", "{statement}");
+
+    // The fee was 1,200.00 from that month: a fee recorded now cannot say it.
+    let (status, problem) = p
+        .call(&admin, "POST", fees, Some(fee(&start, "EUR", "1200.00")))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+
+    // Only the provider's admin, and only with what the act needs.
+    let customer = p.token(&["customer_admin"], Some(p.acme));
+    let (status, problem) = p
+        .call(
+            &customer,
+            "POST",
+            &correction,
+            Some(body("EUR", "1200.00", reason)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{problem}");
+    for (bad, field) in [
+        (body("EUR", "1200.00", "  "), "reason"),
+        (body("EUR", "1200.00", &"x".repeat(1001)), "reason"),
+        (body("USD", "1200.00", reason), "currency"),
+        (body("EUR", "1200.001", reason), "amount"),
+        (body("EUR", "-5.00", reason), "amount"),
+        (json!({"currency": "EUR", "amount": "1200.00"}), "body"),
+    ] {
+        let (status, problem) = p.call(&admin, "POST", &correction, Some(bad)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert_eq!(problem["field"], field, "{problem}");
+    }
+    let (status, problem) = p
+        .call(
+            &admin,
+            "POST",
+            &format!(
+                "/v1/slas/chat-sla/credits/{}/fee-correction",
+                period.replace("T00%3A00%3A00", "T00%3A00%3A01")
+            ),
+            Some(body("EUR", "1200.00", reason)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert_eq!(problem["field"], "period_start", "{problem}");
+
+    // The act: recorded with who, the fee before, and the reason.
+    let (status, corrected) = p
+        .call(
+            &admin,
+            "POST",
+            &correction,
+            Some(body("EUR", "1200.00", reason)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{corrected}");
+    assert_eq!(
+        (
+            &corrected["amount"],
+            &corrected["was_amount"],
+            &corrected["customer_ref"],
+            &corrected["reason"],
+            &corrected["recompute_queued"],
+        ),
+        (
+            &json!("1200.00"),
+            &json!("1000.00"),
+            &json!("acme-corp"),
+            &json!(reason),
+            &json!(true)
+        ),
+        "{corrected}"
+    );
+    p.compensate().await;
+
+    // The ledger corrects by the difference: 10% of 1,200.00 = 120.00.
+    let (_, page) = p.call(&admin, "GET", "/v1/credits", None).await;
+    let entries = page["data"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{page}");
+    assert_eq!(
+        (
+            &entries[1]["kind"],
+            &entries[1]["amount"],
+            &entries[1]["total"]
+        ),
+        (&json!("corrected"), &json!("20.00"), &json!("120.00"))
+    );
+    let note = &entries[1]["computation"]["fee_correction"];
+    assert_eq!(note["reason"], reason, "{page}");
+    assert_eq!(note["was"]["minor"], 100_000, "{page}");
+    assert!(
+        entries[0]["computation"].get("fee_correction").is_none(),
+        "the issued entry was computed before any correction: {page}"
+    );
+
+    // The customer reads why on its statement, and who did it on the trail.
+    let (status, headers, page) = p
+        .text(
+            &customer,
+            &format!("/v1/slas/chat-sla/credits/{period}?format=html"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.contains("Fee corrected")
+            && page.contains("from 1000.00 EUR")
+            && page.contains(reason),
+        "{page}"
+    );
+    let (status, trail) = p
+        .call(&customer, "GET", "/v1/slas/chat-sla/audit", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{trail}");
+    let acts: Vec<&Value> = trail["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["action"] == "fee.corrected")
+        .collect();
+    assert_eq!(acts.len(), 1, "{trail}");
+    assert_eq!(acts[0]["details"]["was_amount_minor"], 100_000);
+    assert_eq!(acts[0]["details"]["amount_minor"], 120_000);
+    assert_eq!(acts[0]["details"]["reason"], reason);
+    assert_eq!(acts[0]["actor"], corrected["corrected_by"]);
+
+    // The same act over GraphQL, corrected again: 10% of 1,100.00.
+    let answer = p
+        .graphql(
+            &admin,
+            &format!(
+                r#"mutation {{ correctCreditedFee(sla: "chat-sla", periodStart: "{start}",
+                input: {{currency: "EUR", amount: "1100.00", reason: "Amendment 2 was signed at 1,100.00"}})
+                {{ amount wasAmount correctedBy recomputeQueued }} }}"#
+            ),
+        )
+        .await;
+    assert_eq!(
+        answer["data"]["correctCreditedFee"]["wasAmount"], "1200.00",
+        "{answer}"
+    );
+    p.compensate().await;
+    let (_, statement) = p
+        .call(
+            &admin,
+            "GET",
+            &format!("/v1/slas/chat-sla/credits/{period}"),
+            None,
+        )
+        .await;
+    assert_eq!(statement["total"], "110.00", "{statement}");
 }

@@ -372,6 +372,24 @@ async fn seed_tenant(db: &Database, name: &str) -> TenantId {
     )
     .await
     .unwrap();
+    // The provider's correction of that period's fee.
+    let eur = slaproof_domain::credit::Currency::new("EUR", None).unwrap();
+    slaproof_store::fee_corrections::record(
+        &mut tx,
+        &slaproof_store::fee_corrections::FeeCorrection {
+            id: uuid::Uuid::nil(),
+            sla: applied.sla,
+            customer,
+            period_start: Utc::now() - Duration::days(30),
+            fee: slaproof_domain::credit::Money::new(120_000, eur.clone()),
+            was: slaproof_domain::credit::Money::new(100_000, eur),
+            reason: "seed".into(),
+            created_by: "seed".into(),
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
     // An SLA whose evaluation failed, as the evaluator records it (after
     // the run above, which would clear it).
     sqlx::query(

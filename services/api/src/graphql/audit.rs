@@ -12,7 +12,7 @@ pub(super) struct AuditRecord {
     /// RFC 3339.
     at: String,
     /// `maintenance.created`, `maintenance.cancelled`,
-    /// `maintenance.accepted`, `sla.applied` or `fee.recorded`.
+    /// `maintenance.accepted`, `sla.applied`, `fee.recorded` or `fee.corrected`.
     action: String,
     /// Who acted: the subject of the caller's token.
     actor: String,

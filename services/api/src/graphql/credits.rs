@@ -6,6 +6,7 @@ use slaproof_app::Scope;
 use slaproof_app::credits::{
     CreditQuery as LedgerQuery, CreditStatement as StatementView, CustomerFee, NewFee,
 };
+use slaproof_app::fee_corrections::{FeeCorrectionView, NewFeeCorrection};
 use slaproof_domain::credit::FeeStart;
 
 use super::limits::{page_cost, read_cost, unpaged_cost};
@@ -117,6 +118,19 @@ struct CustomerFeeInput {
     minor_units: Option<u8>,
 }
 
+/// The fee a credited period is to be computed on, and why.
+#[derive(Debug, InputObject)]
+struct FeeCorrectionInput {
+    /// ISO 4217 (`EUR`): the SLA's credit currency.
+    currency: String,
+    /// Decimal text in the currency's unit (`1200.00`).
+    amount: String,
+    /// The minor-unit exponent, required for a code slaproof does not know.
+    minor_units: Option<u8>,
+    /// Why the fee on file was wrong for the period (read by the customer).
+    reason: String,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct CreditMutation;
 
@@ -147,6 +161,36 @@ impl CreditMutation {
             .await
             .map_err(refuse)?;
         Ok(fee.into())
+    }
+
+    /// Corrects the fee a credited period was computed on, with the
+    /// reason the customer reads on its statement; the period's credit is
+    /// computed again on it. Refused for a period not credited on a fee or
+    /// past its settlement horizon.
+    async fn correct_credited_fee(
+        &self,
+        ctx: &Context<'_>,
+        sla: String,
+        period_start: String,
+        input: FeeCorrectionInput,
+    ) -> async_graphql::Result<FeeCorrection> {
+        let start = instant("periodStart", Some(period_start))?.unwrap_or_default();
+        let (app, caller) = parts(ctx)?;
+        let corrected = app
+            .correct_credited_fee(
+                caller,
+                &sla,
+                start,
+                NewFeeCorrection {
+                    currency: input.currency,
+                    amount: input.amount,
+                    minor_units: input.minor_units,
+                    reason: input.reason,
+                },
+            )
+            .await
+            .map_err(refuse)?;
+        Ok(corrected.into())
     }
 
     /// Asks for a closed period's credit to be computed again from the
@@ -306,6 +350,48 @@ impl From<CustomerFee> for Fee {
             amount_minor: f.amount_minor,
             created_at: f.created_at.to_rfc3339(),
             created_by: f.created_by,
+        }
+    }
+}
+
+/// A credited period's fee, corrected.
+#[derive(Debug, SimpleObject)]
+struct FeeCorrection {
+    sla: String,
+    customer_ref: String,
+    period_start: String,
+    period_end: String,
+    currency: String,
+    /// The fee the period is credited on from now on, decimal text.
+    amount: String,
+    amount_minor: i64,
+    /// The fee it had been credited on.
+    was_amount: String,
+    was_amount_minor: i64,
+    reason: String,
+    corrected_by: String,
+    corrected_at: String,
+    /// The credit is computed again; a correcting entry follows when the
+    /// amount changes.
+    recompute_queued: bool,
+}
+
+impl From<FeeCorrectionView> for FeeCorrection {
+    fn from(c: FeeCorrectionView) -> Self {
+        Self {
+            sla: c.sla,
+            customer_ref: c.customer_ref,
+            period_start: c.period_start.to_rfc3339(),
+            period_end: c.period_end.to_rfc3339(),
+            currency: c.currency,
+            amount: c.amount,
+            amount_minor: c.amount_minor,
+            was_amount: c.was_amount,
+            was_amount_minor: c.was_amount_minor,
+            reason: c.reason,
+            corrected_by: c.corrected_by,
+            corrected_at: c.corrected_at.to_rfc3339(),
+            recompute_queued: c.recompute_queued,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `/v1/credits`, `/v1/slas/{name}/credits/…` and `/v1/customers/{ref}/fees`: the credit ledger read and exported, a period's statement (JSON or a printable page), a credit recomputed, and the fees tiered credits are a share of.
+//! `/v1/credits`, `/v1/slas/{name}/credits/…` and `/v1/customers/{ref}/fees`: the credit ledger read and exported, a period's statement (JSON or a printable page), a credit recomputed, a credited period's fee corrected, and the fees tiered credits are a share of.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -14,6 +14,7 @@ use slaproof_app::credit_statement::statement_html;
 use slaproof_app::credits::{
     Credit, CreditQuery, CreditStatement, CustomerFee, NewFee, credits_csv,
 };
+use slaproof_app::fee_corrections::{FeeCorrectionView, NewFeeCorrection};
 use slaproof_domain::credit::FeeStart;
 
 use super::{ApiProblem, ApiState, ListOut, ProblemResponses, invalid, parse_body};
@@ -27,6 +28,10 @@ pub(crate) fn router() -> Router<ApiState> {
         .route(
             "/v1/slas/{name}/credits/{period_start}/recompute",
             post(recompute),
+        )
+        .route(
+            "/v1/slas/{name}/credits/{period_start}/fee-correction",
+            post(correct_fee),
         )
         .route("/v1/customers/{ref}/fees", get(fees).post(set_fee))
 }
@@ -102,6 +107,24 @@ pub(crate) struct CustomerFeeIn {
 pub(crate) struct CustomerFeesOut {
     /// Oldest first.
     pub data: Vec<CustomerFee>,
+}
+
+/// The fee a credited period is to be computed on, and why.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FeeCorrectionIn {
+    /// ISO 4217 (`EUR`): the SLA's credit currency.
+    pub currency: String,
+    /// Decimal text in the currency's unit (`1200.00`), exact to the minor
+    /// unit.
+    pub amount: String,
+    /// The minor-unit exponent, required for a code slaproof does not know.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 4)]
+    pub minor_units: Option<u8>,
+    /// Why the fee on file was wrong for the period, 1-1,000 characters:
+    /// the customer reads it on its statement.
+    pub reason: String,
 }
 
 /// The answer to a recompute request.
@@ -314,6 +337,48 @@ pub(crate) async fn recompute(
     let (name, start) = sla_period(path)?;
     state.app.recompute_credit(&caller, &name, start).await?;
     Ok((StatusCode::ACCEPTED, Json(RecomputeOut { queued: true })))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/slas/{name}/credits/{period_start}/fee-correction",
+    operation_id = "credits_correct_fee",
+    tag = "credits",
+    summary = "Correct the fee a credited period was computed on",
+    description = "The one way a wrong fee reaches a period already credited (a fee recorded later never does): an act of its own, with a reason the customer reads on its statement, recorded on the SLA's audit trail (`fee.corrected`: who, when, the fee before and after). The period's credit is computed again on the corrected fee: a correcting ledger entry (`credit.corrected`) follows when the amount changes, its record naming the correction. Needs `customer:write`. 422 when no period of the SLA closed at that start, or the currency is not the SLA's credit currency; 409 when the period was not credited on a fee, or is past its settlement horizon (final).",
+    params(
+        ("name" = String, Path, description = "The SLA's name"),
+        ("period_start" = String, Path, format = DateTime, description = "The period's start, RFC 3339 (URL-encoded)"),
+    ),
+    request_body = FeeCorrectionIn,
+    responses(
+        (status = 201, description = "Recorded; the credit is computed again", body = FeeCorrectionView),
+        ProblemResponses,
+    ),
+)]
+pub(crate) async fn correct_fee(
+    State(state): State<ApiState>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Result<(StatusCode, Json<FeeCorrectionView>), ApiProblem> {
+    let (name, start) = sla_period(path)?;
+    let input: FeeCorrectionIn = parse_body(&bytes)?;
+    let corrected = state
+        .app
+        .correct_credited_fee(
+            &caller,
+            &name,
+            start,
+            NewFeeCorrection {
+                currency: input.currency,
+                amount: input.amount,
+                minor_units: input.minor_units,
+                reason: input.reason,
+            },
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(corrected)))
 }
 
 #[utoipa::path(

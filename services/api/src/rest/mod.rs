@@ -273,6 +273,7 @@ impl utoipa::Modify for BearerAuth {
         credits::show,
         credits::statement,
         credits::recompute,
+        credits::correct_fee,
         credits::fees,
         credits::set_fee,
         attestations::list,

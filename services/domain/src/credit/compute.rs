@@ -160,6 +160,22 @@ pub struct CreditComputation {
 pub struct CreditRecord {
     pub inputs: CreditInputs,
     pub computation: CreditComputation,
+    /// The provider's correction of the fee this period is credited on,
+    /// when one was made: the fee in `inputs` is then the corrected one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee_correction: Option<FeeCorrectionNote>,
+}
+
+/// Why a credited period's fee was stated again, by whom and when, and
+/// what it had been credited on before: the audited act that alone may
+/// change the fee of a period already credited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeeCorrectionNote {
+    pub reason: String,
+    pub corrected_by: String,
+    pub corrected_at: DateTime<Utc>,
+    /// The fee the period had been credited on.
+    pub was: Option<Money>,
 }
 
 /// One tier table: the largest percent its scope reached, and what that is of the fee.

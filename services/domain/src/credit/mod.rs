@@ -55,8 +55,8 @@ mod money;
 
 pub use compute::{
     CapStep, CompositeOutcome, CreditComputation, CreditError, CreditInputs, CreditRecord,
-    ImpactLine, Incident, MinimumStep, ObjectiveOutcome, PricedOn, TierLine, TierTableLine,
-    compute,
+    FeeCorrectionNote, ImpactLine, Incident, MinimumStep, ObjectiveOutcome, PricedOn, TierLine,
+    TierTableLine, compute,
 };
 pub use fee::FeeStart;
 pub use money::{Currency, Money, MoneyError};
