@@ -14,6 +14,8 @@
 //! Each round is the worker's: the SLAs spread over `evaluator.connections`
 //! transactions (`evaluate_tenant_spread`). After the close, a round with
 //! nothing to close is timed over 1, 2 and 4 connections, twice each.
+//! Last, (c) a busy round: every customer sends another 200 requests
+//! within one 30 s round interval, and the round after it is timed.
 //! The compensation part runs `RUNS` times (default 3) each way,
 //! alternating: the worker as it is (`work_due`, a tenant's claimed jobs in
 //! one transaction) and one transaction per job (`run_job`); between runs
@@ -192,41 +194,14 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
     // the customers' interleaved half a second apart from the 10th, each
     // customer's first FAILED answered 500.
     let t = Instant::now();
-    let first = at("2026-11-10T00:00:00Z")?;
-    let total = REQUESTS * n as i64;
-    const CHUNK: i64 = 100_000;
-    let mut k = 0;
-    while k < total {
-        let end = (k + CHUNK).min(total);
-        let events: Vec<(StoredEvent, DateTime<Utc>)> = (k..end)
-            .map(|k| {
-                let occurred_at = first + Duration::milliseconds(500 * k);
-                let event = StoredEvent {
-                    id: EventId::new(),
-                    occurred_at,
-                    source: EventSource::Provider,
-                    service: "chat".to_owned(),
-                    customer: Some(format!("customer-{:05}", k % n as i64)),
-                    model: Some("big".to_owned()),
-                    request_id: None,
-                    status: Some(if k / (n as i64) < FAILED { 500 } else { 200 }),
-                    error_class: None,
-                    latency_us: Some(1000),
-                    ttft_us: None,
-                    tpot_us: None,
-                    input_tokens: None,
-                    output_tokens: None,
-                    streaming: None,
-                    attributes: serde_json::json!({}),
-                };
-                (event, occurred_at)
-            })
-            .collect();
-        let mut tx = db.tenant_tx(tenant).await?;
-        events::insert_received(&mut tx, &events).await?;
-        tx.commit().await?;
-        k = end;
-    }
+    let total = store_requests(
+        &db,
+        tenant,
+        n,
+        at("2026-11-10T00:00:00Z")?,
+        Duration::milliseconds(500),
+    )
+    .await?;
     println!(
         "stored {total} requests ({REQUESTS} per customer) in {:.1} s",
         t.elapsed().as_secs_f64()
@@ -331,8 +306,81 @@ async fn run(scratch: &Scratch, n: usize, runs: usize) -> anyhow::Result<()> {
         medians[0].as_secs_f64() / medians[1].as_secs_f64(),
         load_average()
     );
+
+    // (c) A busy round: every customer sends REQUESTS requests within one
+    // round interval (30 s, 15 µs apart: 66,667 requests/s), so each
+    // SLA's new events fall in one or two minutes, and the round after it
+    // rolls them up and evaluates every SLA. This is the steady state at
+    // its busiest, where the catch-up round above is 12 days of backlog.
+    let interval = at("2026-12-01T00:20:00Z")?;
+    let stored = Instant::now();
+    let total = store_requests(&db, tenant, n, interval, Duration::microseconds(15)).await?;
+    let stored = stored.elapsed();
+    let (run, busy) = round(&db, tenant, &settings, interval + Duration::seconds(31)).await?;
+    ensure!(
+        run.advance.events_read == total as u64,
+        "the busy round read {} events, expected {total}",
+        run.advance.events_read
+    );
+    println!(
+        "(c) a busy round: {total} requests in 30 s ({REQUESTS} per customer, stored in {:.1} s), rolled up ({} rollup rows) and {n} SLAs evaluated over {} connections: {:.1} s, of which the rollups {:.1} s (writing their rows {:.1} s; load average {})",
+        stored.as_secs_f64(),
+        run.advance.rollup_rows,
+        settings.connections,
+        busy.as_secs_f64(),
+        run.advance.took.as_secs_f64(),
+        run.advance.writing.as_secs_f64(),
+        load_average()
+    );
     db.close().await;
     Ok(())
+}
+
+/// Stores REQUESTS requests of each of `n` customers, `step` apart from
+/// `first` (received as they occurred), the customers interleaved and each
+/// one's first FAILED answered 500. Returns how many were stored.
+async fn store_requests(
+    db: &Database,
+    tenant: TenantId,
+    n: usize,
+    first: DateTime<Utc>,
+    step: Duration,
+) -> anyhow::Result<i64> {
+    let total = REQUESTS * n as i64;
+    const CHUNK: i64 = 100_000;
+    let mut k = 0;
+    while k < total {
+        let end = (k + CHUNK).min(total);
+        let events: Vec<(StoredEvent, DateTime<Utc>)> = (k..end)
+            .map(|k| {
+                let occurred_at = first + step * i32::try_from(k).expect("at most 2^31 requests");
+                let event = StoredEvent {
+                    id: EventId::new(),
+                    occurred_at,
+                    source: EventSource::Provider,
+                    service: "chat".to_owned(),
+                    customer: Some(format!("customer-{:05}", k % n as i64)),
+                    model: Some("big".to_owned()),
+                    request_id: None,
+                    status: Some(if k / (n as i64) < FAILED { 500 } else { 200 }),
+                    error_class: None,
+                    latency_us: Some(1000),
+                    ttft_us: None,
+                    tpot_us: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    streaming: None,
+                    attributes: serde_json::json!({}),
+                };
+                (event, occurred_at)
+            })
+            .collect();
+        let mut tx = db.tenant_tx(tenant).await?;
+        events::insert_received(&mut tx, &events).await?;
+        tx.commit().await?;
+        k = end;
+    }
+    Ok(total)
 }
 
 /// How the credit jobs are drained.
