@@ -140,8 +140,15 @@ pub fn published(blake2b: &str) -> Option<Published> {
 /// blake2b-512 of the file at `path`, in hex: what the publishers of phase-1
 /// files give (and `b2sum` prints).
 pub fn blake2b_file(path: &Path) -> std::io::Result<String> {
+    digest_file::<Blake2b512>(path)
+}
+
+/// The digest `D` of the file at `path`, in hex, read a mebibyte at a
+/// time: a phase-1 file is 2.4 GB at 2^21 and must not be held in memory
+/// to be hashed.
+pub fn digest_file<D: Digest>(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
-    let mut hasher = Blake2b512::new();
+    let mut hasher = D::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = file.read(&mut buf)?;

@@ -14,7 +14,7 @@ use std::process::Command;
 use anyhow::{Context, bail, ensure};
 use clap::Subcommand;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use slaproof_circuits::Circuit;
 use slaproof_circuits::ptau::Published;
 
@@ -167,9 +167,10 @@ pub(super) fn run(command: CeremonyCommand) -> anyhow::Result<()> {
     }
 }
 
+/// sha256 of a file (a phase-1 file of gigabytes, a key), streamed.
 fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(Sha256::digest(bytes)))
+    slaproof_circuits::ptau::digest_file::<Sha256>(path)
+        .with_context(|| format!("reading {}", path.display()))
 }
 
 /// snarkjs: `SLAPROOF_SNARKJS` (its `cli.cjs` or an executable), the
