@@ -13,6 +13,8 @@ pub mod auth;
 mod body;
 mod graphql;
 mod pages;
+#[cfg(test)]
+mod parity;
 mod problem;
 mod rest;
 pub mod settings;

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use slaproof_domain::credit::{CreditRecord, Currency, Money};
+use slaproof_domain::credit::{CreditRecord, Money};
 use slaproof_store::fee_corrections::{self, FeeCorrection};
 use slaproof_store::{credits, customers, slas};
 

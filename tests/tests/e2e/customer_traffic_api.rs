@@ -340,6 +340,27 @@ async fn an_unknown_reference_is_counted_for_the_provider_and_judged_with_its_hi
     // A customer may not read it (it names other customers).
     let (status, _) = call(&app, &acme_token, "GET", "/v1/evaluation-status", None).await;
     assert_eq!(status, 403);
+    // GraphQL answers the same body, and refuses the customer alike.
+    let query = Some(json!({"query": "{ evaluationStatus }"}));
+    let (status, answer) = call(&app, &admin, "POST", "/graphql", query.clone()).await;
+    assert_eq!(status, 200, "{answer}");
+    let over_graphql = &answer["data"]["evaluationStatus"];
+    assert_eq!(
+        (
+            &over_graphql["unknown_customer_count"],
+            &over_graphql["unknown_customers"]
+        ),
+        (
+            &report["unknown_customer_count"],
+            &report["unknown_customers"]
+        ),
+        "{answer}"
+    );
+    let (_, answer) = call(&app, &acme_token, "POST", "/graphql", query).await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "FORBIDDEN",
+        "{answer}"
+    );
 
     // Registered, with an SLA: its earlier requests count, none lost.
     let (status, body) = call(

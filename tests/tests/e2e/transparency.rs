@@ -168,6 +168,23 @@ impl Platform {
         fixtures::call(&self.http, self.address, token, method, path, body).await
     }
 
+    /// A GraphQL request's `data`, or the code of its first error.
+    async fn graphql(&self, token: &str, query: &str, variables: Value) -> Result<Value, String> {
+        let (status, body) = self
+            .call(
+                token,
+                "POST",
+                "/graphql",
+                Some(json!({"query": query, "variables": variables})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        match body["errors"].get(0) {
+            Some(e) => Err(e["extensions"]["code"].as_str().unwrap_or("?").to_owned()),
+            None => Ok(body["data"].clone()),
+        }
+    }
+
     /// A proof through the API, and whether it checks offline under the
     /// verifier key the heads listing publishes.
     async fn proof(&self, token: &str, request_id: &str) -> (StatusCode, Value) {
@@ -476,6 +493,86 @@ async fn days_are_logged_whole_and_customers_prove_their_own_requests() {
             .1,
         json!({"check": null})
     );
+    // The same reads over GraphQL answer the REST bodies, confined alike.
+    let data = p
+        .graphql(
+            &acme,
+            "query($id: String!) { requestCheck(id: $id) lastRequestCheck }",
+            json!({"id": id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(data["requestCheck"], report);
+    assert_eq!(data["lastRequestCheck"], latest["check"]);
+    assert_eq!(
+        p.graphql(
+            &beta,
+            "query($id: String!) { requestCheck(id: $id) }",
+            json!({"id": id})
+        )
+        .await,
+        Err("NOT_FOUND".to_owned())
+    );
+    let rest_heads = p
+        .call(
+            &auditor,
+            "GET",
+            "/v1/transparency/heads?from=2026-11-01&to=2026-11-30",
+            None,
+        )
+        .await
+        .1;
+    let rest_consistency = p
+        .call(
+            &auditor,
+            "GET",
+            "/v1/transparency/consistency?from=2026-11-10&to=2026-11-11",
+            None,
+        )
+        .await
+        .1;
+    let data = p
+        .graphql(
+            &auditor,
+            r#"{ treeHeads(from: "2026-11-01", to: "2026-11-30")
+                 treeConsistency(from: "2026-11-10", to: "2026-11-11") }"#,
+            json!({}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(data["treeHeads"], rest_heads["data"]);
+    assert_eq!(data["treeConsistency"], rest_consistency);
+    assert_eq!(
+        p.graphql(
+            &auditor,
+            r#"{ treeHeads(from: "November", to: "2026-11-30") }"#,
+            json!({})
+        )
+        .await,
+        Err("INVALID".to_owned())
+    );
+    let data = p
+        .graphql(&acme, r#"{ requestProof(requestId: "acme-1") }"#, json!({}))
+        .await
+        .unwrap();
+    assert_eq!(data["requestProof"], p.proof(&acme, "acme-1").await.1);
+    assert_eq!(
+        p.graphql(&beta, r#"{ requestProof(requestId: "acme-1") }"#, json!({}))
+            .await,
+        Err("NOT_FOUND".to_owned())
+    );
+    let data = p
+        .graphql(
+            &acme,
+            "mutation($input: JSON!) { checkRequests(input: $input) }",
+            json!({"input": {"requests": [
+                {"request_id": "acme-1", "status": 200, "latency_ms": 262.0}
+            ]}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(data["checkRequests"]["items"][0]["finding"], "included");
+
     // Bad input is named.
     let (status, problem) = p
         .call(

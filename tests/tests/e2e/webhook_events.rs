@@ -517,6 +517,33 @@ async fn every_fact_the_platform_writes_validates_against_the_schema_served_for_
         .unwrap()
         .id;
     let token = fixtures::token(tenant, &["provider_admin"], None);
+    // Over GraphQL, the same catalogue and schemas (with a token).
+    let (status, answer) = fixtures::call(
+        &http,
+        app.address,
+        &token,
+        "POST",
+        "/graphql",
+        Some(json!({"query": r#"{ webhookEventTypes
+            schema: webhookEventTypeSchema(type: "credit.corrected") }"#})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["data"]["webhookEventTypes"], json!(catalogue));
+    assert_eq!(answer["data"]["schema"], schemas["credit.corrected"]);
+    let (_, answer) = fixtures::call(
+        &http,
+        app.address,
+        &token,
+        "POST",
+        "/graphql",
+        Some(json!({"query": r#"{ webhookEventTypeSchema(type: "sla.nope") }"#})),
+    )
+    .await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "NOT_FOUND",
+        "{answer}"
+    );
     let (status, made) = fixtures::call(
         &http,
         app.address,

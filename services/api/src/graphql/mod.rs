@@ -15,6 +15,7 @@ mod credits;
 mod customers;
 mod dashboard;
 mod embed;
+mod evaluation_status;
 mod ingest_keys;
 pub(crate) mod limits;
 mod maintenance;
@@ -22,6 +23,8 @@ mod probes;
 mod slas;
 mod tenants;
 mod thresholds;
+mod transparency;
+mod webhook_events;
 mod webhooks;
 
 use async_graphql::{Context, EmptySubscription, ErrorExtensions, MergedObject, Schema};
@@ -84,6 +87,9 @@ pub struct Query(
     webhooks::WebhookQuery,
     credits::CreditQuery,
     attestations::AttestationQuery,
+    transparency::TransparencyQuery,
+    evaluation_status::EvaluationStatusQuery,
+    webhook_events::WebhookEventQuery,
     attribution::AttributionQuery,
 );
 
@@ -100,6 +106,7 @@ pub struct Mutation(
     thresholds::ThresholdMutation,
     webhooks::WebhookMutation,
     credits::CreditMutation,
+    transparency::TransparencyMutation,
 );
 
 /// An application error as a GraphQL error: the message, a `code`, and the

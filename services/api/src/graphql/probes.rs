@@ -6,7 +6,7 @@ use async_graphql::{Context, Json, Object, SimpleObject};
 
 use slaproof_app::{AppError, Scope};
 
-use super::limits::{page_cost, read_cost};
+use super::limits::{page_cost, read_cost, unpaged_cost};
 use super::{holds, paged, parts, refuse};
 
 fn holds_probes(ctx: &Context<'_>) -> bool {
@@ -44,6 +44,26 @@ impl ProbeQuery {
     async fn probe(&self, ctx: &Context<'_>, probe: String) -> async_graphql::Result<Probe> {
         let (app, caller) = parts(ctx)?;
         Ok(app.get_probe(caller, &probe).await.map_err(refuse)?.into())
+    }
+
+    /// A probe's recent runs (last 7 days), newest first, as
+    /// `GET /v1/probes/{probe}/runs`.
+    #[graphql(
+        visible = "holds_probes",
+        complexity = "unpaged_cost(child_complexity)"
+    )]
+    async fn probe_runs(
+        &self,
+        ctx: &Context<'_>,
+        probe: String,
+        #[graphql(desc = "Runs answered, 1-200 (default 50)")] limit: Option<u32>,
+    ) -> async_graphql::Result<Vec<ProbeRun>> {
+        let (app, caller) = parts(ctx)?;
+        let (_, runs) = app
+            .probe_runs(caller, &probe, limit)
+            .await
+            .map_err(refuse)?;
+        Ok(runs.into_iter().map(ProbeRun::from).collect())
     }
 }
 
@@ -284,6 +304,35 @@ impl From<slaproof_app::probes::StoredProbe> for Probe {
                 error: l.error,
                 latency_ms: l.latency_us.map(|us| us as f64 / 1000.0),
             }),
+        }
+    }
+}
+
+/// One run, from the event it was stored as.
+#[derive(Debug, SimpleObject)]
+struct ProbeRun {
+    /// RFC 3339.
+    occurred_at: String,
+    status: Option<i32>,
+    /// Absent for a good run.
+    error_class: Option<String>,
+    latency_ms: Option<f64>,
+    ttft_ms: Option<f64>,
+    tpot_ms: Option<f64>,
+    output_tokens: Option<i32>,
+}
+
+impl From<slaproof_app::probes::ProbeRun> for ProbeRun {
+    fn from(r: slaproof_app::probes::ProbeRun) -> Self {
+        let ms = |us: i64| us as f64 / 1000.0;
+        Self {
+            occurred_at: r.occurred_at.to_rfc3339(),
+            status: r.status,
+            error_class: r.error_class,
+            latency_ms: r.latency_us.map(ms),
+            ttft_ms: r.ttft_us.map(ms),
+            tpot_ms: r.tpot_us.map(ms),
+            output_tokens: r.output_tokens,
         }
     }
 }
