@@ -90,6 +90,20 @@ async fn ledger(app: &App, caller: &Caller) -> Vec<slaproof_app::credits::Credit
         .items
 }
 
+/// November closed and credited under `tiered(policy)` at a fee of
+/// 1,000.00: 1,000 requests, 5 failed (99.5% < 99.9: 10% = 100.00).
+async fn credited_november(policy: &str) -> (Scenario, App, Caller) {
+    let s = Scenario::new(&tiered(policy), "2026-11-01", "2026-12-02").await;
+    let (app, admin) = s.app().await;
+    s.run("2026-11-01T00:00:00Z").await;
+    fee(&app, &admin, "1000.00").await;
+    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
+        .await;
+    s.run("2026-12-01T01:00:00Z").await;
+    compensate(&s).await;
+    (s, app, admin)
+}
+
 async fn customer_user(s: &Scenario, app: &App, reference: &str) -> Caller {
     s.customer_user(app, reference).await
 }
@@ -690,14 +704,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
     // Found in review: a back-dated fee rewrote months already credited
     // at the next recompute or re-close, and fee changes were not on the
     // audit trail.
-    let s = Scenario::new(&tiered(""), "2026-11-01", "2026-12-02").await;
-    let (app, admin) = s.app().await;
-    s.run("2026-11-01T00:00:00Z").await;
-    fee(&app, &admin, "1000.00").await;
-    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
-        .await;
-    s.run("2026-12-01T01:00:00Z").await;
-    compensate(&s).await;
+    let (s, app, admin) = credited_november("").await;
     assert_eq!(ledger(&app, &admin).await[0].total, "100.00");
 
     // A price from mid-November is refused, by the period it would rewrite.
@@ -786,19 +793,7 @@ async fn a_fee_never_reaches_back_into_a_credited_period_and_is_on_the_audit_tra
 async fn a_final_periods_fee_is_not_corrected() {
     // #30 finality: past its settlement horizon a credited period's fee,
     // like its verdict, no longer moves (the contract says 1 day here).
-    let s = Scenario::new(
-        &tiered("  policy:\n    settlement: 1d\n"),
-        "2026-11-01",
-        "2026-12-02",
-    )
-    .await;
-    let (app, admin) = s.app().await;
-    s.run("2026-11-01T00:00:00Z").await;
-    fee(&app, &admin, "1000.00").await;
-    s.insert(&november(1000, |i| if i < 5 { 500 } else { 200 }))
-        .await;
-    s.run("2026-12-01T01:00:00Z").await;
-    compensate(&s).await;
+    let (s, app, admin) = credited_november("  policy:\n    settlement: 1d\n").await;
     let err = app
         .correct_credited_fee(
             &admin,

@@ -147,6 +147,21 @@ impl Platform {
         body
     }
 
+    /// The credit total of the statement of the period starting at
+    /// `period` (RFC 3339, URL-encoded), as the provider reads it.
+    async fn statement_total(&self, token: &str, period: &str) -> Value {
+        let (status, statement) = self
+            .call(
+                token,
+                "GET",
+                &format!("/v1/slas/chat-sla/credits/{period}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{statement}");
+        statement["total"].clone()
+    }
+
     /// Runs the compensation worker until no credit job is due.
     async fn compensate(&self) {
         let settings = slaproof_compensation::Settings::default();
@@ -688,15 +703,7 @@ async fn a_credited_periods_fee_is_corrected_only_by_an_audited_act_with_a_reaso
     assert_eq!(status, StatusCode::ACCEPTED);
     p.compensate().await;
     // 10% of 1000.00.
-    let (_, statement) = p
-        .call(
-            &admin,
-            "GET",
-            &format!("/v1/slas/chat-sla/credits/{period}"),
-            None,
-        )
-        .await;
-    assert_eq!(statement["total"], "100.00", "{statement}");
+    assert_eq!(p.statement_total(&admin, &period).await, "100.00");
 
     // The fee was 1,200.00 from that month: a fee recorded now cannot say it.
     let (status, problem) = p
@@ -842,13 +849,5 @@ async fn a_credited_periods_fee_is_corrected_only_by_an_audited_act_with_a_reaso
         "{answer}"
     );
     p.compensate().await;
-    let (_, statement) = p
-        .call(
-            &admin,
-            "GET",
-            &format!("/v1/slas/chat-sla/credits/{period}"),
-            None,
-        )
-        .await;
-    assert_eq!(statement["total"], "110.00", "{statement}");
+    assert_eq!(p.statement_total(&admin, &period).await, "110.00");
 }
