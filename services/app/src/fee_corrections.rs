@@ -135,10 +135,8 @@ impl App {
             let entry = credits::latest_entry(tx, current.id, customer, period_start)
                 .await?
                 .ok_or_else(not_credited)?;
-            let was: Money = serde_json::from_value::<CreditRecord>(entry.computation.clone())
-                .ok()
-                .and_then(|r| r.inputs.fee)
-                .ok_or_else(not_credited)?;
+            let was: Money =
+                CreditRecord::credited_fee(&entry.computation).ok_or_else(not_credited)?;
             let stored = fee_corrections::record(
                 tx,
                 &FeeCorrection {

@@ -77,11 +77,9 @@ pub async fn credit_period(
     // act of its own (`fee_corrections`, with its reason); the first credit
     // takes the fee in effect at its start.
     let correction = fee_corrections::latest(tx, sla, customer, period_start).await?;
-    let credited_fee = previous.as_ref().and_then(|p| {
-        serde_json::from_value::<CreditRecord>(p.computation.clone())
-            .ok()
-            .and_then(|r| r.inputs.fee)
-    });
+    let credited_fee = previous
+        .as_ref()
+        .and_then(|p| CreditRecord::credited_fee(&p.computation));
     let fee = match (&correction, credited_fee) {
         (Some(c), _) => Some(c.fee.clone()),
         (None, Some(f)) => Some(f),

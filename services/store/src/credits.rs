@@ -67,7 +67,7 @@ impl Fee {
 
 /// A currency as a row records it (code and minor-unit exponent), checked
 /// when it was written.
-fn currency_of(code: &str, minor_units: i16) -> Result<Currency, StoreError> {
+pub(crate) fn currency_of(code: &str, minor_units: i16) -> Result<Currency, StoreError> {
     Currency::new(code, u8::try_from(minor_units).ok()).map_err(|e| StoreError::Corrupt {
         what: "recorded currency",
         reason: e.to_string(),

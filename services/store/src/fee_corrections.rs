@@ -1,7 +1,7 @@
 //! Fee corrections: the fee one credited period of an SLA is computed on, stated again by the provider with a reason (the latest counts; rows are added, never changed).
 
 use chrono::{DateTime, Utc};
-use slaproof_domain::credit::{Currency, Money};
+use slaproof_domain::credit::Money;
 use slaproof_domain::ids::{CustomerId, SlaId};
 
 use crate::{StoreError, TenantTx};
@@ -43,12 +43,10 @@ const COLUMNS: &str = "id, sla_id, customer_id, period_start, currency, minor_un
      was_currency, was_minor_units, was_amount_minor, reason, created_by, created_at";
 
 fn money(code: &str, minor_units: i16, minor: i64) -> Result<Money, StoreError> {
-    let currency =
-        Currency::new(code, u8::try_from(minor_units).ok()).map_err(|e| StoreError::Corrupt {
-            what: "recorded currency",
-            reason: e.to_string(),
-        })?;
-    Ok(Money::new(minor, currency))
+    Ok(Money::new(
+        minor,
+        crate::credits::currency_of(code, minor_units)?,
+    ))
 }
 
 fn correction(row: Row) -> Result<FeeCorrection, StoreError> {

@@ -166,6 +166,16 @@ pub struct CreditRecord {
     pub fee_correction: Option<FeeCorrectionNote>,
 }
 
+impl CreditRecord {
+    /// The fee a ledger entry's recorded computation was credited on;
+    /// `None` when it needed none, or the record cannot be read.
+    pub fn credited_fee(computation: &serde_json::Value) -> Option<Money> {
+        Self::deserialize(computation)
+            .ok()
+            .and_then(|r| r.inputs.fee)
+    }
+}
+
 /// Why a credited period's fee was stated again, by whom and when, and
 /// what it had been credited on before: the audited act that alone may
 /// change the fee of a period already credited.
