@@ -33,6 +33,7 @@ mod evaluator_spread;
 mod evaluator_timeout;
 mod gauges;
 mod graphql_limits;
+mod graphql_visibility;
 mod health;
 mod ingest;
 mod ingest_metrics;

@@ -2,8 +2,18 @@
 
 use async_graphql::{Context, Json, Object};
 
+use slaproof_app::Caller;
+use slaproof_app::Scope;
+
 use super::limits::read_cost;
 use super::{parts, refuse};
+
+/// Shown to a provider's callers with `sla:read`, whom it serves; never to
+/// a customer's.
+fn holds_status(ctx: &Context<'_>) -> bool {
+    ctx.data_opt::<Caller>()
+        .is_some_and(|c| c.has(Scope::SlaRead) && c.customer().is_none())
+}
 
 #[derive(Debug, Default)]
 pub(super) struct EvaluationStatusQuery;
@@ -14,7 +24,7 @@ impl EvaluationStatusQuery {
     /// evaluation job, the SLAs whose evaluation fails and the customer
     /// references events named that no customer has yet, as
     /// `GET /v1/evaluation-status` (a provider's `sla:read`).
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(visible = "holds_status", complexity = "read_cost(child_complexity)")]
     async fn evaluation_status(
         &self,
         ctx: &Context<'_>,

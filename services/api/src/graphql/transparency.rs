@@ -5,8 +5,25 @@ use chrono::NaiveDate;
 use slaproof_app::AppError;
 use slaproof_app::transparency::requests::CheckRequestsIn;
 
+use slaproof_app::Scope;
+
 use super::limits::read_cost;
-use super::{parts, refuse};
+use super::{holds, parts, refuse};
+
+/// Introspection shows each field to the callers its REST operation
+/// serves: the log's heads to `attestation:read`, requests and checks to
+/// `request:verify`, the last check to either.
+fn holds_log_heads(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::AttestationRead)
+}
+
+fn holds_request_verify(ctx: &Context<'_>) -> bool {
+    holds(ctx, Scope::RequestVerify)
+}
+
+fn holds_either(ctx: &Context<'_>) -> bool {
+    holds_log_heads(ctx) || holds_request_verify(ctx)
+}
 
 /// A `YYYY-MM-DD` argument, refused by its name when it is not a date.
 fn day(field: &str, text: &str) -> async_graphql::Result<NaiveDate> {
@@ -26,7 +43,10 @@ impl TransparencyQuery {
     /// The log's signed head after each built day from `from` to `to`
     /// (both included, at most 400 days), oldest first, as
     /// `GET /v1/transparency/heads` answers them (`attestation:read`).
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(
+        visible = "holds_log_heads",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn tree_heads(
         &self,
         ctx: &Context<'_>,
@@ -41,7 +61,10 @@ impl TransparencyQuery {
 
     /// The RFC 9162 consistency proof from the head of `from` to the head
     /// of `to`, as `GET /v1/transparency/consistency` (`attestation:read`).
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(
+        visible = "holds_log_heads",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn tree_consistency(
         &self,
         ctx: &Context<'_>,
@@ -60,7 +83,10 @@ impl TransparencyQuery {
     /// One request's inclusion proof against the head of `day` (the latest
     /// built when absent), as `GET /v1/transparency/requests/{id}`
     /// (`request:verify`; a customer's user reaches its own requests only).
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(
+        visible = "holds_request_verify",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn request_proof(
         &self,
         ctx: &Context<'_>,
@@ -78,7 +104,7 @@ impl TransparencyQuery {
 
     /// The caller's last check of its own request log, summed up, or null,
     /// as `GET /v1/transparency/checks/latest` answers `check`.
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(visible = "holds_either", complexity = "read_cost(child_complexity)")]
     async fn last_request_check(
         &self,
         ctx: &Context<'_>,
@@ -89,7 +115,10 @@ impl TransparencyQuery {
     }
 
     /// A kept check report, as `GET /v1/transparency/checks/{id}`.
-    #[graphql(complexity = "read_cost(child_complexity)")]
+    #[graphql(
+        visible = "holds_request_verify",
+        complexity = "read_cost(child_complexity)"
+    )]
     async fn request_check(
         &self,
         ctx: &Context<'_>,
@@ -111,6 +140,7 @@ impl TransparencyMutation {
     /// Checks a client-side request log against the log, as
     /// `POST /v1/transparency/checks` (the same body as `input`); the
     /// report is kept and answered.
+    #[graphql(visible = "holds_request_verify")]
     async fn check_requests(
         &self,
         ctx: &Context<'_>,
