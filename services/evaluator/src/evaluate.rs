@@ -12,12 +12,12 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use slaproof_domain::budget::{ErrorBudget, Tally};
 use slaproof_domain::burn::{AlertTransition, BurnRate, BurnRateAlertRule, time_to_exhaustion};
-use slaproof_domain::minute::{ceil_hour, floor_hour, floor_minute, maintenance_minutes};
+use slaproof_domain::minute::{floor_minute, maintenance_minutes};
 use slaproof_domain::objective::{Objective, Sli, TimeSlicesSli};
 use slaproof_domain::risk::{DegradeLevel, Outlook};
 use slaproof_domain::slices::slice_objective_tally;
 use slaproof_domain::window::Period;
-use slaproof_store::{TenantTx, maintenance};
+use slaproof_store::{TenantTx, alert_states, maintenance, rollup_sums};
 
 use crate::error::{Doing, EvaluatorError};
 use crate::maintenance::recount_cut_minutes;
@@ -87,94 +87,81 @@ pub async fn period_counts(
     as_of: DateTime<Utc>,
     grace: Duration,
 ) -> Result<HashMap<String, PeriodCounts>, EvaluatorError> {
-    type Row = (String, i64, i64, i64, i64, i64);
+    let mut all = counts_over(tx, sla, windows, &[(from, to)], as_of, grace).await?;
+    Ok(all.pop().unwrap_or_default())
+}
+
+/// [`period_counts`] over each of `ranges`, the rollups of all of them
+/// summed in one statement (a round reads its period and every burn-rate
+/// lookback: one round trip, not one per range).
+#[tracing::instrument(skip(tx, sla, windows, ranges))]
+pub async fn counts_over(
+    tx: &mut TenantTx,
+    sla: &TrackedSla,
+    windows: &[Period],
+    ranges: &[(DateTime<Utc>, DateTime<Utc>)],
+    as_of: DateTime<Utc>,
+    grace: Duration,
+) -> Result<Vec<HashMap<String, PeriodCounts>>, EvaluatorError> {
     let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
-    let mut out: HashMap<String, PeriodCounts> = sla
-        .counted_objectives()
-        .map(|o| (o.name.as_str().to_owned(), PeriodCounts::default()))
-        .collect();
-    if from >= to {
-        return Ok(out);
-    }
-    // Whole hours from the hourly rows, the partial hours at both edges
-    // from the minute rows: [from, h0) ∪ [h0, h1) ∪ [h1, to).
-    let (h0, h1) = (ceil_hour(from), floor_hour(to));
-    let (h0, h1) = if h0 < h1 { (h0, h1) } else { (to, to) };
-    let sums: Vec<Row> = sqlx::query_as(
-        "SELECT objective, sum(good)::int8, sum(total)::int8, sum(late_folded)::int8, sum(late_good)::int8, \
-             sum(late_total)::int8 FROM ( \
-           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups_hourly \
-           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND hour >= $6 AND hour < $7 \
-           UNION ALL \
-           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
-           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $4 AND minute < $6 \
-           UNION ALL \
-           SELECT objective, good, total, late_folded, late_good, late_total FROM evaluator_rollups \
-           WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute >= $7 AND minute < $5 \
-         ) AS parts GROUP BY objective",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.id.uuid())
-    .bind(sla.version)
-    .bind(from)
-    .bind(to)
-    .bind(h0)
-    .bind(h1)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("summing rollups")?;
-    for (objective, good, total, late_folded, late_good, late_total) in sums {
-        if let Some(c) = out.get_mut(&objective) {
-            c.tally = Tally {
-                good: unsigned(good),
-                total: unsigned(total),
-            };
-            c.late_folded = unsigned(late_folded);
-            c.late = Tally {
-                good: unsigned(late_good),
-                total: unsigned(late_total),
-            };
-        }
-    }
-    let (whole, cut) = maintenance_minutes(windows, from, to);
-    if !whole.is_empty() {
-        let (starts, ends): (Vec<_>, Vec<_>) = whole.into_iter().unzip();
-        let sums: Vec<(String, i64, i64)> = sqlx::query_as(
-            "SELECT r.objective, sum(r.good)::int8, sum(r.total)::int8 FROM evaluator_rollups r \
-             JOIN unnest($4::timestamptz[], $5::timestamptz[]) AS w(s, e) ON r.minute >= w.s AND r.minute < w.e \
-             WHERE r.tenant_id = $1 AND r.sla_id = $2 AND r.version = $3 \
-             GROUP BY r.objective",
-        )
-        .bind(tx.tenant().uuid())
-        .bind(sla.id.uuid())
-        .bind(sla.version)
-        .bind(&starts)
-        .bind(&ends)
-        .fetch_all(&mut **tx)
+    let sums = rollup_sums::over_ranges(tx, sla.id, sla.version, ranges)
         .await
-        .doing("summing rollups under maintenance")?;
-        for (objective, good, total) in sums {
+        .doing("summing rollups")?;
+    let mut all = Vec::with_capacity(ranges.len());
+    for (&(from, to), sums) in ranges.iter().zip(sums) {
+        let mut out: HashMap<String, PeriodCounts> = sla
+            .counted_objectives()
+            .map(|o| (o.name.as_str().to_owned(), PeriodCounts::default()))
+            .collect();
+        if from >= to {
+            all.push(out);
+            continue;
+        }
+        for (objective, s) in sums {
             if let Some(c) = out.get_mut(&objective) {
-                c.excluded = c.excluded
-                    + Tally {
-                        good: unsigned(good),
-                        total: unsigned(total),
-                    };
+                c.tally = Tally {
+                    good: unsigned(s.good),
+                    total: unsigned(s.total),
+                };
+                c.late_folded = unsigned(s.late_folded);
+                c.late = Tally {
+                    good: unsigned(s.late_good),
+                    total: unsigned(s.late_total),
+                };
             }
         }
-    }
-    for (objective, minutes) in recount_cut_minutes(tx, sla, windows, &cut, as_of, grace).await? {
-        if let Some(c) = out.get_mut(&objective) {
-            c.excluded = c.excluded + minutes.into_values().sum();
+        let (whole, cut) = maintenance_minutes(windows, from, to);
+        if !whole.is_empty() {
+            let (starts, ends): (Vec<_>, Vec<_>) = whole.into_iter().unzip();
+            let sums = rollup_sums::over_minutes(tx, sla.id, sla.version, &starts, &ends)
+                .await
+                .doing("summing rollups under maintenance")?;
+            for (objective, good, total) in sums {
+                if let Some(c) = out.get_mut(&objective) {
+                    c.excluded = c.excluded
+                        + Tally {
+                            good: unsigned(good),
+                            total: unsigned(total),
+                        };
+                }
+            }
         }
+        for (objective, minutes) in
+            recount_cut_minutes(tx, sla, windows, &cut, as_of, grace).await?
+        {
+            if let Some(c) = out.get_mut(&objective) {
+                c.excluded = c.excluded + minutes.into_values().sum();
+            }
+        }
+        for c in out.values_mut() {
+            c.tally = Tally {
+                good: c.tally.good.saturating_sub(c.excluded.good),
+                total: c.tally.total.saturating_sub(c.excluded.total),
+            };
+        }
+        all.push(out);
     }
-    for c in out.values_mut() {
-        c.tally = Tally {
-            good: c.tally.good.saturating_sub(c.excluded.good),
-            total: c.tally.total.saturating_sub(c.excluded.total),
-        };
-    }
-    Ok(out)
+    Ok(all)
 }
 
 /// Whether an objective is judged on counts of events, or of gauge values
@@ -350,7 +337,6 @@ pub async fn evaluate_period(
     let recent = (as_of - gauge_delay - longest_lookback).max(sla.covers_from);
     let windows =
         maintenance::periods(tx, sla.id, &sla.definition, period_start.min(recent), as_of).await?;
-    let counts = period_counts(tx, sla, &windows, period_start, until, as_of, grace).await?;
     let mut lookbacks: Vec<Duration> = rules
         .iter()
         .flat_map(|r| [r.long_window, r.short_window])
@@ -358,19 +344,26 @@ pub async fn evaluate_period(
         .collect();
     lookbacks.sort();
     lookbacks.dedup();
-    let mut recent_counts: HashMap<Duration, HashMap<String, PeriodCounts>> = HashMap::new();
-    let mut delayed_counts: HashMap<Duration, HashMap<String, PeriodCounts>> = HashMap::new();
-    for lookback in lookbacks {
-        let from = (as_of - lookback).max(sla.covers_from);
-        let c = period_counts(tx, sla, &windows, from, as_of, as_of, grace).await?;
-        recent_counts.insert(lookback, c);
-        if has_gauge {
-            let to = (as_of - gauge_delay).max(sla.covers_from);
-            let from = (to - lookback).max(sla.covers_from);
-            let c = period_counts(tx, sla, &windows, from, to, as_of, grace).await?;
-            delayed_counts.insert(lookback, c);
+    // The period, then each lookback back from `as_of`, then (for gauges)
+    // each lookback back from the gauge delay: summed in one statement.
+    let mut ranges = vec![(period_start, until)];
+    for &lookback in &lookbacks {
+        ranges.push(((as_of - lookback).max(sla.covers_from), as_of));
+    }
+    if has_gauge {
+        let to = (as_of - gauge_delay).max(sla.covers_from);
+        for &lookback in &lookbacks {
+            ranges.push(((to - lookback).max(sla.covers_from), to));
         }
     }
+    let mut summed = counts_over(tx, sla, &windows, &ranges, as_of, grace)
+        .await?
+        .into_iter();
+    let counts = summed.next().unwrap_or_default();
+    let recent_counts: HashMap<Duration, HashMap<String, PeriodCounts>> =
+        lookbacks.iter().copied().zip(summed.by_ref()).collect();
+    let delayed_counts: HashMap<Duration, HashMap<String, PeriodCounts>> =
+        lookbacks.iter().copied().zip(summed).collect();
     // Time-slice objectives count slices, over the period and each lookback.
     let mut slice_counts: HashMap<(String, Option<Duration>), Tally> = HashMap::new();
     for objective in &sla.definition.objectives {
@@ -487,19 +480,48 @@ pub async fn evaluate_period(
     Ok(out)
 }
 
-/// Records alert transitions: state rows, and one outbox message per
-/// firing or resolving (`slo.burn_rate_alert`).
+/// Records alert transitions: state rows (all rules of the objective in
+/// one statement), and one outbox message per firing or resolving
+/// (`slo.burn_rate_alert`).
 #[tracing::instrument(skip_all, fields(objective = %evaluation.objective))]
 pub async fn record_alerts(
     tx: &mut TenantTx,
     evaluation: &ObjectiveEvaluation,
 ) -> Result<usize, EvaluatorError> {
+    let milli = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let burns: Vec<(u64, u64)> = evaluation
+        .alerts
+        .iter()
+        .map(|check| {
+            (
+                BurnRate::of(check.long, evaluation.budget.target).milli(),
+                BurnRate::of(check.short, evaluation.budget.target).milli(),
+            )
+        })
+        .collect();
+    let checks: Vec<alert_states::RuleCheck<'_>> = evaluation
+        .alerts
+        .iter()
+        .zip(&burns)
+        .map(|(check, &(long, short))| alert_states::RuleCheck {
+            rule: check.rule.name,
+            fires: check.fires,
+            long_burn_milli: milli(long),
+            short_burn_milli: milli(short),
+        })
+        .collect();
+    let was_firing = alert_states::record(
+        tx,
+        evaluation.sla,
+        evaluation.version,
+        &evaluation.objective,
+        evaluation.as_of,
+        &checks,
+    )
+    .await?;
     let mut told = 0;
-    for check in &evaluation.alerts {
-        let long = BurnRate::of(check.long, evaluation.budget.target).milli();
-        let short = BurnRate::of(check.short, evaluation.budget.target).milli();
-        let transition =
-            set_state(tx, evaluation, check.rule.name, check.fires, long, short).await?;
+    for ((check, &(long, short)), was) in evaluation.alerts.iter().zip(&burns).zip(was_firing) {
+        let transition = AlertTransition::between(was, check.fires);
         let changed = matches!(
             transition,
             AlertTransition::Fired | AlertTransition::Resolved
@@ -528,56 +550,4 @@ pub async fn record_alerts(
         }
     }
     Ok(told)
-}
-
-/// Stores whether `rule` fires for an objective and returns the transition
-/// from the stored state. Burn-rate rules keep their state here, so each
-/// change is told once.
-pub async fn set_state(
-    tx: &mut TenantTx,
-    evaluation: &ObjectiveEvaluation,
-    rule: &str,
-    fires: bool,
-    long_burn_milli: u64,
-    short_burn_milli: u64,
-) -> Result<AlertTransition, EvaluatorError> {
-    let (sla, objective, as_of) = (evaluation.sla, &evaluation.objective, evaluation.as_of);
-    let tenant = tx.tenant().uuid();
-    let was: Option<bool> = sqlx::query_scalar(
-        "SELECT firing FROM alert_states WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3 AND rule = $4",
-    )
-    .bind(tenant)
-    .bind(sla.uuid())
-    .bind(objective)
-    .bind(rule)
-    .fetch_optional(&mut **tx)
-    .await
-    .doing("reading alert state")?;
-    let transition = AlertTransition::between(was.unwrap_or(false), fires);
-    let changed = matches!(
-        transition,
-        AlertTransition::Fired | AlertTransition::Resolved
-    );
-    sqlx::query(
-        "INSERT INTO alert_states (tenant_id, sla_id, objective, rule, firing, changed_at, evaluated_at, \
-             long_burn_milli, short_burn_milli, version) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $10) \
-         ON CONFLICT (tenant_id, sla_id, objective, rule) DO UPDATE SET firing = EXCLUDED.firing, \
-             changed_at = CASE WHEN $9 THEN EXCLUDED.changed_at ELSE alert_states.changed_at END, \
-             evaluated_at = EXCLUDED.evaluated_at, long_burn_milli = EXCLUDED.long_burn_milli, \
-             short_burn_milli = EXCLUDED.short_burn_milli, version = EXCLUDED.version",
-    )
-    .bind(tenant)
-    .bind(sla.uuid())
-    .bind(objective)
-    .bind(rule)
-    .bind(transition.firing())
-    .bind(as_of)
-    .bind(i64::try_from(long_burn_milli).unwrap_or(i64::MAX))
-    .bind(i64::try_from(short_burn_milli).unwrap_or(i64::MAX))
-    .bind(changed)
-    .bind(evaluation.version)
-    .execute(&mut **tx)
-    .await
-    .doing("writing alert state")?;
-    Ok(transition)
 }

@@ -7,6 +7,7 @@
 //! rolled up, late or not.
 
 use chrono::{DateTime, Duration, Utc};
+use slaproof_store::signals as store_signals;
 use slaproof_store::{TenantTx, outbox};
 
 use crate::error::{Doing, EvaluatorError};
@@ -47,38 +48,21 @@ pub(crate) async fn record(
     sla: &TrackedSla,
     as_of: DateTime<Utc>,
 ) -> Result<usize, EvaluatorError> {
-    let tenant = tx.tenant().uuid();
-    let last_minute: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT max(minute) FROM evaluator_rollups \
-         WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute < $4 \
-           AND (total > 0 OR late_total > 0)",
-    )
-    .bind(tenant)
-    .bind(sla.id.uuid())
-    .bind(sla.version)
-    .bind(as_of)
-    .fetch_one(&mut **tx)
-    .await
-    .doing("finding an SLA's last event")?;
+    let seen = store_signals::data_seen(tx, sla.id, sla.version, as_of)
+        .await
+        .doing("reading an SLA's last event and data state")?;
     let after = sla.definition.policy.no_data.after.chrono();
     // A new SLA has no data yet because it is new, not because its
     // service went silent: count from when it was applied (its rollups
     // may reach back days, to when nothing was asked of the service).
     let now = DataState::judge(
-        last_minute.map(|m| m + Duration::minutes(1)),
+        seen.last_minute.map(|m| m + Duration::minutes(1)),
         sla.covers_from.max(sla.applied_at),
         as_of,
         after,
     );
-    let was: Option<bool> =
-        sqlx::query_scalar("SELECT no_data FROM sla_signals WHERE tenant_id = $1 AND sla_id = $2")
-            .bind(tenant)
-            .bind(sla.id.uuid())
-            .fetch_optional(&mut **tx)
-            .await
-            .doing("reading an SLA's data state")?;
     let missing = now.no_data_since.is_some();
-    let changed = was.unwrap_or(false) != missing;
+    let changed = seen.was_missing.unwrap_or(false) != missing;
     let mut told = 0;
     if changed {
         let payload = serde_json::json!({
@@ -95,22 +79,17 @@ pub(crate) async fn record(
         outbox::enqueue(tx, "sla.no_data", &payload).await?;
         told += 1;
     }
-    sqlx::query(
-        "INSERT INTO sla_signals (tenant_id, sla_id, no_data, last_event_at, no_data_since, changed_at, evaluated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6) \
-         ON CONFLICT (tenant_id, sla_id) DO UPDATE SET no_data = EXCLUDED.no_data, \
-             last_event_at = EXCLUDED.last_event_at, no_data_since = EXCLUDED.no_data_since, \
-             changed_at = CASE WHEN $7 THEN EXCLUDED.changed_at ELSE sla_signals.changed_at END, \
-             evaluated_at = EXCLUDED.evaluated_at",
+    store_signals::record_data_state(
+        tx,
+        sla.id,
+        &store_signals::DataState {
+            missing,
+            last_event_at: now.last_event_at,
+            no_data_since: now.no_data_since,
+        },
+        as_of,
+        changed,
     )
-    .bind(tenant)
-    .bind(sla.id.uuid())
-    .bind(missing)
-    .bind(now.last_event_at)
-    .bind(now.no_data_since)
-    .bind(as_of)
-    .bind(changed)
-    .execute(&mut **tx)
     .await
     .doing("writing an SLA's data state")?;
     Ok(told)

@@ -9,6 +9,7 @@
 
 use chrono::{DateTime, Utc};
 use slaproof_domain::burn::BurnRateAlertRule;
+use slaproof_store::signals as store_signals;
 use slaproof_store::{TenantTx, outbox};
 
 use crate::composite::COMPOSITE;
@@ -36,8 +37,55 @@ pub(crate) async fn resolve(
     if sla.definition.is_composite() {
         kept.push(COMPOSITE.to_owned());
     }
-    let told = resolve_alerts(tx, sla, &kept, as_of).await?;
-    Ok(told + resolve_signals(tx, sla, &kept, as_of).await?)
+    let (alerts, signals) = store_signals::resolve_removed(tx, sla.id, &kept, as_of)
+        .await
+        .doing("resolving the alerts and signals of removed objectives")?;
+    let mut told = 0;
+    let rules = BurnRateAlertRule::workbook(sla.definition.window.nominal_duration());
+    for alert in &alerts {
+        let mut payload = base(sla, &alert.objective, as_of);
+        payload["rule"] = alert.rule.as_str().into();
+        if let Some(r) = rules.iter().find(|r| r.name == alert.rule) {
+            payload["severity"] = r.severity.as_str().into();
+        }
+        payload["state"] = "resolved".into();
+        payload["at"] = serde_json::json!(as_of);
+        // The burn rates when last evaluated, before the objective went.
+        payload["longBurnRateMilli"] = alert.long_burn_milli.into();
+        payload["shortBurnRateMilli"] = alert.short_burn_milli.into();
+        outbox::enqueue(tx, "slo.burn_rate_alert", &payload).await?;
+        told += 1;
+    }
+    for set in &signals {
+        let mut tell = async |kind: &str, extra: serde_json::Value| {
+            let mut payload = base(sla, &set.objective, as_of);
+            if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
+                p.extend(e.clone());
+            }
+            outbox::enqueue(tx, kind, &payload).await
+        };
+        if set.at_risk {
+            tell("slo.at_risk", serde_json::json!({"state": "recovered"})).await?;
+            told += 1;
+        }
+        if set.exhausted {
+            tell(
+                "slo.budget_exhausted",
+                serde_json::json!({"state": "recovered"}),
+            )
+            .await?;
+            told += 1;
+        }
+        if set.degrade_level > 0 {
+            tell(
+                "slo.degrade_level_changed",
+                serde_json::json!({"from": set.degrade_level, "to": 0}),
+            )
+            .await?;
+            told += 1;
+        }
+    }
+    Ok(told)
 }
 
 /// What every message about a removed objective says.
@@ -50,104 +98,4 @@ fn base(sla: &TrackedSla, objective: &str, as_of: DateTime<Utc>) -> serde_json::
         "asOf": as_of,
         "reason": REASON,
     })
-}
-
-async fn resolve_alerts(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    kept: &[String],
-    as_of: DateTime<Utc>,
-) -> Result<usize, EvaluatorError> {
-    let mut resolved: Vec<(String, String, i64, i64)> = sqlx::query_as(
-        "UPDATE alert_states SET firing = false, changed_at = $4, evaluated_at = $4 \
-         WHERE tenant_id = $1 AND sla_id = $2 AND firing AND objective <> ALL($3) \
-         RETURNING objective, rule, long_burn_milli, short_burn_milli",
-    )
-    .bind(tx.tenant().uuid())
-    .bind(sla.id.uuid())
-    .bind(kept)
-    .bind(as_of)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("resolving the alerts of removed objectives")?;
-    resolved.sort();
-    let rules = BurnRateAlertRule::workbook(sla.definition.window.nominal_duration());
-    for (objective, rule, long, short) in &resolved {
-        let mut payload = base(sla, objective, as_of);
-        payload["rule"] = rule.as_str().into();
-        if let Some(r) = rules.iter().find(|r| r.name == rule) {
-            payload["severity"] = r.severity.as_str().into();
-        }
-        payload["state"] = "resolved".into();
-        payload["at"] = serde_json::json!(as_of);
-        // The burn rates when last evaluated, before the objective went.
-        payload["longBurnRateMilli"] = (*long).into();
-        payload["shortBurnRateMilli"] = (*short).into();
-        outbox::enqueue(tx, "slo.burn_rate_alert", &payload).await?;
-    }
-    Ok(resolved.len())
-}
-
-async fn resolve_signals(
-    tx: &mut TenantTx,
-    sla: &TrackedSla,
-    kept: &[String],
-    as_of: DateTime<Utc>,
-) -> Result<usize, EvaluatorError> {
-    let tenant = tx.tenant().uuid();
-    let set: Vec<(String, bool, bool, i16)> = sqlx::query_as(
-        "SELECT objective, at_risk, exhausted, degrade_level FROM objective_signals \
-         WHERE tenant_id = $1 AND sla_id = $2 AND objective <> ALL($3) \
-           AND (at_risk OR exhausted OR degrade_level > 0 OR light_streak > 0) \
-         ORDER BY objective FOR UPDATE",
-    )
-    .bind(tenant)
-    .bind(sla.id.uuid())
-    .bind(kept)
-    .fetch_all(&mut **tx)
-    .await
-    .doing("reading the signals of removed objectives")?;
-    let mut told = 0;
-    for (objective, at_risk, exhausted, level) in &set {
-        let mut tell = async |kind: &str, extra: serde_json::Value| {
-            let mut payload = base(sla, objective, as_of);
-            if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
-                p.extend(e.clone());
-            }
-            outbox::enqueue(tx, kind, &payload).await
-        };
-        if *at_risk {
-            tell("slo.at_risk", serde_json::json!({"state": "recovered"})).await?;
-            told += 1;
-        }
-        if *exhausted {
-            tell(
-                "slo.budget_exhausted",
-                serde_json::json!({"state": "recovered"}),
-            )
-            .await?;
-            told += 1;
-        }
-        if *level > 0 {
-            tell(
-                "slo.degrade_level_changed",
-                serde_json::json!({"from": level, "to": 0}),
-            )
-            .await?;
-            told += 1;
-        }
-        sqlx::query(
-            "UPDATE objective_signals SET at_risk = false, exhausted = false, degrade_level = 0, \
-                 light_streak = 0, changed_at = $4, evaluated_at = $4 \
-             WHERE tenant_id = $1 AND sla_id = $2 AND objective = $3",
-        )
-        .bind(tenant)
-        .bind(sla.id.uuid())
-        .bind(objective)
-        .bind(as_of)
-        .execute(&mut **tx)
-        .await
-        .doing("clearing the signals of a removed objective")?;
-    }
-    Ok(told)
 }

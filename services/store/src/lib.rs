@@ -7,6 +7,7 @@
 //! row-level security in the schema refuses every row of other tenants even
 //! where a query forgets to filter.
 
+pub mod alert_states;
 pub mod attestation_batches;
 pub mod attestations;
 pub mod audit;
@@ -34,6 +35,7 @@ pub mod outbox;
 pub mod partitions;
 pub mod platform_secrets;
 pub mod probes;
+pub mod rollup_sums;
 pub mod scratch;
 pub mod signals;
 pub mod sketch_rows;
