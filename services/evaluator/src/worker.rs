@@ -99,6 +99,15 @@ async fn evaluate_one(
     Ok(run)
 }
 
+/// Runs one savepoint statement (`SAVEPOINT`, `RELEASE`, `ROLLBACK TO`).
+async fn savepoint(tx: &mut TenantTx, statement: &'static str) -> Result<(), EvaluatorError> {
+    sqlx::query(statement)
+        .execute(&mut **tx)
+        .await
+        .doing("opening or closing a savepoint")?;
+    Ok(())
+}
+
 /// [`evaluate_one`] in a savepoint: when it fails, what it wrote is rolled
 /// back and the transaction goes on for the tenant's other SLAs. The outer
 /// error is the savepoint's own (the connection is gone): the tenant's.
@@ -108,26 +117,51 @@ async fn in_savepoint(
     at: RoundAt,
     settings: &Settings,
 ) -> Result<Result<SlaRun, EvaluatorError>, EvaluatorError> {
-    sqlx::query("SAVEPOINT slaproof_sla")
-        .execute(&mut **tx)
-        .await
-        .doing("opening an SLA's savepoint")?;
+    savepoint(tx, "SAVEPOINT slaproof_sla").await?;
     let outcome = evaluate_one(tx, sla, at, settings).await;
-    let end: &[&str] = if outcome.is_ok() {
-        &["RELEASE SAVEPOINT slaproof_sla"]
-    } else {
-        &[
-            "ROLLBACK TO SAVEPOINT slaproof_sla",
-            "RELEASE SAVEPOINT slaproof_sla",
-        ]
-    };
-    for statement in end {
-        sqlx::query(statement)
-            .execute(&mut **tx)
-            .await
-            .doing("closing an SLA's savepoint")?;
+    if outcome.is_err() {
+        savepoint(tx, "ROLLBACK TO SAVEPOINT slaproof_sla").await?;
     }
+    savepoint(tx, "RELEASE SAVEPOINT slaproof_sla").await?;
     Ok(outcome)
+}
+
+/// How many SLAs share one savepoint on the first try (see
+/// [`in_savepoints`]).
+const SAVEPOINT_CHUNK: usize = 64;
+
+/// Evaluates the tracked versions at `chunk`, all in one savepoint: two
+/// statements for the chunk instead of two per SLA, which is a round's
+/// share at thousands of customer SLAs. When one fails, everything the
+/// chunk wrote is rolled back and each of its SLAs is evaluated again in
+/// a savepoint of its own ([`in_savepoint`]), so the failing one is left
+/// out and the others kept, as if each had had its own from the start.
+async fn in_savepoints(
+    tx: &mut TenantTx,
+    tracked: &[TrackedSla],
+    chunk: &[usize],
+    at: RoundAt,
+    settings: &Settings,
+) -> Result<Vec<Result<SlaRun, EvaluatorError>>, EvaluatorError> {
+    savepoint(tx, "SAVEPOINT slaproof_chunk").await?;
+    let mut runs = Vec::with_capacity(chunk.len());
+    for &index in chunk {
+        match evaluate_one(tx, &tracked[index], at, settings).await {
+            Ok(run) => runs.push(Ok(run)),
+            Err(_) => break,
+        }
+    }
+    if runs.len() == chunk.len() {
+        savepoint(tx, "RELEASE SAVEPOINT slaproof_chunk").await?;
+        return Ok(runs);
+    }
+    savepoint(tx, "ROLLBACK TO SAVEPOINT slaproof_chunk").await?;
+    savepoint(tx, "RELEASE SAVEPOINT slaproof_chunk").await?;
+    let mut runs = Vec::with_capacity(chunk.len());
+    for &index in chunk {
+        runs.push(in_savepoint(tx, &tracked[index], at, settings).await?);
+    }
+    Ok(runs)
 }
 
 /// Rolls a tenant's new events up and evaluates all its SLAs, inside the
@@ -300,7 +334,8 @@ struct RoundAt {
     seen: chrono::DateTime<Utc>,
 }
 
-/// Evaluates the tracked versions at `indexes`, each in a savepoint of `tx`.
+/// Evaluates the tracked versions at `indexes` in savepoints of `tx` (see
+/// [`in_savepoints`]): a failing one is left out, the others kept.
 async fn evaluate_group(
     tx: &mut TenantTx,
     tracked: &[TrackedSla],
@@ -313,15 +348,18 @@ async fn evaluate_group(
         .doing("settling maintenance changes")?;
     let at = RoundAt { as_of, seen };
     let mut out = Vec::with_capacity(indexes.len());
-    for &index in indexes {
-        let sla = &tracked[index];
-        out.push(Outcome {
-            index,
-            sla: sla.id,
-            name: sla.name.clone(),
-            version: sla.version,
-            run: in_savepoint(tx, sla, at, settings).await?,
-        });
+    for chunk in indexes.chunks(SAVEPOINT_CHUNK) {
+        let runs = in_savepoints(tx, tracked, chunk, at, settings).await?;
+        for (&index, run) in chunk.iter().zip(runs) {
+            let sla = &tracked[index];
+            out.push(Outcome {
+                index,
+                sla: sla.id,
+                name: sla.name.clone(),
+                version: sla.version,
+                run,
+            });
+        }
     }
     Ok(out)
 }

@@ -610,3 +610,74 @@ async fn the_api_shows_the_tenants_failing_slas_to_its_provider_only() {
     assert_eq!(body["scope"], "sla:read", "{body}");
     app.stop().await.unwrap();
 }
+
+/// SLAs share a savepoint on the first try (`SAVEPOINT_CHUNK`): when one
+/// fails after another of its chunk was evaluated, the chunk's writes are
+/// rolled back and each evaluated again alone, so the one before it is
+/// recorded once, not twice and not lost.
+#[tokio::test]
+async fn an_sla_failing_after_another_of_its_chunk_leaves_that_one_recorded_once() {
+    let database = TestDatabase::create().await;
+    let db = database.service_database().await;
+    let tenant = tenant_with_events(&db, "acme", &[SLA, SECOND_SLA]).await;
+    let mut tx = db.tenant_tx(tenant).await.unwrap();
+    let (rolling, calendar) = (
+        slas::find(&mut tx, "chat-rolling", None).await.unwrap().id,
+        slas::find(&mut tx, "chat-sla", None).await.unwrap().id,
+    );
+    tx.commit().await.unwrap();
+    // chat-rolling is evaluated before chat-sla: refuse the second.
+    let mut owner = database.owner_connection().await;
+    for statement in [
+        "CREATE FUNCTION public.test_refuse_evaluation() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'evaluations of this SLA are refused'; END $$"
+            .to_owned(),
+        format!(
+            "CREATE TRIGGER test_refuse_evaluation BEFORE INSERT ON evaluations FOR EACH ROW \
+             WHEN (NEW.sla_id = '{}') EXECUTE FUNCTION public.test_refuse_evaluation()",
+            calendar.uuid()
+        ),
+    ] {
+        sqlx::query(&statement).execute(&mut owner).await.unwrap();
+    }
+    schedule_all(&db).await.unwrap();
+    let round = work_due(&db, &settings(), "worker").await.unwrap();
+    assert!(round.failures.is_empty(), "{:?}", round.failures);
+    let run = &round.runs[0];
+    assert_eq!(
+        run.failed_slas
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>(),
+        ["chat-sla"]
+    );
+    assert_eq!(
+        run.evaluations
+            .iter()
+            .map(|e| e.sla_name.as_str())
+            .collect::<Vec<_>>(),
+        ["chat-rolling"]
+    );
+    // Read as the owner acting for the tenant (row-level security).
+    sqlx::query("SELECT set_config('app.tenant_id', $1, false)")
+        .bind(tenant.uuid().to_string())
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT sla_id, count(*) FROM evaluations WHERE tenant_id = $1 GROUP BY sla_id",
+    )
+    .bind(tenant.uuid())
+    .fetch_all(&mut owner)
+    .await
+    .unwrap();
+    assert_eq!(rows, [(rolling.uuid(), 1)], "one objective, one round");
+    let signals: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sla_signals WHERE tenant_id = $1 AND sla_id = $2")
+            .bind(tenant.uuid())
+            .bind(calendar.uuid())
+            .fetch_one(&mut owner)
+            .await
+            .unwrap();
+    assert_eq!(signals, 0, "nothing of the failing SLA is kept");
+}
