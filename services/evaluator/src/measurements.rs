@@ -1,6 +1,6 @@
 //! Daily measurements fixed as a period goes: each local day of each
 //! provable objective, once past the SLA's grace, is counted exactly as a
-//! period's vector counts it ([`crate::proof_days::day_tallies`]) and
+//! period's vector counts it ([`crate::proof_days::days_tallies`]) and
 //! recorded, a new revision when its counts change later (late events, a
 //! maintenance window). The attestation worker commits each and anchors it
 //! with the next transparency-log head; a closed period is then proven
@@ -15,7 +15,7 @@ use slaproof_store::measurements::{self, NewMeasurement};
 use slaproof_store::{TenantTx, maintenance};
 
 use crate::error::{Doing, EvaluatorError};
-use crate::proof_days::{day_tallies, days};
+use crate::proof_days::{days, days_tallies};
 use crate::tracked::TrackedSla;
 
 /// How far back days are measured: past a month, so that every day of a
@@ -95,9 +95,13 @@ pub(crate) async fn measure_days(
         return Ok(0);
     }
     let windows = maintenance::periods(tx, sla.id, &sla.definition, from, as_of).await?;
+    let stale_days: Vec<Period> = all
+        .into_iter()
+        .filter(|d| stale.contains(&d.start))
+        .collect();
+    let tallies = days_tallies(tx, sla, &windows, &stale_days, as_of, grace, &provable).await?;
     let mut measured = Vec::new();
-    for day in all.into_iter().filter(|d| stale.contains(&d.start)) {
-        let tallies = day_tallies(tx, sla, &windows, day, as_of, grace, &provable).await?;
+    for (day, tallies) in stale_days.into_iter().zip(tallies) {
         for name in &provable {
             let Some(objective) = sla.definition.objective(name) else {
                 continue;

@@ -3,7 +3,7 @@
 //! it, so no result goes without one.
 //!
 //! Each day (of the window's time zone, cut to the period's bounds) is
-//! counted exactly as the period was: [`period_counts`] for event and gauge
+//! counted exactly as the period was: [`crate::evaluate::counts_over`] for event and gauge
 //! objectives, [`slice_tally`] for time slices, maintenance taken out the
 //! same way. Slices divide a local day, so the days add up to the period;
 //! the domain checks that they do ([`period_vector`]) and refuses the
@@ -22,7 +22,7 @@ use slaproof_store::attestations::{self, NewAttestation};
 use slaproof_store::{TenantTx, maintenance, outbox};
 
 use crate::error::EvaluatorError;
-use crate::evaluate::{ObjectiveEvaluation, counted_slices, period_counts, slice_tally};
+use crate::evaluate::{ObjectiveEvaluation, counted_slices, counts_over, slice_tally};
 use crate::tracked::TrackedSla;
 
 /// The days of `[from, to)` in `sla`'s time zone: whole local days, the
@@ -40,36 +40,43 @@ pub(crate) fn days(sla: &TrackedSla, from: DateTime<Utc>, to: DateTime<Utc>) -> 
     out
 }
 
-/// One day's tally of each objective: [`period_counts`] for event and
-/// gauge objectives, and for the time-slice objectives among `objectives`
+/// Each day's tally of each objective: [`counts_over`] for event and
+/// gauge objectives (all the days summed in one statement: a close reads
+/// a month of them), and for the time-slice objectives among `objectives`
 /// [`slice_tally`], maintenance taken out the same way. Shared by a
 /// period's vector and the daily measurements (`crate::measurements`), so
-/// that a day is counted the same by both.
-pub(crate) async fn day_tallies(
+/// that a day is counted the same by both. `out[i]` is `days[i]`'s.
+pub(crate) async fn days_tallies(
     tx: &mut TenantTx,
     sla: &TrackedSla,
     windows: &[Period],
-    day: Period,
+    days: &[Period],
     as_of: DateTime<Utc>,
     grace: Duration,
     objectives: &[&str],
-) -> Result<HashMap<String, Tally>, EvaluatorError> {
-    let counts = period_counts(tx, sla, windows, day.start, day.end, as_of, grace).await?;
-    let mut tallies: HashMap<String, Tally> =
-        counts.into_iter().map(|(o, c)| (o, c.tally)).collect();
-    for name in objectives {
-        let Some(objective) = sla.definition.objective(name) else {
-            continue;
-        };
-        if let Some(sli) = counted_slices(objective) {
-            let t = slice_tally(
-                tx, sla, name, sli, windows, day.start, day.end, as_of, grace,
-            )
-            .await?;
-            tallies.insert((*name).to_owned(), t);
+) -> Result<Vec<HashMap<String, Tally>>, EvaluatorError> {
+    let ranges: Vec<(DateTime<Utc>, DateTime<Utc>)> =
+        days.iter().map(|d| (d.start, d.end)).collect();
+    let counts = counts_over(tx, sla, windows, &ranges, as_of, grace).await?;
+    let mut out = Vec::with_capacity(days.len());
+    for (day, counts) in days.iter().zip(counts) {
+        let mut tallies: HashMap<String, Tally> =
+            counts.into_iter().map(|(o, c)| (o, c.tally)).collect();
+        for name in objectives {
+            let Some(objective) = sla.definition.objective(name) else {
+                continue;
+            };
+            if let Some(sli) = counted_slices(objective) {
+                let t = slice_tally(
+                    tx, sla, name, sli, windows, day.start, day.end, as_of, grace,
+                )
+                .await?;
+                tallies.insert((*name).to_owned(), t);
+            }
         }
+        out.push(tallies);
     }
-    Ok(tallies)
+    Ok(out)
 }
 
 /// Records the attestation of each result frozen by one close (`frozen`:
@@ -91,11 +98,9 @@ pub(crate) async fn request_attestations(
     let until = floor_minute(period.end.min(as_of));
     let windows = maintenance::periods(tx, sla.id, &sla.definition, from, as_of).await?;
     let names: Vec<&str> = frozen.iter().map(|(e, _)| e.objective.as_str()).collect();
-    let mut daily: Vec<(Period, HashMap<String, Tally>)> = Vec::new();
-    for day in days(sla, from, until) {
-        let tallies = day_tallies(tx, sla, &windows, day, as_of, grace, &names).await?;
-        daily.push((day, tallies));
-    }
+    let all = days(sla, from, until);
+    let tallies = days_tallies(tx, sla, &windows, &all, as_of, grace, &names).await?;
+    let daily: Vec<(Period, HashMap<String, Tally>)> = all.into_iter().zip(tallies).collect();
     for &(e, revision) in frozen {
         let Some(objective) = sla.definition.objective(&e.objective) else {
             continue;
