@@ -169,6 +169,11 @@ pub struct DataSeen {
 }
 
 /// [`DataSeen`] of `sla`'s `version` before `before`, in one statement.
+/// The last minute is read as the first row of a backward scan of the
+/// primary key (`… ORDER BY minute DESC LIMIT 1`), not as `max(minute)`,
+/// which the planner answered by reading every minute row of the version
+/// when its statistics were stale (5.7 ms against 0.3 ms for 200 rows,
+/// `EXPLAIN ANALYZE` after credits-bench's close).
 #[tracing::instrument(skip(tx))]
 pub async fn data_seen(
     tx: &mut TenantTx,
@@ -177,9 +182,9 @@ pub async fn data_seen(
     before: DateTime<Utc>,
 ) -> Result<DataSeen, StoreError> {
     let (last_minute, was_missing): (Option<DateTime<Utc>>, Option<bool>) = sqlx::query_as(
-        "SELECT (SELECT max(minute) FROM evaluator_rollups \
+        "SELECT (SELECT minute FROM evaluator_rollups \
                  WHERE tenant_id = $1 AND sla_id = $2 AND version = $3 AND minute < $4 \
-                   AND (total > 0 OR late_total > 0)), \
+                   AND (total > 0 OR late_total > 0) ORDER BY minute DESC LIMIT 1), \
                 (SELECT no_data FROM sla_signals WHERE tenant_id = $1 AND sla_id = $2)",
     )
     .bind(tx.tenant().uuid())
