@@ -200,10 +200,13 @@ pub async fn evaluate_tenant_up_to(
 /// SLAs spread over `settings.connections` transactions at once: `holder`
 /// (the caller's, which a job completes in) holds the tenant for the
 /// whole run and evaluates one group, the others each commit theirs when
-/// done. A round is a few dozen round trips per SLA, so a provider with
+/// done. A round is about a dozen round trips per SLA (the period and
+/// its lookbacks summed in one, an objective's alert rules written in
+/// one, 64 SLAs to a savepoint), mostly waiting, so a provider with
 /// thousands of customer SLAs is evaluated up to that many times faster.
 ///
-/// Each SLA's evaluation stays atomic (its savepoint, in one group); a
+/// Each SLA's evaluation stays atomic (a savepoint it shares with at most
+/// 63 others, its own when one of them fails: [`in_savepoints`]); a
 /// run failing part-way leaves the groups that committed at the new
 /// watermark and the retried run evaluates every SLA again, as every
 /// round does. With `connections = 1` this is [`evaluate_tenant_up_to`]:
