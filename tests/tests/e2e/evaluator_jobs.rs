@@ -10,7 +10,7 @@
 //! whole tenant's evaluation failed on it, every round).
 
 use chrono::{Days, Duration, Utc};
-use slaproof_domain::ids::TenantId;
+use slaproof_domain::ids::{SlaId, TenantId};
 use slaproof_domain::sla::SlaDefinition;
 use slaproof_evaluator::{JOB_KIND, Settings, schedule_all, work_due};
 use slaproof_store::jobs::{self, NewJob};
@@ -399,6 +399,24 @@ async fn asking_for_a_stuck_evaluation_explicitly_starts_it_afresh() {
     release_tenant_lock(holder).await;
 }
 
+/// Makes the database refuse every evaluation of `sla` (a trigger, as
+/// the owner): an error after other statements of the round ran, which
+/// aborts the transaction but for a savepoint.
+async fn refuse_evaluations_of(owner: &mut PgConnection, sla: SlaId) {
+    for statement in [
+        "CREATE FUNCTION public.test_refuse_evaluation() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'evaluations of this SLA are refused'; END $$"
+            .to_owned(),
+        format!(
+            "CREATE TRIGGER test_refuse_evaluation BEFORE INSERT ON evaluations FOR EACH ROW \
+             WHEN (NEW.sla_id = '{}') EXECUTE FUNCTION public.test_refuse_evaluation()",
+            sla.uuid()
+        ),
+    ] {
+        sqlx::query(&statement).execute(&mut *owner).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn an_sla_whose_evaluation_fails_midway_is_rolled_back_alone_and_cleared_once_evaluated() {
     let database = TestDatabase::create().await;
@@ -411,18 +429,7 @@ async fn an_sla_whose_evaluation_fails_midway_is_rolled_back_alone_and_cleared_o
     // statements of the round ran, which aborts the transaction but for
     // the SLA's savepoint. chat-rolling is evaluated before chat-sla.
     let mut owner = database.owner_connection().await;
-    for statement in [
-        "CREATE FUNCTION public.test_refuse_evaluation() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN RAISE EXCEPTION 'evaluations of this SLA are refused'; END $$"
-            .to_owned(),
-        format!(
-            "CREATE TRIGGER test_refuse_evaluation BEFORE INSERT ON evaluations FOR EACH ROW \
-             WHEN (NEW.sla_id = '{}') EXECUTE FUNCTION public.test_refuse_evaluation()",
-            rolling.uuid()
-        ),
-    ] {
-        sqlx::query(&statement).execute(&mut owner).await.unwrap();
-    }
+    refuse_evaluations_of(&mut owner, rolling).await;
 
     for round_number in 1..=10 {
         schedule_all(&db).await.unwrap();
@@ -628,18 +635,7 @@ async fn an_sla_failing_after_another_of_its_chunk_leaves_that_one_recorded_once
     tx.commit().await.unwrap();
     // chat-rolling is evaluated before chat-sla: refuse the second.
     let mut owner = database.owner_connection().await;
-    for statement in [
-        "CREATE FUNCTION public.test_refuse_evaluation() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN RAISE EXCEPTION 'evaluations of this SLA are refused'; END $$"
-            .to_owned(),
-        format!(
-            "CREATE TRIGGER test_refuse_evaluation BEFORE INSERT ON evaluations FOR EACH ROW \
-             WHEN (NEW.sla_id = '{}') EXECUTE FUNCTION public.test_refuse_evaluation()",
-            calendar.uuid()
-        ),
-    ] {
-        sqlx::query(&statement).execute(&mut owner).await.unwrap();
-    }
+    refuse_evaluations_of(&mut owner, calendar).await;
     schedule_all(&db).await.unwrap();
     let round = work_due(&db, &settings(), "worker").await.unwrap();
     assert!(round.failures.is_empty(), "{:?}", round.failures);
