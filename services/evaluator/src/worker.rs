@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use chrono::Utc;
 use slaproof_domain::ids::{SlaId, TenantId};
 use slaproof_store::jobs::{self, ClaimedJob, NewJob};
-use slaproof_store::{Database, TenantTx, tenants};
+use slaproof_store::{Database, Savepoint, TenantTx, tenants};
 use tokio_util::sync::CancellationToken;
 
 use crate::composite::{self, ClosedComposite, CompositeEvaluation};
@@ -99,13 +99,11 @@ async fn evaluate_one(
     Ok(run)
 }
 
-/// Runs one savepoint statement (`SAVEPOINT`, `RELEASE`, `ROLLBACK TO`).
-async fn savepoint(tx: &mut TenantTx, statement: &'static str) -> Result<(), EvaluatorError> {
-    sqlx::query(statement)
-        .execute(&mut **tx)
-        .await
-        .doing("opening or closing a savepoint")?;
-    Ok(())
+/// Runs one savepoint statement of `tx` (open, roll back to or release).
+async fn savepoint(
+    step: impl std::future::Future<Output = Result<(), slaproof_store::StoreError>>,
+) -> Result<(), EvaluatorError> {
+    step.await.doing("opening or closing a savepoint")
 }
 
 /// [`evaluate_one`] in a savepoint: when it fails, what it wrote is rolled
@@ -117,12 +115,12 @@ async fn in_savepoint(
     at: RoundAt,
     settings: &Settings,
 ) -> Result<Result<SlaRun, EvaluatorError>, EvaluatorError> {
-    savepoint(tx, "SAVEPOINT slaproof_sla").await?;
+    savepoint(tx.savepoint(Savepoint::SLA)).await?;
     let outcome = evaluate_one(tx, sla, at, settings).await;
     if outcome.is_err() {
-        savepoint(tx, "ROLLBACK TO SAVEPOINT slaproof_sla").await?;
+        savepoint(tx.rollback_to(Savepoint::SLA)).await?;
     }
-    savepoint(tx, "RELEASE SAVEPOINT slaproof_sla").await?;
+    savepoint(tx.release(Savepoint::SLA)).await?;
     Ok(outcome)
 }
 
@@ -143,7 +141,7 @@ async fn in_savepoints(
     at: RoundAt,
     settings: &Settings,
 ) -> Result<Vec<Result<SlaRun, EvaluatorError>>, EvaluatorError> {
-    savepoint(tx, "SAVEPOINT slaproof_chunk").await?;
+    savepoint(tx.savepoint(Savepoint::SLA_CHUNK)).await?;
     let mut runs = Vec::with_capacity(chunk.len());
     for &index in chunk {
         match evaluate_one(tx, &tracked[index], at, settings).await {
@@ -152,11 +150,11 @@ async fn in_savepoints(
         }
     }
     if runs.len() == chunk.len() {
-        savepoint(tx, "RELEASE SAVEPOINT slaproof_chunk").await?;
+        savepoint(tx.release(Savepoint::SLA_CHUNK)).await?;
         return Ok(runs);
     }
-    savepoint(tx, "ROLLBACK TO SAVEPOINT slaproof_chunk").await?;
-    savepoint(tx, "RELEASE SAVEPOINT slaproof_chunk").await?;
+    savepoint(tx.rollback_to(Savepoint::SLA_CHUNK)).await?;
+    savepoint(tx.release(Savepoint::SLA_CHUNK)).await?;
     let mut runs = Vec::with_capacity(chunk.len());
     for &index in chunk {
         runs.push(in_savepoint(tx, &tracked[index], at, settings).await?);

@@ -241,6 +241,45 @@ impl TenantTx {
     pub async fn rollback(self) -> Result<(), StoreError> {
         self.tx.rollback().await.map_err(StoreError::from)
     }
+
+    /// Opens the savepoint `name` inside the transaction (`SAVEPOINT`):
+    /// what follows can be undone alone ([`Self::rollback_to`]) while the
+    /// transaction goes on.
+    pub async fn savepoint(&mut self, name: Savepoint) -> Result<(), StoreError> {
+        self.savepoint_statement("SAVEPOINT", name).await
+    }
+
+    /// Undoes what was done since the savepoint `name` was opened, which
+    /// stays open (`ROLLBACK TO SAVEPOINT`).
+    pub async fn rollback_to(&mut self, name: Savepoint) -> Result<(), StoreError> {
+        self.savepoint_statement("ROLLBACK TO SAVEPOINT", name)
+            .await
+    }
+
+    /// Keeps what was done since the savepoint `name` was opened as part
+    /// of the transaction, and closes it (`RELEASE SAVEPOINT`).
+    pub async fn release(&mut self, name: Savepoint) -> Result<(), StoreError> {
+        self.savepoint_statement("RELEASE SAVEPOINT", name).await
+    }
+
+    async fn savepoint_statement(&mut self, verb: &str, name: Savepoint) -> Result<(), StoreError> {
+        sqlx::query(&format!("{verb} {}", name.0))
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(())
+    }
+}
+
+/// A savepoint's name: one of the few the code names, never text from
+/// outside (it is written into the statement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint(&'static str);
+
+impl Savepoint {
+    /// One SLA's evaluation.
+    pub const SLA: Self = Self("slaproof_sla");
+    /// The evaluations of a chunk of SLAs.
+    pub const SLA_CHUNK: Self = Self("slaproof_chunk");
 }
 
 impl Deref for TenantTx {
