@@ -83,7 +83,6 @@ pub(crate) async fn record(
         tx,
         sla.id,
         &store_signals::DataState {
-            missing,
             last_event_at: now.last_event_at,
             no_data_since: now.no_data_since,
         },

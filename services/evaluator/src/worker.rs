@@ -99,13 +99,6 @@ async fn evaluate_one(
     Ok(run)
 }
 
-/// Runs one savepoint statement of `tx` (open, roll back to or release).
-async fn savepoint(
-    step: impl std::future::Future<Output = Result<(), slaproof_store::StoreError>>,
-) -> Result<(), EvaluatorError> {
-    step.await.doing("opening or closing a savepoint")
-}
-
 /// [`evaluate_one`] in a savepoint: when it fails, what it wrote is rolled
 /// back and the transaction goes on for the tenant's other SLAs. The outer
 /// error is the savepoint's own (the connection is gone): the tenant's.
@@ -115,12 +108,18 @@ async fn in_savepoint(
     at: RoundAt,
     settings: &Settings,
 ) -> Result<Result<SlaRun, EvaluatorError>, EvaluatorError> {
-    savepoint(tx.savepoint(Savepoint::SLA)).await?;
+    tx.savepoint(Savepoint::SLA)
+        .await
+        .doing("opening a savepoint")?;
     let outcome = evaluate_one(tx, sla, at, settings).await;
     if outcome.is_err() {
-        savepoint(tx.rollback_to(Savepoint::SLA)).await?;
+        tx.rollback_to(Savepoint::SLA)
+            .await
+            .doing("rolling back to a savepoint")?;
     }
-    savepoint(tx.release(Savepoint::SLA)).await?;
+    tx.release(Savepoint::SLA)
+        .await
+        .doing("releasing a savepoint")?;
     Ok(outcome)
 }
 
@@ -141,7 +140,9 @@ async fn in_savepoints(
     at: RoundAt,
     settings: &Settings,
 ) -> Result<Vec<Result<SlaRun, EvaluatorError>>, EvaluatorError> {
-    savepoint(tx.savepoint(Savepoint::SLA_CHUNK)).await?;
+    tx.savepoint(Savepoint::SLA_CHUNK)
+        .await
+        .doing("opening a savepoint")?;
     let mut runs = Vec::with_capacity(chunk.len());
     for &index in chunk {
         match evaluate_one(tx, &tracked[index], at, settings).await {
@@ -150,11 +151,17 @@ async fn in_savepoints(
         }
     }
     if runs.len() == chunk.len() {
-        savepoint(tx.release(Savepoint::SLA_CHUNK)).await?;
+        tx.release(Savepoint::SLA_CHUNK)
+            .await
+            .doing("releasing a savepoint")?;
         return Ok(runs);
     }
-    savepoint(tx.rollback_to(Savepoint::SLA_CHUNK)).await?;
-    savepoint(tx.release(Savepoint::SLA_CHUNK)).await?;
+    tx.rollback_to(Savepoint::SLA_CHUNK)
+        .await
+        .doing("rolling back to a savepoint")?;
+    tx.release(Savepoint::SLA_CHUNK)
+        .await
+        .doing("releasing a savepoint")?;
     let mut runs = Vec::with_capacity(chunk.len());
     for &index in chunk {
         runs.push(in_savepoint(tx, &tracked[index], at, settings).await?);

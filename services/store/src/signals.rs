@@ -202,8 +202,8 @@ pub async fn data_seen(
 /// An SLA's data state as judged at `as_of`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataState {
-    pub missing: bool,
     pub last_event_at: Option<DateTime<Utc>>,
+    /// Since when data is missing, while it is: missing when set.
     pub no_data_since: Option<DateTime<Utc>>,
 }
 
@@ -227,7 +227,7 @@ pub async fn record_data_state(
     )
     .bind(tx.tenant().uuid())
     .bind(sla.uuid())
-    .bind(state.missing)
+    .bind(state.no_data_since.is_some())
     .bind(state.last_event_at)
     .bind(state.no_data_since)
     .bind(as_of)
